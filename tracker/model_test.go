@@ -1,0 +1,152 @@
+package tracker
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// model is the plain reference the tracker is checked against: every batch
+// ever registered, kept forever in maps, and the watermark recomputed from
+// scratch as the longest prefix of delivered batches.
+type model struct {
+	last    map[uint64]int64
+	status  map[uint64]Status
+	n       uint64 // registrations so far
+	done    uint64 // length of the prefix consumed by advance
+	stalled bool
+}
+
+func newModel() *model {
+	return &model{last: map[uint64]int64{}, status: map[uint64]Status{}}
+}
+
+func (m *model) register(lastOffset int64) uint64 {
+	seq := m.n
+	m.last[seq] = lastOffset
+	m.n++
+	return seq
+}
+
+func (m *model) resolve(seq uint64, s Status) ResolveOutcome {
+	switch {
+	case seq < m.done:
+		return AlreadyAdvanced
+	case seq >= m.n:
+		return Unregistered
+	case m.status[seq] != pending:
+		return Duplicate
+	}
+	m.status[seq] = s
+	return Applied
+}
+
+func (m *model) advance() (int64, bool) {
+	k := uint64(0)
+	for k < m.n && m.status[k] == Delivered {
+		k++
+	}
+	if k < m.n && m.status[k] == Failed {
+		m.stalled = true
+	}
+	if k == m.done {
+		return 0, false
+	}
+	m.done = k
+	return m.last[k-1] + 1, true
+}
+
+func (m *model) pending() int { return int(m.n - m.done) }
+
+// checkOps replays ops against a tracker and the model and fails on the first
+// divergence. Each op is two bytes: a kind and an argument.
+//
+// Invariants checked after every step:
+//   - Resolve returns the same outcome as the model.
+//   - Advance returns the same (offset, moved) as the model.
+//   - The watermark strictly increases every time it moves.
+//   - The watermark never passes the first offset of the earliest batch not
+//     delivered (it is at most that batch's predecessor's last offset + 1).
+//   - Stalled and Pending equal the model's; a stall never clears.
+func checkOps(t *testing.T, ops []byte) {
+	t.Helper()
+	tr := NewWithCapacity(2) // small, so growth is exercised
+	m := newModel()
+	var lastOffset int64 = -1
+	var wm int64 = -1
+	for i := 0; i+1 < len(ops); i += 2 {
+		kind, arg := ops[i]%8, ops[i+1]
+		switch kind {
+		case 0, 1, 2: // register, with an offset gap of 0..3
+			lastOffset += 1 + int64(arg%4)
+			seq := m.register(lastOffset)
+			tr.Register(seq, lastOffset)
+		case 3, 4, 5, 6: // resolve, mostly delivered; may name a stale or unknown seq
+			s := Delivered
+			if kind == 6 && arg%4 == 0 {
+				s = Failed
+			}
+			seq := uint64(arg) % (m.n + 2)
+			if got, want := tr.Resolve(seq, s), m.resolve(seq, s); got != want {
+				t.Fatalf("op %d: Resolve(%d, %v) = %v, want %v", i/2, seq, s, got, want)
+			}
+		case 7:
+			got, moved := tr.Advance()
+			want, wantMoved := m.advance()
+			if moved != wantMoved || (moved && got != want) {
+				t.Fatalf("op %d: Advance() = (%d, %v), want (%d, %v)", i/2, got, moved, want, wantMoved)
+			}
+			if moved {
+				if got <= wm {
+					t.Fatalf("op %d: watermark %d after %d, want strictly increasing", i/2, got, wm)
+				}
+				wm = got
+			}
+		}
+		// The watermark never passes an undelivered batch.
+		for seq := uint64(0); seq < m.n; seq++ {
+			if m.status[seq] != Delivered {
+				floor := int64(0)
+				if seq > 0 {
+					floor = m.last[seq-1] + 1
+				}
+				if wm > floor {
+					t.Fatalf("op %d: watermark %d passes undelivered seq %d (starts at %d)", i/2, wm, seq, floor)
+				}
+				break
+			}
+		}
+		if tr.Stalled() != m.stalled {
+			t.Fatalf("op %d: Stalled() = %v, want %v", i/2, tr.Stalled(), m.stalled)
+		}
+		if tr.Pending() != m.pending() {
+			t.Fatalf("op %d: Pending() = %d, want %d", i/2, tr.Pending(), m.pending())
+		}
+	}
+}
+
+func TestModelRandomInterleavings(t *testing.T) {
+	for seed := range uint64(2000) {
+		r := rand.New(rand.NewPCG(seed, 0x5eed))
+		ops := make([]byte, 2*(50+r.IntN(400)))
+		for i := range ops {
+			ops[i] = byte(r.Uint32())
+		}
+		checkOps(t, ops)
+	}
+}
+
+// FuzzTracker drives the tracker with arbitrary interleavings of register,
+// resolve (delivered or failed, including stale and unknown sequences) and
+// advance, and checks after every step, against a map-based model:
+//   - same Resolve outcome and same Advance result;
+//   - the watermark strictly increases whenever it moves;
+//   - the watermark never passes the first undelivered batch;
+//   - same Stalled flag (and a stall never clears) and same Pending count.
+func FuzzTracker(f *testing.F) {
+	f.Add([]byte{0, 0, 3, 0, 7, 0})
+	f.Add([]byte{0, 0, 0, 1, 0, 2, 4, 1, 3, 0, 4, 1, 5, 2, 7, 0})
+	f.Add([]byte{0, 0, 0, 0, 6, 0, 7, 0, 0, 0, 3, 1, 7, 0})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		checkOps(t, ops)
+	})
+}

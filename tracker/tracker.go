@@ -1,0 +1,247 @@
+package tracker
+
+import (
+	"fmt"
+	"time"
+)
+
+// Status is the resolution of a batch reported by the sink.
+type Status uint8
+
+const (
+	// Delivered means the sink acknowledged every record of the batch.
+	Delivered Status = iota + 1
+	// Failed means the sink rejected the batch. A failed batch is never
+	// committed past; it stalls the tracker once it reaches the head.
+	Failed
+)
+
+// String returns the status name.
+func (s Status) String() string {
+	switch s {
+	case Delivered:
+		return "delivered"
+	case Failed:
+		return "failed"
+	}
+	return fmt.Sprintf("Status(%d)", uint8(s))
+}
+
+// ResolveOutcome says what Resolve did with a resolution.
+type ResolveOutcome uint8
+
+const (
+	// Applied means the batch went from pending to the given status.
+	Applied ResolveOutcome = iota + 1
+	// Duplicate means the batch was already resolved; state is unchanged.
+	Duplicate
+	// AlreadyAdvanced means the sequence precedes the tracked window: the
+	// batch was delivered and consumed by Advance, so this is a duplicate of a
+	// consumed resolution. State is unchanged.
+	AlreadyAdvanced
+	// Unregistered means the sequence is ahead of every registration seen.
+	// The caller drains its pending registrations and retries.
+	Unregistered
+)
+
+// String returns the outcome name.
+func (o ResolveOutcome) String() string {
+	switch o {
+	case Applied:
+		return "applied"
+	case Duplicate:
+		return "duplicate"
+	case AlreadyAdvanced:
+		return "already-advanced"
+	case Unregistered:
+		return "unregistered"
+	}
+	return fmt.Sprintf("ResolveOutcome(%d)", uint8(o))
+}
+
+// pending is the zero state of a slot: registered, not yet resolved.
+const pending Status = 0
+
+// slot is one registered batch in the ring.
+type slot struct {
+	lastOffset int64
+	status     Status
+}
+
+// defaultCapacity is the initial ring size. The ring doubles when full, so a
+// tracker whose pending count is bounded by the driver stops allocating once
+// it has seen its largest window.
+const defaultCapacity = 64
+
+// PartitionTracker tracks the batches of one partition between registration
+// and the watermark.
+//
+// It is not safe for concurrent use: one goroutine owns it.
+type PartitionTracker struct {
+	// ring holds the window [head, next) at index seq&mask. Its length is a
+	// power of two and at least next-head.
+	ring []slot
+	mask uint64
+
+	// head is the sequence of the oldest batch not yet consumed by Advance.
+	// It only increases, and never past a pending or failed batch.
+	head uint64
+	// next is the sequence the next Register must carry. head <= next.
+	next uint64
+
+	// watermark is the last offset Advance returned; valid when advanced.
+	// It strictly increases.
+	watermark int64
+	advanced  bool
+
+	// stalled is set once the batch at head is seen failed; head never
+	// moves again after that, so the stall is permanent.
+	stalled      bool
+	stalledSince time.Time
+}
+
+// New returns an empty tracker expecting sequence 0 first.
+func New() *PartitionTracker {
+	return NewWithCapacity(defaultCapacity)
+}
+
+// NewWithCapacity returns an empty tracker whose ring starts with room for n
+// pending batches (rounded up to a power of two). Sizing it to the driver's
+// pending limit avoids every growth allocation.
+func NewWithCapacity(n int) *PartitionTracker {
+	c := 1
+	for c < n {
+		c <<= 1
+	}
+	return &PartitionTracker{ring: make([]slot, c), mask: uint64(c - 1)}
+}
+
+// Register records batch seq, whose last record has offset lastOffset.
+// Sequences start at 0 and must be contiguous; a gap is a driver bug and
+// panics. Registering after a stall is legal: batches already in flight still
+// arrive, they just never advance the watermark.
+func (t *PartitionTracker) Register(seq uint64, lastOffset int64) {
+	if seq != t.next {
+		panicGap(t.next, seq)
+	}
+	if t.next-t.head == uint64(len(t.ring)) {
+		t.grow()
+	}
+	t.ring[seq&t.mask] = slot{lastOffset: lastOffset}
+	t.next++
+}
+
+// panicGap and panicStatus stay out of line so the hot paths can inline.
+//
+//go:noinline
+func panicGap(expected, received uint64) {
+	panic(fmt.Sprintf("tracker: register out of sequence: expected seq %d, received %d", expected, received))
+}
+
+// grow doubles the ring, keeping each live slot at index seq&mask.
+//
+//go:noinline
+func (t *PartitionTracker) grow() {
+	ring := make([]slot, 2*len(t.ring))
+	mask := uint64(len(ring) - 1)
+	for s := t.head; s < t.next; s++ {
+		ring[s&mask] = t.ring[s&t.mask]
+	}
+	t.ring, t.mask = ring, mask
+}
+
+// Resolve records the sink's verdict on batch seq. Duplicates and unknown
+// sequences are reported through the outcome and never change state.
+// A status other than Delivered or Failed is a driver bug and panics.
+func (t *PartitionTracker) Resolve(seq uint64, status Status) ResolveOutcome {
+	if status != Delivered && status != Failed {
+		panicStatus(seq, status)
+	}
+	switch {
+	case seq < t.head:
+		return AlreadyAdvanced
+	case seq >= t.next:
+		return Unregistered
+	}
+	s := &t.ring[seq&t.mask]
+	if s.status != pending {
+		return Duplicate
+	}
+	s.status = status
+	return Applied
+}
+
+//go:noinline
+func panicStatus(seq uint64, status Status) {
+	panic(fmt.Sprintf("tracker: resolve seq %d with invalid %v", seq, status))
+}
+
+// Advance consumes the contiguous prefix of delivered batches and returns the
+// new committable offset (one past the last offset of that prefix). moved is
+// false when the watermark did not change. When the prefix ends at a failed
+// batch the tracker stalls for good; the offset up to the failure is still
+// returned by this call.
+func (t *PartitionTracker) Advance() (offset int64, moved bool) {
+	for t.head < t.next {
+		s := &t.ring[t.head&t.mask]
+		if s.status != Delivered {
+			if s.status == Failed && !t.stalled {
+				t.stall()
+			}
+			break
+		}
+		t.watermark = s.lastOffset + 1
+		t.head++
+		moved = true
+	}
+	if moved {
+		t.advanced = true
+	}
+	return t.watermark, moved
+}
+
+// stall records the moment a failed batch was first seen at the head. It is
+// kept out of Advance so the hot loop stays small.
+//
+//go:noinline
+func (t *PartitionTracker) stall() {
+	t.stalled = true
+	t.stalledSince = time.Now()
+}
+
+// Watermark returns the last offset Advance returned, and false if the
+// watermark has never moved.
+func (t *PartitionTracker) Watermark() (int64, bool) {
+	return t.watermark, t.advanced
+}
+
+// NextSeq returns the sequence the next Register must carry.
+func (t *PartitionTracker) NextSeq() uint64 { return t.next }
+
+// Pending returns the number of batches registered but not yet consumed by
+// Advance, including any behind a stall. The driver pauses fetching when it
+// reaches its limit, which bounds both memory and replay.
+func (t *PartitionTracker) Pending() int { return int(t.next - t.head) }
+
+// Stalled reports whether a failed batch has reached the head.
+func (t *PartitionTracker) Stalled() bool { return t.stalled }
+
+// StalledSince returns when Advance first observed the stall.
+func (t *PartitionTracker) StalledSince() (time.Time, bool) {
+	return t.stalledSince, t.stalled
+}
+
+// StalledSeq returns the sequence of the failed batch that holds the
+// watermark.
+func (t *PartitionTracker) StalledSeq() (uint64, bool) {
+	return t.head, t.stalled
+}
+
+// LastOffset returns the last offset registered for seq, if seq is still in
+// the window. Drivers use it to name a stalled batch in logs.
+func (t *PartitionTracker) LastOffset(seq uint64) (int64, bool) {
+	if seq < t.head || seq >= t.next {
+		return 0, false
+	}
+	return t.ring[seq&t.mask].lastOffset, true
+}
