@@ -9,6 +9,9 @@ import (
 
 	_ "github.com/redpanda-data/benthos/v4/public/components/io"
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
+
+	_ "github.com/watermark-connect/watermark-connect/metrics/prometheus"
+	_ "github.com/watermark-connect/watermark-connect/plugin"
 )
 
 // Set at build time with -ldflags "-X main.version=... -X main.dateBuilt=...".

@@ -1,0 +1,257 @@
+package plugin
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+)
+
+// config is the parsed and validated configuration of one input.
+type config struct {
+	seedBrokers     []string
+	topics          []string
+	regexpTopics    bool
+	group           string
+	clientID        string
+	rackID          string
+	instanceID      string
+	startOffset     string
+	sessionTimeout  time.Duration
+	rebalanceTO     time.Duration
+	heartbeat       time.Duration
+	fetchMaxBytes   int64
+	fetchMaxPart    int64
+	fetchMaxWait    time.Duration
+	metadataMaxAge  time.Duration
+	tls             *tls.Config // nil when disabled
+	sasl            []saslConfig
+	commitPeriod    time.Duration
+	maxPending      int
+	batchMaxRecords int
+	batchMaxBytes   int64
+	drainTimeout    time.Duration
+	groupProtocol   string
+	nackRetries     int
+	nackBackoff     time.Duration
+	nackMaxBackoff  time.Duration
+}
+
+type saslConfig struct {
+	mechanism, username, password, token string
+}
+
+// parseConfig reads every field, then validates the whole config once.
+func parseConfig(pc *service.ParsedConfig) (*config, error) {
+	c := &config{}
+	var errs []error
+	str := func(dst *string, path ...string) {
+		v, err := pc.FieldString(path...)
+		errs = append(errs, err)
+		*dst = v
+	}
+	dur := func(dst *time.Duration, path ...string) {
+		v, err := pc.FieldDuration(path...)
+		errs = append(errs, err)
+		*dst = v
+	}
+	num := func(dst *int, path ...string) {
+		v, err := pc.FieldInt(path...)
+		errs = append(errs, err)
+		*dst = v
+	}
+	size := func(dst *int64, path ...string) {
+		s, err := pc.FieldString(path...)
+		if err == nil {
+			*dst, err = parseBytes(strings.Join(path, "."), s)
+		}
+		errs = append(errs, err)
+	}
+
+	brokers, err := pc.FieldStringList(fieldSeedBrokers)
+	errs = append(errs, err)
+	for _, b := range brokers {
+		for _, addr := range strings.Split(b, ",") {
+			if addr = strings.TrimSpace(addr); addr != "" {
+				c.seedBrokers = append(c.seedBrokers, addr)
+			}
+		}
+	}
+	c.topics, err = pc.FieldStringList(fieldTopics)
+	errs = append(errs, err)
+	c.regexpTopics, err = pc.FieldBool(fieldRegexpTopics)
+	errs = append(errs, err)
+	str(&c.group, fieldConsumerGroup)
+	str(&c.clientID, fieldClientID)
+	str(&c.rackID, fieldRackID)
+	str(&c.instanceID, fieldInstanceID)
+	str(&c.startOffset, fieldStartOffset)
+	dur(&c.sessionTimeout, fieldSessionTimeout)
+	dur(&c.rebalanceTO, fieldRebalanceTimeout)
+	dur(&c.heartbeat, fieldHeartbeatInterval)
+	size(&c.fetchMaxBytes, fieldFetchMaxBytes)
+	size(&c.fetchMaxPart, fieldFetchMaxPartitionBytes)
+	dur(&c.fetchMaxWait, fieldFetchMaxWait)
+	dur(&c.metadataMaxAge, fieldMetadataMaxAge)
+	tlsConf, tlsOn, err := pc.FieldTLSToggled(fieldTLS)
+	errs = append(errs, err)
+	if tlsOn {
+		c.tls = tlsConf
+	}
+	if pc.Contains(fieldSASL) {
+		list, err := pc.FieldObjectList(fieldSASL)
+		errs = append(errs, err)
+		for _, s := range list {
+			var sc saslConfig
+			sc.mechanism, err = s.FieldString(fieldSASLMechanism)
+			errs = append(errs, err)
+			sc.username, _ = s.FieldString(fieldSASLUsername)
+			sc.password, _ = s.FieldString(fieldSASLPassword)
+			sc.token, _ = s.FieldString(fieldSASLToken)
+			c.sasl = append(c.sasl, sc)
+		}
+	}
+	dur(&c.commitPeriod, fieldCommitPeriod)
+	num(&c.maxPending, fieldMaxPendingBatches)
+	num(&c.batchMaxRecords, fieldBatchMaxRecords)
+	size(&c.batchMaxBytes, fieldBatchMaxBytes)
+	dur(&c.drainTimeout, fieldDrainTimeout)
+	str(&c.groupProtocol, fieldGroupProtocol)
+	num(&c.nackRetries, fieldNackRetry, fieldNackMaxRetries)
+	dur(&c.nackBackoff, fieldNackRetry, fieldNackInitialBack)
+	dur(&c.nackMaxBackoff, fieldNackRetry, fieldNackMaxBack)
+
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// validate checks the whole config in one place. Each message names the
+// field, the value and the limit.
+func (c *config) validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	if len(c.seedBrokers) == 0 {
+		bad("%s: at least one broker address is required", fieldSeedBrokers)
+	}
+	if len(c.topics) == 0 {
+		bad("%s: at least one topic is required", fieldTopics)
+	}
+	for _, t := range c.topics {
+		if t == "" {
+			bad("%s: a topic name must not be empty", fieldTopics)
+		} else if c.regexpTopics {
+			if _, err := regexp.Compile(t); err != nil {
+				bad("%s: %q is not a valid regular expression: %v", fieldTopics, t, err)
+			}
+		}
+	}
+	if c.group == "" {
+		bad("%s: a group name is required", fieldConsumerGroup)
+	}
+	switch c.startOffset {
+	case startEarliest, startLatest, startCommitted:
+	default:
+		bad("%s (%q) must be one of %s, %s, %s", fieldStartOffset, c.startOffset, startEarliest, startLatest, startCommitted)
+	}
+	switch c.groupProtocol {
+	case protocolClassic, protocolConsumer:
+	default:
+		bad("%s (%q) must be one of %s, %s", fieldGroupProtocol, c.groupProtocol, protocolClassic, protocolConsumer)
+	}
+	for name, d := range map[string]time.Duration{
+		fieldSessionTimeout:                         c.sessionTimeout,
+		fieldRebalanceTimeout:                       c.rebalanceTO,
+		fieldHeartbeatInterval:                      c.heartbeat,
+		fieldFetchMaxWait:                           c.fetchMaxWait,
+		fieldMetadataMaxAge:                         c.metadataMaxAge,
+		fieldCommitPeriod:                           c.commitPeriod,
+		fieldDrainTimeout:                           c.drainTimeout,
+		fieldNackRetry + "." + fieldNackInitialBack: c.nackBackoff,
+		fieldNackRetry + "." + fieldNackMaxBack:     c.nackMaxBackoff,
+	} {
+		if d <= 0 {
+			bad("%s (%v) must be positive", name, d)
+		}
+	}
+	if c.drainTimeout > 0 && c.rebalanceTO > 0 && c.drainTimeout >= c.rebalanceTO {
+		bad("%s (%v) must be below %s (%v): the revoke must still commit within the rebalance", fieldDrainTimeout, c.drainTimeout, fieldRebalanceTimeout, c.rebalanceTO)
+	}
+	if c.heartbeat > 0 && c.sessionTimeout > 0 && c.heartbeat >= c.sessionTimeout {
+		bad("%s (%v) must be below %s (%v)", fieldHeartbeatInterval, c.heartbeat, fieldSessionTimeout, c.sessionTimeout)
+	}
+	if c.maxPending < 1 {
+		bad("%s (%d) must be at least 1", fieldMaxPendingBatches, c.maxPending)
+	}
+	if c.batchMaxRecords < 1 {
+		bad("%s (%d) must be at least 1", fieldBatchMaxRecords, c.batchMaxRecords)
+	}
+	for name, v := range map[string]int64{
+		fieldBatchMaxBytes:          c.batchMaxBytes,
+		fieldFetchMaxBytes:          c.fetchMaxBytes,
+		fieldFetchMaxPartitionBytes: c.fetchMaxPart,
+	} {
+		if v < 1 || v > maxInt32 {
+			bad("%s (%d) must be between 1 and %d bytes", name, v, int64(maxInt32))
+		}
+	}
+	if c.nackRetries < 0 {
+		bad("%s.%s (%d) must be at least 0", fieldNackRetry, fieldNackMaxRetries, c.nackRetries)
+	}
+	for i, s := range c.sasl {
+		switch s.mechanism {
+		case saslPlain, saslScram256, saslScram512:
+			if s.username == "" {
+				bad("%s[%d].%s: %s needs a user name", fieldSASL, i, fieldSASLUsername, s.mechanism)
+			}
+		case saslOAuthBearer:
+			if s.token == "" {
+				bad("%s[%d].%s: %s needs a token", fieldSASL, i, fieldSASLToken, s.mechanism)
+			}
+		default:
+			bad("%s[%d].%s (%q) must be one of %s, %s, %s, %s", fieldSASL, i, fieldSASLMechanism, s.mechanism, saslPlain, saslScram256, saslScram512, saslOAuthBearer)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+const maxInt32 = 1<<31 - 1
+
+// parseBytes reads a byte size such as "1MiB", "512KB" or "1048576".
+func parseBytes(field, s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	i := 0
+	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return 0, fmt.Errorf("%s (%q) is not a byte size such as 1048576, 512KiB or 1MiB", field, s)
+	}
+	var n int64
+	for _, r := range t[:i] {
+		n = n*10 + int64(r-'0')
+		if n > 1<<40 {
+			return 0, fmt.Errorf("%s (%q) is larger than 1TiB", field, s)
+		}
+	}
+	mult := map[string]int64{
+		"": 1, "B": 1,
+		"KB": 1000, "KiB": 1 << 10, "K": 1 << 10,
+		"MB": 1000 * 1000, "MiB": 1 << 20, "M": 1 << 20,
+		"GB": 1000 * 1000 * 1000, "GiB": 1 << 30, "G": 1 << 30,
+	}
+	m, ok := mult[strings.TrimSpace(t[i:])]
+	if !ok {
+		return 0, fmt.Errorf("%s (%q) has an unknown unit %q: use B, KB, KiB, MB, MiB, GB or GiB", field, s, strings.TrimSpace(t[i:]))
+	}
+	return n * m, nil
+}

@@ -1,0 +1,225 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func init() {
+	if err := service.RegisterBatchInput(InputName, ConfigSpec(), newInputFromConfig); err != nil {
+		panic(err)
+	}
+}
+
+// Register adds the kafka_watermark input to env. Importing the package
+// registers it on Benthos's global environment already.
+func Register(env *service.Environment) error {
+	return env.RegisterBatchInput(InputName, ConfigSpec(), newInputFromConfig)
+}
+
+func newInputFromConfig(pc *service.ParsedConfig, res *service.Resources) (service.BatchInput, error) {
+	conf, err := parseConfig(pc)
+	if err != nil {
+		return nil, err
+	}
+	return newInput(conf, res), nil
+}
+
+// Input is the kafka_watermark batch input. Benthos calls Connect, then
+// ReadBatch from one goroutine, acks from any goroutine, and Close once; all
+// of these are safe for concurrent use with each other.
+type Input struct {
+	conf *config
+	log  *service.Logger
+	m    *metrics
+
+	mu     sync.Mutex // guards owner and cl across Connect and Close
+	owner  *owner
+	cl     *kgo.Client
+	poller *poller
+	closed atomic.Bool
+}
+
+func newInput(conf *config, res *service.Resources) *Input {
+	return &Input{conf: conf, log: res.Logger(), m: newMetrics(res.Metrics())}
+}
+
+// Connect creates the client, checks that a seed broker answers (so an
+// unreachable cluster or a failed authentication is reported here, and
+// Benthos retries with backoff), and starts the owner and poll goroutines.
+func (in *Input) Connect(ctx context.Context) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.closed.Load() {
+		return service.ErrEndOfInput
+	}
+	if in.owner != nil {
+		return nil
+	}
+	o := newOwner(in.conf, in.log, in.m)
+	in.owner = o
+	cl, err := kgo.NewClient(in.clientOpts(o)...)
+	if err != nil {
+		in.owner = nil
+		return fmt.Errorf("kafka_watermark: invalid client options: %w", err)
+	}
+	if err := cl.Ping(ctx); err != nil {
+		// The owner never ran: mark it stopped so a callback fired by
+		// closing this client returns at once.
+		o.sig.TriggerHasStopped()
+		cl.Close()
+		in.owner = nil
+		return fmt.Errorf("kafka_watermark: cannot reach seed brokers %s%s: %w", strings.Join(in.conf.seedBrokers, ","), in.authDescription(), err)
+	}
+	o.cl = cl
+	in.cl = cl
+	go o.run()
+	go o.committer()
+	in.poller = startPoller(cl, o, in.log)
+	in.log.Infof("kafka_watermark: consuming %v as group %q (%s protocol)", in.conf.topics, in.conf.group, in.conf.groupProtocol)
+	return nil
+}
+
+// authDescription names the security settings for connection errors, never
+// a secret.
+func (in *Input) authDescription() string {
+	var parts []string
+	if in.conf.tls != nil {
+		parts = append(parts, "TLS")
+	}
+	for _, s := range in.conf.sasl {
+		parts = append(parts, "SASL "+s.mechanism)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " with " + strings.Join(parts, " and ")
+}
+
+// ReadBatch returns the next batch, already registered with its partition's
+// tracker. The returned ack function may be called from any goroutine, in
+// any order, more than once (later calls are counted and ignored).
+func (in *Input) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {
+	in.mu.Lock()
+	o := in.owner
+	in.mu.Unlock()
+	if o == nil {
+		if in.closed.Load() {
+			return nil, nil, service.ErrEndOfInput
+		}
+		return nil, nil, service.ErrNotConnected
+	}
+	req := &readReq{reply: make(chan *inflight, 1)}
+	select {
+	case o.readCh <- req:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	case <-o.stopped():
+		return nil, nil, in.stoppedErr()
+	}
+	var b *inflight
+	select {
+	case b = <-req.reply:
+	case <-ctx.Done():
+		// Withdraw the request. Once the owner has received the cancel it
+		// will not answer, so an answer is in the buffer now or never; a
+		// batch already registered for us must still go out.
+		select {
+		case o.cancelCh <- req:
+		case <-o.stopped():
+		}
+		select {
+		case b = <-req.reply:
+		default:
+			return nil, nil, ctx.Err()
+		}
+	case <-o.stopped():
+		return nil, nil, in.stoppedErr()
+	}
+	if b == nil {
+		return nil, nil, in.stoppedErr()
+	}
+	return in.handOut(o, b)
+}
+
+func (in *Input) stoppedErr() error {
+	if in.closed.Load() {
+		return service.ErrEndOfInput
+	}
+	return service.ErrNotConnected
+}
+
+// handOut converts a batch on the first delivery (on the reader's
+// goroutine, not the owner's) and wraps its ack in a once-guard.
+func (in *Input) handOut(o *owner, b *inflight) (service.MessageBatch, service.AckFunc, error) {
+	msgs, _ := b.msgs.(service.MessageBatch)
+	if msgs == nil {
+		msgs = RecordsToBatch(b.raw.records)
+		b.msgs = msgs
+	}
+	var acked atomic.Bool
+	ack := func(_ context.Context, err error) error {
+		if !acked.CompareAndSwap(false, true) {
+			in.m.dupAcks.Incr(1, b.part.labels[0], b.part.labels[1])
+			return nil
+		}
+		select {
+		case o.ackCh <- ackMsg{in: b, err: err}:
+		case <-o.stopped():
+			in.m.lateAcks.Incr(1, b.part.labels[0], b.part.labels[1])
+		}
+		return nil
+	}
+	return msgs, ack, nil
+}
+
+// Close stops fetching, waits within ctx for in-flight batches, commits the
+// final watermarks and leaves the group.
+func (in *Input) Close(ctx context.Context) error {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.closed.Store(true)
+	o := in.owner
+	if o == nil {
+		return nil
+	}
+	in.poller.stop(ctx)
+
+	timeout := in.conf.drainTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl) * 9 / 10 // leave a tenth for the commit and the leave
+	}
+	req := closeReq{timeout: timeout, reply: make(chan map[string]map[int32]kgo.EpochOffset, 1)}
+	var offsets map[string]map[int32]kgo.EpochOffset
+	select {
+	case o.closeCh <- req:
+		select {
+		case offsets = <-req.reply:
+		case <-ctx.Done():
+		}
+	case <-ctx.Done():
+	}
+	var errs []error
+	if len(offsets) > 0 {
+		errs = append(errs, o.finalCommit(ctx, offsets, "shutdown"))
+	}
+	// Leaving runs the revoke callback, which the closed owner answers at
+	// once with nothing to commit.
+	in.cl.CloseAllowingRebalance()
+	o.sig.TriggerHardStop()
+	o.cancel()
+	select {
+	case <-o.stopped():
+	case <-ctx.Done():
+		errs = append(errs, ctx.Err())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,123 @@
+package plugin
+
+import (
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// waitCommitted waits until every partition's last commit equals its log end.
+func waitCommitted(t *testing.T, c *cluster, group, topic string, ends map[int32]int64) {
+	t.Helper()
+	eventually(t, 30*time.Second, "commits to reach the log end", func() bool {
+		for p, end := range ends {
+			if c.lastCommit(group, topic, p) != end {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func TestOutOfOrderAcksCommitToEnd(t *testing.T) {
+	const (
+		topic      = "ooo"
+		partitions = 8
+		n          = 20000
+	)
+	for _, tc := range []struct {
+		name  string
+		delay func(r *rand.Rand, b []rec) time.Duration
+	}{
+		{"random", func(r *rand.Rand, _ []rec) time.Duration { return time.Duration(r.IntN(3000)) * time.Microsecond }},
+		{"one-slow-batch", func(_ *rand.Rand, b []rec) time.Duration {
+			if b[0].partition == 3 && b[0].offset == 0 {
+				return 500 * time.Millisecond
+			}
+			return 0
+		}},
+		{"reverse-ish", func(_ *rand.Rand, b []rec) time.Duration {
+			// Earlier offsets wait longer, so later batches ack first.
+			return time.Duration(max(0, 3000-b[0].offset)) * time.Microsecond / 4
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCluster(t, partitions, topic)
+			c.produce(t, topic, partitions, n)
+			s := newSink()
+			c.sink = s
+			var mu sync.Mutex
+			r := rand.New(rand.NewPCG(1, 2))
+			s.decide = func(b []rec) (time.Duration, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				return tc.delay(r, b), nil
+			}
+			env := testEnv(t, s, 32)
+			st := startStream(t, env, inputYAML(c.addr, topic, "g", "  batch_max_records: 50\n"), 4)
+			ends := c.endOffsets(t, topic, partitions)
+			waitCommitted(t, c, "g", topic, ends)
+			st.stop(t)
+			distinct, _ := s.counts()
+			require.Equal(t, n, distinct, "every record delivered at least once")
+
+			// A second run of the same group reads only what is new.
+			_, dupsBefore := s.counts()
+			st2 := startStream(t, env, inputYAML(c.addr, topic, "g", ""), 1)
+			c.produce(t, topic, partitions, partitions) // one new record per partition
+			eventually(t, 20*time.Second, "the new records", func() bool { d, _ := s.counts(); return d >= n+partitions })
+			st2.stop(t)
+			d, dups := s.counts()
+			require.Equal(t, dupsBefore, dups, "a restart delivers nothing twice")
+			require.Equal(t, n+partitions, d, "a restart delivers the new records")
+		})
+	}
+}
+
+// Benthos's checkpoint-capture contract: ack A, B, D; nack C, E; restart;
+// expect C, D, E again and nothing before C.
+func TestCheckpointCaptureScenario(t *testing.T) {
+	const topic = "cc"
+	c := newCluster(t, 1, topic)
+	c.produce(t, topic, 1, 5) // offsets 0..4: A..E
+	s := newSink()
+	c.sink = s
+	var mu sync.Mutex
+	seen := map[int64]bool{}
+	s.decide = func(b []rec) (time.Duration, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		off := b[0].offset
+		first := !seen[off]
+		seen[off] = true
+		if first && (off == 2 || off == 4) {
+			return 0, errors.New("sink rejected")
+		}
+		return 0, nil
+	}
+	st := startStream(t, testEnv(t, s, 8), inputYAML(c.addr, topic, "cc", "  batch_max_records: 1\n"), 1)
+	eventually(t, 10*time.Second, "five deliveries", func() bool { d, _ := s.counts(); return d == 5 })
+	eventually(t, 10*time.Second, "commit at C", func() bool { return c.lastCommit("cc", topic, 0) == 2 })
+	st.stop(t)
+	require.Equal(t, int64(2), c.lastCommit("cc", topic, 0), "no commit past the nacked C")
+
+	s2 := newSink()
+	s2.contig = map[string]int64{topic + "/0": 2} // A and B were acknowledged by the first run
+	c.mu.Lock()
+	c.sink = s2
+	c.mu.Unlock()
+	st2 := startStream(t, testEnv(t, s2, 8), inputYAML(c.addr, topic, "cc", "  batch_max_records: 1\n"), 1)
+	eventually(t, 10*time.Second, "C, D, E again", func() bool { d, _ := s2.counts(); return d == 3 })
+	eventually(t, 10*time.Second, "commit at the end", func() bool { return c.lastCommit("cc", topic, 0) == 5 })
+	st2.stop(t)
+	s2.mu.Lock()
+	defer s2.mu.Unlock()
+	for _, off := range []string{"cc/0/2", "cc/0/3", "cc/0/4"} {
+		require.Equal(t, 1, s2.delivered[off], off)
+	}
+	require.Len(t, s2.delivered, 3, "nothing before C is delivered again")
+}

@@ -1,0 +1,219 @@
+package plugin
+
+import (
+	"github.com/redpanda-data/benthos/v4/public/service"
+)
+
+// Field names. Where Redpanda Connect's redpanda / kafka_franz inputs have a
+// field with the same meaning we keep its name and default, so configs port
+// unchanged.
+const (
+	fieldSeedBrokers            = "seed_brokers"
+	fieldTopics                 = "topics"
+	fieldRegexpTopics           = "regexp_topics"
+	fieldConsumerGroup          = "consumer_group"
+	fieldClientID               = "client_id"
+	fieldRackID                 = "rack_id"
+	fieldInstanceID             = "instance_id"
+	fieldStartOffset            = "start_offset"
+	fieldSessionTimeout         = "session_timeout"
+	fieldRebalanceTimeout       = "rebalance_timeout"
+	fieldHeartbeatInterval      = "heartbeat_interval"
+	fieldFetchMaxBytes          = "fetch_max_bytes"
+	fieldFetchMaxPartitionBytes = "fetch_max_partition_bytes"
+	fieldFetchMaxWait           = "fetch_max_wait"
+	fieldMetadataMaxAge         = "metadata_max_age"
+	fieldTLS                    = "tls"
+	fieldSASL                   = "sasl"
+	fieldSASLMechanism          = "mechanism"
+	fieldSASLUsername           = "username"
+	fieldSASLPassword           = "password"
+	fieldSASLToken              = "token"
+
+	fieldCommitPeriod      = "commit_period"
+	fieldMaxPendingBatches = "max_pending_batches"
+	fieldBatchMaxRecords   = "batch_max_records"
+	fieldBatchMaxBytes     = "batch_max_bytes"
+	fieldDrainTimeout      = "drain_timeout"
+	fieldGroupProtocol     = "group_protocol"
+	fieldNackRetry         = "nack_retry"
+	fieldNackMaxRetries    = "max_retries"
+	fieldNackInitialBack   = "initial_backoff"
+	fieldNackMaxBack       = "max_backoff"
+)
+
+// Enum values.
+const (
+	startEarliest  = "earliest"
+	startLatest    = "latest"
+	startCommitted = "committed"
+
+	protocolClassic  = "classic"
+	protocolConsumer = "consumer"
+
+	saslPlain       = "PLAIN"
+	saslScram256    = "SCRAM-SHA-256"
+	saslScram512    = "SCRAM-SHA-512"
+	saslOAuthBearer = "OAUTHBEARER"
+)
+
+// InputName is the name the input is registered under.
+const InputName = "kafka_watermark"
+
+// ConfigSpec returns the configuration specification of the kafka_watermark
+// input.
+func ConfigSpec() *service.ConfigSpec {
+	return service.NewConfigSpec().
+		Beta().
+		Categories("Services").
+		Summary("Consumes Kafka topics in a consumer group and commits offsets only through the contiguous delivered watermark.").
+		Description(`
+Every batch this input hands to the pipeline holds records of one partition and is registered with that
+partition's tracker before it leaves the input. Sinks may acknowledge batches in any order; the input commits, for
+each partition, one past the last offset of the longest prefix of successfully acknowledged batches. A batch that
+is still in flight holds the commit back; a batch that fails (a nack) stalls its partition's watermark for the life
+of the assignment, so an offset is never committed past unacknowledged or failed data. After a restart or a
+reassignment the partition resumes from the watermark, and the failed batch is delivered again (at-least-once).
+
+A stalled partition keeps delivering until `+"`max_pending_batches`"+` batches are outstanding, then pauses;
+other partitions are not affected. Route failures you do not want to replay to a dead-letter output with a
+`+"`fallback`"+` output, so that the sink acknowledges them and the watermark moves on.
+
+### Metadata
+
+Each message carries `+"`kafka_key`, `kafka_topic`, `kafka_partition`, `kafka_offset`, `kafka_timestamp_unix`, "+
+			"`kafka_timestamp_ms`, `kafka_tombstone_message`"+` and every record header under its own key.
+
+### Metrics
+
+Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_watermark_pending_batches`, "+
+			"`kafka_watermark_stalled`, `kafka_watermark_paused`, `kafka_watermark_age_seconds`, `kafka_watermark_lag`, "+
+			"`kafka_watermark_commits_total`, `kafka_watermark_commit_errors_total`, "+
+			"`kafka_watermark_late_acks_total`, `kafka_watermark_duplicate_acks_total`"+`; and the timer
+`+"`kafka_watermark_commit_latency_seconds`"+`.`).
+		Fields(
+			service.NewStringListField(fieldSeedBrokers).
+				Description("Addresses of Kafka brokers to connect to first. An entry may hold several comma-separated addresses.").
+				Example([]string{"localhost:9092"}).
+				Example([]string{"foo:9092", "bar:9092"}),
+			service.NewStringListField(fieldTopics).
+				Description("Topics to consume. With `regexp_topics`, each entry is a regular expression.").
+				Example([]string{"orders"}),
+			service.NewBoolField(fieldRegexpTopics).
+				Description("Treat each entry of `topics` as a regular expression and consume every matching topic.").
+				Default(false),
+			service.NewStringField(fieldConsumerGroup).
+				Description("The consumer group to join. Offsets are committed for this group."),
+			service.NewStringField(fieldClientID).
+				Description("The client identifier the broker sees.").
+				Default("watermark-connect").Advanced(),
+			service.NewStringField(fieldRackID).
+				Description("A rack identifier for this client, for rack-aware fetching.").
+				Default("").Advanced(),
+			service.NewStringField(fieldInstanceID).
+				Description("A static group membership identifier (KIP-345). A restart within `session_timeout` keeps the assignment instead of rebalancing.").
+				Default("").Advanced(),
+			service.NewStringAnnotatedEnumField(fieldStartOffset, map[string]string{
+				startEarliest:  "Start from the earliest offset of a partition that has no committed offset.",
+				startLatest:    "Start from the log end of a partition that has no committed offset.",
+				startCommitted: "Consume only partitions that have a committed offset: any other is reported as an error and not consumed.",
+			}).
+				Description("Where a partition with no committed offset starts.").
+				Default(startEarliest),
+			service.NewDurationField(fieldSessionTimeout).
+				Description("How long the broker waits for a heartbeat before it removes this member from the group.").
+				Default("1m").Advanced(),
+			service.NewDurationField(fieldRebalanceTimeout).
+				Description("How long members may take to rejoin a rebalance: the budget for draining and committing revoked partitions.").
+				Default("45s").Advanced(),
+			service.NewDurationField(fieldHeartbeatInterval).
+				Description("How often to heartbeat the group coordinator.").
+				Default("3s").Advanced(),
+			service.NewStringField(fieldFetchMaxBytes).
+				Description("The most bytes one fetch request returns across partitions.").
+				Default("50MiB").Advanced(),
+			service.NewStringField(fieldFetchMaxPartitionBytes).
+				Description("The most bytes one fetch request returns for one partition.").
+				Default("1MiB").Advanced(),
+			service.NewDurationField(fieldFetchMaxWait).
+				Description("How long the broker may wait to fill a fetch.").
+				Default("5s").Advanced(),
+			service.NewDurationField(fieldMetadataMaxAge).
+				Description("How often to refresh metadata: how quickly new partitions, and with `regexp_topics` new topics, are seen.").
+				Default("5m").Advanced(),
+			service.NewTLSToggledField(fieldTLS),
+			service.NewObjectListField(fieldSASL,
+				service.NewStringEnumField(fieldSASLMechanism, saslPlain, saslScram256, saslScram512, saslOAuthBearer).
+					Description("The SASL mechanism."),
+				service.NewStringField(fieldSASLUsername).Description("The user name, for PLAIN and SCRAM.").Default(""),
+				service.NewStringField(fieldSASLPassword).Description("The password, for PLAIN and SCRAM.").Default("").Secret(),
+				service.NewStringField(fieldSASLToken).Description("The bearer token, for OAUTHBEARER.").Default("").Secret(),
+			).
+				Description("SASL authentication, tried in order.").
+				Optional().Advanced().
+				Example([]any{map[string]any{"mechanism": saslScram512, "username": "${KAFKA_USER}", "password": "${KAFKA_PASSWORD}"}}),
+
+			service.NewDurationField(fieldCommitPeriod).
+				Description("How often to commit the partitions whose watermark moved. Shorter means less replay after a crash, more commit requests.").
+				Default("1s"),
+			service.NewIntField(fieldMaxPendingBatches).
+				Description("Per partition, the most batches handed to the pipeline and not yet behind the watermark. At the limit the partition's fetching pauses. This bounds memory and how much a crash replays, at the cost of throughput for slow sinks.").
+				Default(1024),
+			service.NewIntField(fieldBatchMaxRecords).
+				Description("The most records in one batch. A batch holds records of one partition only, and is the unit of acknowledgement and of replay.").
+				Default(1024).Advanced(),
+			service.NewStringField(fieldBatchMaxBytes).
+				Description("The most record bytes (keys, values, headers) in one batch; a single larger record still makes a batch of its own.").
+				Default("1MiB").Advanced(),
+			service.NewDurationField(fieldDrainTimeout).
+				Description("On a revoke, how long to wait for the revoked partitions' in-flight batches before committing their final watermark. Must be below `rebalance_timeout`.").
+				Default("10s").Advanced(),
+			service.NewStringAnnotatedEnumField(fieldGroupProtocol, map[string]string{
+				protocolClassic:  "The classic protocol with the cooperative-sticky balancer.",
+				protocolConsumer: "The KIP-848 consumer protocol: the broker assigns partitions (Kafka 4.0+).",
+			}).
+				Description("The consumer group protocol.").
+				Default(protocolClassic).Advanced(),
+			service.NewObjectField(fieldNackRetry,
+				service.NewIntField(fieldNackMaxRetries).
+					Description("How many times a nacked batch is delivered again in this process before it is declared failed. 0 declares it failed at once.").
+					Default(0),
+				service.NewDurationField(fieldNackInitialBack).
+					Description("The wait before the first retry; it doubles on each further retry.").
+					Default("500ms"),
+				service.NewDurationField(fieldNackMaxBack).
+					Description("The longest wait between retries.").
+					Default("10s"),
+			).
+				Description("An optional bounded retry of a nacked batch, before it stalls its partition. While a batch is being retried it holds the watermark like any pending batch.").
+				Advanced(),
+		).
+		LintRule(lintRule).
+		Example("Out-of-order sink",
+			"An HTTP sink with many requests in flight acknowledges batches out of order; commits still never pass an unacknowledged batch.",
+			`
+input:
+  kafka_watermark:
+    seed_brokers: [ localhost:9092 ]
+    topics: [ orders ]
+    consumer_group: orders-to-http
+output:
+  http_client:
+    url: http://localhost:8080/ingest
+    verb: POST
+    max_in_flight: 64
+`)
+}
+
+// lintRule rejects at lint time what Bloblang can see in the raw config;
+// parse-time validation (validate) repeats every check with the parsed values.
+const lintRule = `
+root = [
+  if this.max_pending_batches.or(1) < 1 { "field max_pending_batches: value %v must be at least 1".format(this.max_pending_batches) },
+  if this.batch_max_records.or(1) < 1 { "field batch_max_records: value %v must be at least 1".format(this.batch_max_records) },
+  if this.seed_brokers.or([]).length() == 0 { "field seed_brokers: at least one broker address is required" },
+  if this.topics.or([]).length() == 0 { "field topics: at least one topic is required" },
+  if this.consumer_group.or("") == "" { "field consumer_group: a group name is required" },
+  if this.nack_retry.max_retries.or(0) < 0 { "field nack_retry.max_retries: value %v must be at least 0".format(this.nack_retry.max_retries) },
+].filter(e -> e != null)
+`
