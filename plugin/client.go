@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -35,6 +36,8 @@ func (in *Input) clientOpts(o *owner) []kgo.Opt {
 		kgo.FetchMaxPartitionBytes(int32(c.fetchMaxPart)),
 		kgo.FetchMaxWait(c.fetchMaxWait),
 		kgo.MetadataMaxAge(c.metadataMaxAge),
+		// kgo refuses a max age below its min age (5s by default).
+		kgo.MetadataMinAge(min(c.metadataMaxAge, 5*time.Second)),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.WithLogger(&kgoLogger{log: in.log}),
 	}

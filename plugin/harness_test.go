@@ -159,6 +159,7 @@ type sink struct {
 	batches   int                       // batches written
 	decide    func(b []rec) (time.Duration, error)
 	onWrite   func(b []rec)
+	gauges    *gaugeStore // metrics of the stream(s) writing here
 }
 
 type rec struct {
@@ -169,7 +170,7 @@ type rec struct {
 }
 
 func newSink() *sink {
-	return &sink{delivered: map[string]int{}, acked: map[string]map[int64]bool{}, contig: map[string]int64{}}
+	return &sink{delivered: map[string]int{}, acked: map[string]map[int64]bool{}, contig: map[string]int64{}, gauges: newGaugeStore()}
 }
 
 func (s *sink) firstUnacked(topic string, p int32) int64 {
@@ -178,7 +179,7 @@ func (s *sink) firstUnacked(topic string, p int32) int64 {
 	return s.contig[fmt.Sprintf("%s/%d", topic, p)]
 }
 
-func (s *sink) write(ctx context.Context, b service.MessageBatch) error {
+func (s *sink) write(ctx context.Context, b service.MessageBatch, decide func([]rec) (time.Duration, error)) error {
 	recs := make([]rec, len(b))
 	for i, m := range b {
 		tv, _ := m.MetaGetMut("kafka_topic")
@@ -192,7 +193,10 @@ func (s *sink) write(ctx context.Context, b service.MessageBatch) error {
 	for _, r := range recs {
 		s.delivered[fmt.Sprintf("%s/%d/%d", r.topic, r.partition, r.offset)]++
 	}
-	decide, onWrite := s.decide, s.onWrite
+	onWrite := s.onWrite
+	if decide == nil {
+		decide = s.decide
+	}
 	s.mu.Unlock()
 	if onWrite != nil {
 		onWrite(recs)
@@ -239,24 +243,37 @@ func (s *sink) counts() (distinct, dups int) {
 	return distinct, dups
 }
 
-type sinkOutput struct{ s *sink }
+// sinkOutput writes to a sink, with its own decide function when several
+// members share one sink (one ledger of acks for the audit).
+type sinkOutput struct {
+	s      *sink
+	decide func([]rec) (time.Duration, error)
+}
 
 func (o sinkOutput) Connect(context.Context) error { return nil }
 func (o sinkOutput) WriteBatch(ctx context.Context, b service.MessageBatch) error {
-	return o.s.write(ctx, b)
+	return o.s.write(ctx, b, o.decide)
 }
 func (o sinkOutput) Close(context.Context) error { return nil }
 
 // testEnv returns an environment with the input and a test_sink output that
 // writes to s with up to maxInFlight batches in flight.
 func testEnv(t *testing.T, s *sink, maxInFlight int) *service.Environment {
+	return testEnvWith(t, s, maxInFlight, nil, s.gauges)
+}
+
+// testEnvWith is testEnv with a member-specific decide function and gauge
+// store.
+func testEnvWith(t *testing.T, s *sink, maxInFlight int, decide func([]rec) (time.Duration, error), g *gaugeStore) *service.Environment {
 	t.Helper()
 	env := service.NewEnvironment()
 	require.NoError(t, Register(env))
 	require.NoError(t, env.RegisterBatchOutput("test_sink", service.NewConfigSpec(),
 		func(*service.ParsedConfig, *service.Resources) (service.BatchOutput, service.BatchPolicy, int, error) {
-			return sinkOutput{s}, service.BatchPolicy{}, maxInFlight, nil
+			return sinkOutput{s: s, decide: decide}, service.BatchPolicy{}, maxInFlight, nil
 		}))
+	require.NoError(t, env.RegisterMetricsExporter("test_metrics", service.NewConfigSpec(),
+		func(*service.ParsedConfig, *service.Logger) (service.MetricsExporter, error) { return g, nil }))
 	return env
 }
 
@@ -270,10 +287,11 @@ type stream struct {
 func startStream(t *testing.T, env *service.Environment, inputYAML string, threads int) *stream {
 	t.Helper()
 	b := env.NewStreamBuilder()
-	require.NoError(t, b.SetLoggerYAML("level: warn"))
+	require.NoError(t, b.SetLoggerYAML("level: ${TEST_LOG_LEVEL:warn}"))
 	require.NoError(t, b.AddInputYAML(inputYAML))
 	b.SetThreads(threads)
 	require.NoError(t, b.AddOutputYAML("test_sink: {}"))
+	require.NoError(t, b.SetMetricsYAML("test_metrics: {}"))
 	st, err := b.Build()
 	require.NoError(t, err)
 	s := &stream{st: st, done: make(chan error, 1)}
@@ -320,3 +338,53 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// gaugeStore is a metrics exporter that keeps the last value of every gauge
+// and the total of every counter, keyed "name topic/partition".
+type gaugeStore struct {
+	mu sync.Mutex
+	m  map[string]int64
+}
+
+func newGaugeStore() *gaugeStore { return &gaugeStore{m: map[string]int64{}} }
+
+func (g *gaugeStore) get(name, topic string, p int32) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.m[fmt.Sprintf("%s %s/%d", name, topic, p)]
+}
+
+func (g *gaugeStore) key(name string, keys, values []string) string {
+	var topic, part string
+	for i, k := range keys {
+		switch k {
+		case "topic":
+			topic = values[i]
+		case "partition":
+			part = values[i]
+		}
+	}
+	return fmt.Sprintf("%s %s/%s", name, topic, part)
+}
+
+type storeMetric struct {
+	g *gaugeStore
+	k string
+}
+
+func (m storeMetric) Incr(n int64) { m.g.mu.Lock(); m.g.m[m.k] += n; m.g.mu.Unlock() }
+func (m storeMetric) Set(v int64)  { m.g.mu.Lock(); m.g.m[m.k] = v; m.g.mu.Unlock() }
+func (m storeMetric) Timing(int64) {}
+
+func (g *gaugeStore) NewCounterCtor(name string, keys ...string) service.MetricsExporterCounterCtor {
+	return func(vs ...string) service.MetricsExporterCounter { return storeMetric{g: g, k: g.key(name, keys, vs)} }
+}
+func (g *gaugeStore) NewTimerCtor(name string, keys ...string) service.MetricsExporterTimerCtor {
+	return func(vs ...string) service.MetricsExporterTimer { return storeMetric{g: g, k: g.key(name, keys, vs)} }
+}
+func (g *gaugeStore) NewGaugeCtor(name string, keys ...string) service.MetricsExporterGaugeCtor {
+	return func(vs ...string) service.MetricsExporterGauge { return storeMetric{g: g, k: g.key(name, keys, vs)} }
+}
+func (g *gaugeStore) Close(context.Context) error { return nil }
+
+func key3(topic string, p int32, off int64) string { return fmt.Sprintf("%s/%d/%d", topic, p, off) }

@@ -1,0 +1,104 @@
+package plugin
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestFailedBatchStallsOnlyItsPartition(t *testing.T) {
+	const (
+		topic      = "stall"
+		partitions = 4
+		n          = 4000 // 1000 per partition
+		maxPending = 5
+		batchMax   = 10
+	)
+	c := newCluster(t, partitions, topic)
+	c.produce(t, topic, partitions, n)
+	s := newSink()
+	c.sink = s
+	var mu sync.Mutex
+	failedFirst := int64(-1)
+	s.decide = func(b []rec) (time.Duration, error) {
+		if b[0].partition == 1 && b[0].offset <= 100 && b[len(b)-1].offset >= 100 {
+			mu.Lock()
+			failedFirst = b[0].offset
+			mu.Unlock()
+			return 0, errors.New("sink refused the batch holding offset 100")
+		}
+		return 0, nil
+	}
+	st := startStream(t, testEnv(t, s, 8), inputYAML(c.addr, topic, "stall", `
+  max_pending_batches: 5
+  batch_max_records: 10
+`), 2)
+
+	ends := c.endOffsets(t, topic, partitions)
+	eventually(t, 30*time.Second, "healthy partitions to commit to the end", func() bool {
+		return c.lastCommit("stall", topic, 0) == ends[0] && c.lastCommit("stall", topic, 2) == ends[2] && c.lastCommit("stall", topic, 3) == ends[3]
+	})
+	mu.Lock()
+	first := failedFirst
+	mu.Unlock()
+	require.GreaterOrEqual(t, first, int64(0), "the batch with offset 100 was delivered")
+
+	g := s.gauges
+	eventually(t, 10*time.Second, "the stalled partition to report stalled, paused and an aging watermark", func() bool {
+		return g.get(metricStalled, topic, 1) == 1 && g.get(metricPaused, topic, 1) == 1 && g.get(metricAge, topic, 1) >= 1
+	})
+	require.Equal(t, int64(maxPending), g.get(metricPending, topic, 1), "pending stops at the limit")
+	require.Equal(t, int64(0), g.get(metricStalled, topic, 0))
+	require.LessOrEqual(t, c.lastCommit("stall", topic, 1), first, "never past the failed batch")
+	eventually(t, 5*time.Second, "the commit up to the failed batch", func() bool { return c.lastCommit("stall", topic, 1) == first })
+
+	// Paused at the limit: nothing beyond max_pending_batches batches after
+	// the failed one is delivered.
+	s.mu.Lock()
+	var beyond int
+	for off := first + maxPending*batchMax; off < ends[1]; off++ {
+		beyond += s.delivered[key3(topic, 1, off)]
+	}
+	s.mu.Unlock()
+	require.Zero(t, beyond, "records delivered beyond the pending limit")
+	st.stop(t)
+	require.Equal(t, first, c.lastCommit("stall", topic, 1), "shutdown commits nothing past the failure")
+}
+
+func TestNackRetryRecoversInProcess(t *testing.T) {
+	const topic = "retry"
+	c := newCluster(t, 2, topic)
+	c.produce(t, topic, 2, 200)
+	s := newSink()
+	c.sink = s
+	var mu sync.Mutex
+	attempts := 0
+	s.decide = func(b []rec) (time.Duration, error) {
+		if b[0].partition == 0 && b[0].offset == 0 {
+			mu.Lock()
+			defer mu.Unlock()
+			attempts++
+			if attempts <= 2 {
+				return 0, errors.New("transient")
+			}
+		}
+		return 0, nil
+	}
+	st := startStream(t, testEnv(t, s, 4), inputYAML(c.addr, topic, "retry", `
+  batch_max_records: 10
+  nack_retry:
+    max_retries: 3
+    initial_backoff: 10ms
+    max_backoff: 20ms
+`), 1)
+	ends := c.endOffsets(t, topic, 2)
+	waitCommitted(t, c, "retry", topic, ends)
+	st.stop(t)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 3, attempts, "two failures, then success on the third attempt")
+	require.Zero(t, s.gauges.get(metricStalled, topic, 0))
+}

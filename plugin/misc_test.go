@@ -1,0 +1,166 @@
+package plugin
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// directInput builds an Input from YAML without a stream, for tests that
+// drive ReadBatch and acks by hand.
+func directInput(t *testing.T, yaml string) *Input {
+	t.Helper()
+	pc, err := ConfigSpec().ParseYAML(yaml, nil)
+	require.NoError(t, err)
+	conf, err := parseConfig(pc)
+	require.NoError(t, err)
+	return newInput(conf, service.MockResources())
+}
+
+func TestDuplicateAckIsIgnored(t *testing.T) {
+	const topic = "dup"
+	c := newCluster(t, 1, topic)
+	c.produce(t, topic, 1, 30)
+	in := directInput(t, inputYAML(c.addr, topic, "dup", "  batch_max_records: 10\n")[len("\nkafka_watermark:\n"):])
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, in.Connect(ctx))
+	var acks []service.AckFunc
+	var got int
+	for got < 30 {
+		b, ack, err := in.ReadBatch(ctx)
+		require.NoError(t, err)
+		got += len(b)
+		acks = append(acks, ack)
+	}
+	// Ack in reverse; every ack is then repeated, the repeat with an error
+	// that would stall the partition if it were applied.
+	for i := len(acks) - 1; i >= 0; i-- {
+		require.NoError(t, acks[i](ctx, nil))
+		require.NoError(t, acks[i](ctx, errors.New("repeat must be ignored")))
+	}
+	eventually(t, 10*time.Second, "commit to the end", func() bool { return c.lastCommit("dup", topic, 0) == 30 })
+	require.NoError(t, in.Close(ctx))
+}
+
+func TestTopicCreatedAfterStart(t *testing.T) {
+	const topic = "late-topic"
+	c := newCluster(t, 1, "other")
+	s := newSink()
+	c.sink = s
+	st := startStream(t, testEnv(t, s, 4), inputYAML(c.addr, topic, "late", "  metadata_max_age: 200ms\n"), 1)
+	adm, err := kgo.NewClient(kgo.SeedBrokers(c.addr))
+	require.NoError(t, err)
+	defer adm.Close()
+	_, err = kadm.NewClient(adm).CreateTopic(context.Background(), 2, 1, nil, topic)
+	require.NoError(t, err)
+	c.learnTopics(t)
+	c.produce(t, topic, 2, 100)
+	ends := c.endOffsets(t, topic, 2)
+	waitCommitted(t, c, "late", topic, ends)
+	st.stop(t)
+	distinct, _ := s.counts()
+	require.Equal(t, 100, distinct)
+}
+
+func TestUnreachableBrokersAtStart(t *testing.T) {
+	// A port that is certainly closed: bind, note it, release it.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	port := l.Addr().(*net.TCPAddr).Port
+	require.NoError(t, l.Close())
+
+	in := directInput(t, inputYAML(addr, "t", "g", "")[len("\nkafka_watermark:\n"):])
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	err = in.Connect(ctx)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "cannot reach seed brokers "+addr)
+	_, _, err = in.ReadBatch(ctx)
+	require.ErrorIs(t, err, service.ErrNotConnected, "Benthos reconnects on ErrNotConnected")
+
+	// Benthos retries Connect: once a broker listens there, records flow.
+	s := newSink()
+	st := startStream(t, testEnv(t, s, 4), inputYAML(addr, "t", "g", ""), 1)
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(port), kfake.SeedTopics(1, "t"))
+	require.NoError(t, err)
+	defer kc.Close()
+	c := &cluster{Cluster: kc, addr: addr}
+	c.produce(t, "t", 1, 10)
+	eventually(t, 30*time.Second, "records after the broker came up", func() bool { d, _ := s.counts(); return d == 10 })
+	st.stop(t)
+}
+
+// Stopping a stream while sinks are still acknowledging, again and again:
+// no race, no panic, no commit past an unacknowledged batch, nothing lost.
+func TestShutdownRacingAcks(t *testing.T) {
+	const (
+		topic      = "race"
+		partitions = 4
+		n          = 4000
+	)
+	c := newCluster(t, partitions, topic)
+	c.produce(t, topic, partitions, n)
+	s := newSink()
+	c.sink = s
+	var mu sync.Mutex
+	r := rand.New(rand.NewPCG(7, 7))
+	s.decide = func([]rec) (time.Duration, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.IntN(20) == 0 {
+			return 0, errors.New("random nack")
+		}
+		return time.Duration(r.IntN(2000)) * time.Microsecond, nil
+	}
+	env := testEnv(t, s, 16)
+	for range 3 {
+		s.mu.Lock()
+		before := s.batches
+		s.mu.Unlock()
+		st := startStream(t, env, inputYAML(c.addr, topic, "race", "  batch_max_records: 20\n"), 4)
+		eventually(t, 10*time.Second, "some progress", func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.batches > before+10 })
+		st.stop(t)
+	}
+	s.decide = nil
+	st := startStream(t, env, inputYAML(c.addr, topic, "race", ""), 2)
+	waitCommitted(t, c, "race", topic, c.endOffsets(t, topic, partitions))
+	st.stop(t)
+	distinct, _ := s.counts()
+	require.Equal(t, n, distinct)
+}
+
+func TestStartOffsetCommittedSkipsUncommittedPartitions(t *testing.T) {
+	const topic = "sc"
+	c := newCluster(t, 2, topic)
+	c.produce(t, topic, 2, 40) // 20 per partition
+	adm, err := kgo.NewClient(kgo.SeedBrokers(c.addr))
+	require.NoError(t, err)
+	defer adm.Close()
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: 5, LeaderEpoch: -1})
+	_, err = kadm.NewClient(adm).CommitOffsets(context.Background(), "sc", offs)
+	require.NoError(t, err)
+
+	s := newSink()
+	st := startStream(t, testEnv(t, s, 4), inputYAML(c.addr, topic, "sc", "  start_offset: committed\n"), 1)
+	eventually(t, 20*time.Second, "partition 0 from its commit", func() bool { return c.lastCommit("sc", topic, 0) == 20 })
+	st.stop(t)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Len(t, s.delivered, 15, "offsets 5..19 of partition 0 only")
+	for off := range int64(20) {
+		require.Zero(t, s.delivered[key3(topic, 1, off)], "uncommitted partition 1 is not consumed")
+	}
+}

@@ -1,0 +1,152 @@
+package plugin
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A second member joins while the first holds batches in flight: the first
+// drains what it can within drain_timeout and commits it, acks that arrive
+// after the revoke are ignored, and when the second member leaves, the
+// partitions return to the first under a new epoch that the old acks cannot
+// touch. The audit checks every commit on the way.
+func TestRevokeDrainLateAcksAndReassign(t *testing.T) {
+	for _, protocol := range []string{protocolClassic, protocolConsumer} {
+		t.Run(protocol, func(t *testing.T) {
+			const (
+				topic      = "reb"
+				partitions = 4
+				n          = 2000
+			)
+			c := newCluster(t, partitions, topic)
+			c.produce(t, topic, partitions, n)
+			s := newSink()
+			c.sink = s
+
+			// Member A holds its first 6 batches until release is closed.
+			release := make(chan struct{})
+			var releaseOnce sync.Once
+			t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+			var mu sync.Mutex
+			held := 0
+			gA := newGaugeStore()
+			decideA := func(b []rec) (time.Duration, error) {
+				mu.Lock()
+				hold := held < 6
+				if hold {
+					held++
+				}
+				mu.Unlock()
+				if hold {
+					<-release
+				}
+				return 0, nil
+			}
+			extra := fmt.Sprintf("  batch_max_records: 20\n  drain_timeout: 500ms\n  group_protocol: %s\n", protocol)
+			stA := startStream(t, testEnvWith(t, s, 8, decideA, gA), inputYAML(c.addr, topic, "reb", extra), 2)
+			eventually(t, 20*time.Second, "member A to hold 6 batches", func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return held == 6
+			})
+
+			// Member B joins: A revokes some partitions with batches held
+			// past the drain timeout.
+			var bBatches int
+			decideB := func([]rec) (time.Duration, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				bBatches++
+				return 0, nil
+			}
+			stB := startStream(t, testEnvWith(t, s, 8, decideB, newGaugeStore()), inputYAML(c.addr, topic, "reb", extra), 1)
+			eventually(t, 30*time.Second, "member B to consume", func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return bBatches > 3
+			})
+
+			// B leaves: its partitions return to A under a new epoch.
+			stB.stop(t)
+			releaseOnce.Do(func() { close(release) })
+
+			ends := c.endOffsets(t, topic, partitions)
+			waitCommitted(t, c, "reb", topic, ends)
+			stA.stop(t)
+			distinct, dups := s.counts()
+			require.Equal(t, n, distinct, "every record delivered")
+			var late int64
+			for p := range int32(partitions) {
+				late += gA.get(metricLateAcks, topic, p)
+			}
+			require.Positive(t, late, "acks of batches held across the revoke are counted late")
+			t.Logf("protocol %s: %d duplicate deliveries, %d late acks", protocol, dups, late)
+		})
+	}
+}
+
+// Commit responses carry per-partition errors with a nil request error, and
+// connections drop: nothing is lost and nothing is committed past an
+// unacknowledged batch; the watermark is committed once the broker accepts.
+func TestInjectedCommitErrors(t *testing.T) {
+	const (
+		topic      = "cerr"
+		partitions = 3
+	)
+	c := newCluster(t, partitions, topic)
+	c.produce(t, topic, partitions, 900)
+	s := newSink()
+	c.sink = s
+	var mu sync.Mutex
+	injected := 0
+	c.ControlKey(int16(kmsg.OffsetCommit), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		mu.Lock()
+		defer mu.Unlock()
+		injected++
+		req := r.(*kmsg.OffsetCommitRequest)
+		switch injected {
+		case 1, 2:
+			return errorResponse(req, kerr.RebalanceInProgress.Code), nil, true
+		case 3:
+			return errorResponse(req, kerr.IllegalGeneration.Code), nil, true
+		case 4:
+			return nil, fmt.Errorf("injected: drop the connection"), true
+		}
+		return nil, nil, false
+	})
+	st := startStream(t, testEnv(t, s, 8), inputYAML(c.addr, topic, "cerr", "  batch_max_records: 30\n"), 2)
+	ends := c.endOffsets(t, topic, partitions)
+	waitCommitted(t, c, "cerr", topic, ends)
+	st.stop(t)
+	var errs int64
+	for p := range int32(partitions) {
+		errs += s.gauges.get(metricCommitErrors, topic, p)
+	}
+	require.Positive(t, errs, "commit errors are counted")
+	distinct, _ := s.counts()
+	require.Equal(t, 900, distinct)
+}
+
+// errorResponse answers every partition of req with code.
+func errorResponse(req *kmsg.OffsetCommitRequest, code int16) *kmsg.OffsetCommitResponse {
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	resp.Version = req.Version
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}

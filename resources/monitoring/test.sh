@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+# Checks the monitoring resources: the alerting rules (promtool check + unit
+# tests), the dashboard JSON, and that every metric name the rules and the
+# dashboard use is one we export.
+#
+# Needs promtool and python3. A missing one is installed with apt-get (as root
+# or with passwordless sudo); services the packages ship are not started.
+# With CI=true, a tool still missing after that is a failure; elsewhere the
+# checks needing it are skipped with a warning.
+#
+# Environment: PROMTOOL=/path/to/promtool to use a specific binary.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+failed=0
+fail() { echo "FAIL: $*" >&2; failed=1; }
+
+in_ci() { [ "${CI:-}" = "true" ]; }
+
+# missing TOOL: reports a tool that is not available, failing in CI.
+missing() {
+  if in_ci; then
+    fail "$1 is not available (CI=true: not skipping)"
+  else
+    echo "SKIP: $1 is not available; skipping the checks that need it" >&2
+  fi
+}
+
+# install_pkg PKG: quietly installs a Debian package without starting the
+# services it ships. Returns non-zero if it cannot.
+install_pkg() {
+  local pkg=$1 sudo="" log policy=/usr/sbin/policy-rc.d created_policy=0 rc=0
+  command -v apt-get >/dev/null 2>&1 || { echo "cannot install $pkg: no apt-get" >&2; return 1; }
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+      sudo="sudo -n"
+    else
+      echo "cannot install $pkg: not root and no passwordless sudo" >&2
+      return 1
+    fi
+  fi
+  echo "installing $pkg with apt-get ..." >&2
+  log=$(mktemp)
+  # policy-rc.d exiting 101 keeps invoke-rc.d from starting the package's
+  # services (the prometheus package would otherwise start a server on :9090).
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+    $sudo chmod 755 "$policy"
+    created_policy=1
+    # Removed below; this covers an interrupted install. Expanded now on
+    # purpose: the locals are gone when the trap runs.
+    # shellcheck disable=SC2064
+    trap "$sudo rm -f '$policy'" EXIT
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+  fi
+  {
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 update -qq &&
+      $sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -qq \
+        --no-install-recommends "$pkg"
+  } >"$log" 2>&1 || rc=$?
+  if [ "$created_policy" = 1 ]; then
+    $sudo rm -f "$policy"
+    trap - EXIT INT TERM
+  fi
+  # Belt and braces on a systemd host: never leave a server running or
+  # enabled because of this install.
+  if [ "$pkg" = prometheus ] && [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+    $sudo systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+  fi
+  if [ "$rc" -ne 0 ]; then
+    echo "apt-get install $pkg failed (exit $rc):" >&2
+    tail -n 30 "$log" >&2
+  fi
+  rm -f "$log"
+  return "$rc"
+}
+
+# find_promtool: sets PROMTOOL to a working promtool, installing the Debian
+# prometheus package (which ships /usr/bin/promtool) if none is found.
+find_promtool() {
+  if [ -n "${PROMTOOL:-}" ]; then
+    [ -x "$PROMTOOL" ] && return 0
+    echo "PROMTOOL=$PROMTOOL is not executable" >&2
+    return 1
+  fi
+  PROMTOOL=$(command -v promtool 2>/dev/null || true)
+  if [ -z "$PROMTOOL" ] && [ -x /usr/bin/promtool ]; then PROMTOOL=/usr/bin/promtool; fi
+  if [ -z "$PROMTOOL" ]; then
+    install_pkg prometheus || true
+    PROMTOOL=$(command -v promtool 2>/dev/null || true)
+    if [ -z "$PROMTOOL" ] && [ -x /usr/bin/promtool ]; then PROMTOOL=/usr/bin/promtool; fi
+  fi
+  [ -n "$PROMTOOL" ]
+}
+
+find_python() {
+  command -v python3 >/dev/null 2>&1 && return 0
+  install_pkg python3 || true
+  command -v python3 >/dev/null 2>&1
+}
+
+echo "== promtool"
+if find_promtool; then
+  "$PROMTOOL" --version 2>&1 | head -n 1
+  "$PROMTOOL" check rules alerts.yml || fail "promtool check rules alerts.yml"
+  "$PROMTOOL" test rules alerts_test.yml || fail "promtool test rules alerts_test.yml"
+else
+  missing promtool
+fi
+
+echo "== dashboard.json and metric names"
+if find_python; then
+  python3 -m json.tool dashboard.json >/dev/null || fail "dashboard.json is not valid JSON"
+  python3 - <<'PY' || fail "metric name check"
+import json, re, sys, os
+
+KAFKA = [
+    "kafka_watermark_committed_offset", "kafka_watermark_pending_batches",
+    "kafka_watermark_stalled", "kafka_watermark_paused",
+    "kafka_watermark_age_seconds", "kafka_watermark_lag",
+    "kafka_watermark_commits_total", "kafka_watermark_commit_errors_total",
+    "kafka_watermark_late_acks_total", "kafka_watermark_duplicate_acks_total",
+]
+HISTOGRAM = "kafka_watermark_commit_latency_seconds"
+BENTHOS = ["input_received", "output_sent", "output_error"]
+KNOWN = set(KAFKA + BENTHOS + [HISTOGRAM + s for s in ("_bucket", "_sum", "_count")])
+
+KEYWORDS = {"and", "or", "unless", "by", "without", "on", "ignoring",
+            "group_left", "group_right", "bool", "offset", "inf", "nan"}
+errors = []
+
+def rule_exprs(path):
+    """The expr of every rule and the record names, from a rule file,
+    without a YAML library: handles plain, quoted and block scalars."""
+    exprs, records = [], set()
+    lines = open(path).read().splitlines()
+    i = 0
+    while i < len(lines):
+        m = re.match(r"^(\s*)(?:-\s+)?(expr|record):\s*(.*)$", lines[i])
+        i += 1
+        if not m:
+            continue
+        key, val = m.group(2), m.group(3).strip()
+        if val[:1] in ("|", ">"):
+            block, indent = [], len(m.group(1))
+            while i < len(lines) and (not lines[i].strip() or
+                                      len(lines[i]) - len(lines[i].lstrip()) > indent):
+                block.append(lines[i].strip())
+                i += 1
+            val = " ".join(block)
+        elif val[:1] in ("'", '"'):
+            val = val[1:-1]
+        (exprs.append(val) if key == "expr" else records.add(val))
+    return exprs, records
+
+def dashboard_exprs(node, out):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k in ("expr", "definition") and isinstance(v, str):
+                out.append(v)
+            elif k == "query" and isinstance(v, dict) and isinstance(v.get("query"), str):
+                out.append(v["query"])
+            else:
+                dashboard_exprs(v, out)
+    elif isinstance(node, list):
+        for v in node:
+            dashboard_exprs(v, out)
+    return out
+
+def metric_names(expr):
+    e = re.sub(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'|`[^`]*`', '""', expr)
+    e = re.sub(r"\{[^}]*\}", " ", e)                       # label matchers
+    e = re.sub(r"\[[^\]]*\]", " ", e)                      # ranges, subqueries
+    e = re.sub(r"\$\{[^}]*\}|\$\w+", " 0 ", e)             # Grafana variables
+    e = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", e)
+    e = re.sub(r"\blabel_values\s*\(([^,()]+),\s*\w+\s*\)", r" (\1) ", e)
+    e = re.sub(r"\boffset\s+-?\w+", " ", e)
+    e = re.sub(r"(?<![\w:])\d+(\.\d+)?([eE][+-]?\d+)?[smhdwy]?\b", " ", e)
+    names = []
+    for m in re.finditer(r"[A-Za-z_:][\w:]*", e):
+        rest = e[m.end():].lstrip()
+        if rest.startswith("(") or m.group(0).lower() in KEYWORDS:
+            continue  # function or aggregation, or a keyword
+        names.append(m.group(0))
+    return names
+
+rules, records = rule_exprs("alerts.yml")
+dash = dashboard_exprs(json.load(open("dashboard.json")), [])
+if not rules:
+    errors.append("alerts.yml: no rule expressions found")
+if len(dash) < 10:
+    errors.append("dashboard.json: only %d queries found" % len(dash))
+
+used = set()
+for where, exprs in (("alerts.yml", rules), ("dashboard.json", dash)):
+    for expr in exprs:
+        for name in metric_names(expr):
+            used.add(name)
+            if name not in KNOWN and name not in records:
+                errors.append("%s: unknown metric %r in: %s" % (where, name, expr))
+
+for name in KAFKA + [HISTOGRAM + "_bucket"] + BENTHOS[:2]:
+    if not any(name in metric_names(e) for e in dash):
+        errors.append("dashboard.json: no panel uses %s" % name)
+
+# The names must still be the ones the input exports.
+src = os.path.join("..", "..", "plugin", "metrics.go")
+if os.path.exists(src):
+    code = open(src).read()
+    for name in KAFKA + [HISTOGRAM]:
+        if '"%s"' % name not in code:
+            errors.append("%s no longer defines metric %s" % (src, name))
+
+for e in errors:
+    print(e, file=sys.stderr)
+if errors:
+    sys.exit(1)
+print("ok: %d rule and %d dashboard expressions use %d known metric names"
+      % (len(rules), len(dash), len(used)))
+PY
+elif command -v jq >/dev/null 2>&1; then
+  jq empty dashboard.json || fail "dashboard.json is not valid JSON"
+  missing python3
+else
+  missing python3
+fi
+
+if [ "$failed" -ne 0 ]; then
+  echo "monitoring checks FAILED" >&2
+  exit 1
+fi
+echo "monitoring checks passed"
