@@ -1,0 +1,82 @@
+package plugin
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/require"
+)
+
+const validYAML = `
+seed_brokers: [ "localhost:9092" ]
+topics: [ orders ]
+consumer_group: g
+`
+
+func TestValidConfigDefaults(t *testing.T) {
+	pc, err := ConfigSpec().ParseYAML("seed_brokers: [ \"a:1,b:2\", c:3 ]\ntopics: [ orders ]\nconsumer_group: g\n", nil)
+	require.NoError(t, err)
+	c, err := parseConfig(pc)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a:1", "b:2", "c:3"}, c.seedBrokers, "comma-separated entries are split")
+	require.Equal(t, 1024, c.maxPending)
+	require.Equal(t, startEarliest, c.startOffset)
+	require.Equal(t, protocolClassic, c.groupProtocol)
+	require.Equal(t, int64(1<<20), c.batchMaxBytes)
+	require.Equal(t, "watermark-connect", c.clientID)
+}
+
+func TestInvalidConfigs(t *testing.T) {
+	for _, tc := range []struct {
+		name, yaml, want string
+	}{
+		{"no brokers", "seed_brokers: []\ntopics: [a]\nconsumer_group: g\n", "seed_brokers: at least one broker"},
+		{"no topics", "seed_brokers: [x:1]\ntopics: []\nconsumer_group: g\n", "topics: at least one topic"},
+		{"no group", "seed_brokers: [x:1]\ntopics: [a]\nconsumer_group: \"\"\n", "consumer_group: a group name is required"},
+		{"pending zero", validYAML + "max_pending_batches: 0\n", "max_pending_batches (0) must be at least 1"},
+		{"batch records zero", validYAML + "batch_max_records: 0\n", "batch_max_records (0) must be at least 1"},
+		{"bad start", validYAML + "start_offset: newest\n", `start_offset ("newest") must be one of earliest, latest, committed`},
+		{"bad protocol", validYAML + "group_protocol: eager\n", `group_protocol ("eager") must be one of classic, consumer`},
+		{"zero commit period", validYAML + "commit_period: 0s\n", "commit_period (0s) must be positive"},
+		{"negative drain", validYAML + "drain_timeout: -1s\n", "drain_timeout (-1s) must be positive"},
+		{"drain above rebalance", validYAML + "drain_timeout: 45s\n", "drain_timeout (45s) must be below rebalance_timeout (45s)"},
+		{"heartbeat above session", validYAML + "heartbeat_interval: 2m\n", "heartbeat_interval (2m0s) must be below session_timeout (1m0s)"},
+		{"bad sasl", validYAML + "sasl: [ { mechanism: KERBEROS } ]\n", `sasl[0].mechanism ("KERBEROS") must be one of PLAIN`},
+		{"sasl no user", validYAML + "sasl: [ { mechanism: SCRAM-SHA-512 } ]\n", "sasl[0].username: SCRAM-SHA-512 needs a user name"},
+		{"oauth no token", validYAML + "sasl: [ { mechanism: OAUTHBEARER } ]\n", "sasl[0].token: OAUTHBEARER needs a token"},
+		{"bad size", validYAML + "batch_max_bytes: lots\n", `batch_max_bytes ("lots") is not a byte size`},
+		{"bad unit", validYAML + "fetch_max_bytes: 5XB\n", `fetch_max_bytes ("5XB") has an unknown unit "XB"`},
+		{"size too big", validYAML + "fetch_max_partition_bytes: 4GiB\n", "fetch_max_partition_bytes (4294967296) must be between 1 and 2147483647 bytes"},
+		{"bad regexp", validYAML + "regexp_topics: true\ntopics: [ \"(\" ]\n", `topics: "(" is not a valid regular expression`},
+		{"negative retries", validYAML + "nack_retry: { max_retries: -1 }\n", "nack_retry.max_retries (-1) must be at least 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pc, err := ConfigSpec().ParseYAML(tc.yaml, nil)
+			if err == nil {
+				_, err = parseConfig(pc)
+			}
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
+
+// Benthos lints configs before it runs them: what the lint rule can see is
+// rejected there, with the field named.
+func TestLintRejectsInvalidConfigs(t *testing.T) {
+	env := service.NewEnvironment()
+	require.NoError(t, Register(env))
+	for _, tc := range []struct{ yaml, want string }{
+		{validYAML + "max_pending_batches: 0\n", "max_pending_batches"},
+		{validYAML + "start_offset: newest\n", "newest"},
+		{"seed_brokers: [x:1]\ntopics: [a]\nconsumer_group: \"\"\n", "consumer_group"},
+		{validYAML + "nack_retry: { max_retries: -2 }\n", "nack_retry.max_retries"},
+	} {
+		indented := "  " + strings.ReplaceAll(strings.TrimSpace(tc.yaml), "\n", "\n  ")
+		err := env.NewStreamBuilder().AddInputYAML("kafka_watermark:\n" + indented)
+		require.Error(t, err, tc.yaml)
+		require.Contains(t, err.Error(), tc.want)
+	}
+	require.NoError(t, env.NewStreamBuilder().AddInputYAML("kafka_watermark:\n  "+strings.ReplaceAll(strings.TrimSpace(validYAML), "\n", "\n  ")))
+}
