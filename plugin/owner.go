@@ -236,11 +236,23 @@ func (o *owner) schedule(p *partState) {
 	}
 }
 
-// askPoll gives the poll loop a token when few batches are ready, so the
-// owner buffers a bounded amount of fetched data.
+// askPoll gives the poll loop a token while fewer than pollLowWater batches
+// are ready to hand out, so the next poll overlaps the pipeline's work and
+// the owner buffers a bounded amount of fetched data. Batches of a partition
+// that cannot hand out (paused at its limit) do not count: they must not
+// keep the other partitions from being fetched.
 func (o *owner) askPoll() {
-	if o.pollAsked || o.closing || len(o.runQ) > 1 {
+	if o.pollAsked || o.closing {
 		return
+	}
+	ready := 0
+	for _, p := range o.runQ {
+		if !p.canHandOut(o.conf.maxPending) {
+			continue
+		}
+		if ready += len(p.ready) + len(p.retry); ready >= pollLowWater {
+			return
+		}
 	}
 	select {
 	case o.pollWant <- struct{}{}:
@@ -248,6 +260,10 @@ func (o *owner) askPoll() {
 	default:
 	}
 }
+
+// pollLowWater is how many ready batches the owner keeps ahead of the
+// pipeline before it asks for another poll.
+const pollLowWater = 8
 
 func (o *owner) onPoll(fetches kgo.Fetches) {
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {

@@ -1,0 +1,190 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// BenchmarkThroughput runs kafka_watermark and a baseline input side by side
+// through a Benthos stream into a drop output, on one in-process cluster
+// holding BENCH_RECORDS (default 1,000,000) records of 100 bytes over 8
+// partitions. The baseline is built the same way on franz-go (same batch
+// size, same metadata via RecordsToBatch) with no tracking and plain kgo
+// autocommit. Each iteration consumes everything with a fresh group; run with
+// -benchtime=1x -count=N and compare the rec/s and cpu-s/Mrec columns.
+//
+//	go test ./plugin -run '^$' -bench Throughput -benchtime 1x -count 3
+func BenchmarkThroughput(b *testing.B) {
+	n := 1_000_000
+	if v, err := strconv.Atoi(os.Getenv("BENCH_RECORDS")); err == nil && v > 0 {
+		n = v
+	}
+	const partitions = 8
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer kc.Close()
+	addr := kc.ListenAddrs()[0]
+	produceBench(b, addr, n)
+
+	env := service.NewEnvironment()
+	if err := Register(env); err != nil {
+		b.Fatal(err)
+	}
+	if err := env.RegisterBatchInput("baseline_kafka", service.NewConfigSpec().Field(service.NewStringField("seed")).Field(service.NewStringField("group")),
+		func(pc *service.ParsedConfig, _ *service.Resources) (service.BatchInput, error) {
+			seed, _ := pc.FieldString("seed")
+			group, _ := pc.FieldString("group")
+			return &baselineInput{seed: seed, group: group}, nil
+		}); err != nil {
+		b.Fatal(err)
+	}
+	run := 0
+	for _, in := range []string{"kafka_watermark", "baseline"} {
+		b.Run(in, func(b *testing.B) {
+			for b.Loop() {
+				run++
+				group := fmt.Sprintf("bench-%d", run)
+				var yaml string
+				if in == "baseline" {
+					yaml = fmt.Sprintf("baseline_kafka: { seed: %q, group: %q }", addr, group)
+				} else {
+					yaml = fmt.Sprintf("kafka_watermark: { seed_brokers: [ %q ], topics: [ bench ], consumer_group: %q }", addr, group)
+				}
+				elapsed, cpu := consumeAll(b, env, yaml, n)
+				b.ReportMetric(float64(n)/elapsed.Seconds(), "rec/s")
+				b.ReportMetric(cpu.Seconds()/(float64(n)/1e6), "cpu-s/Mrec")
+			}
+		})
+	}
+}
+
+func produceBench(b *testing.B, addr string, n int) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("bench"), kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	val := make([]byte, 100)
+	for i := range val {
+		val[i] = 'a' + byte(i%26)
+	}
+	var wg sync.WaitGroup
+	var perr error
+	var mu sync.Mutex
+	for i := range n {
+		wg.Add(1)
+		cl.Produce(context.Background(), &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: val}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				perr = err
+				mu.Unlock()
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	if perr != nil {
+		b.Fatal(perr)
+	}
+}
+
+// consumeAll runs one stream until the drop output has sent n messages and
+// returns the wall time and the process CPU time it took.
+func consumeAll(b *testing.B, env *service.Environment, inputYAML string, n int) (time.Duration, time.Duration) {
+	g := newGaugeStore()
+	env.RegisterMetricsExporter("bench_metrics", service.NewConfigSpec(),
+		func(*service.ParsedConfig, *service.Logger) (service.MetricsExporter, error) { return g, nil })
+	sb := env.NewStreamBuilder()
+	must(b, sb.SetLoggerYAML("level: warn"))
+	must(b, sb.AddInputYAML(inputYAML))
+	must(b, sb.AddOutputYAML("drop: {}"))
+	must(b, sb.SetMetricsYAML("bench_metrics: {}"))
+	st, err := sb.Build()
+	must(b, err)
+	cpu0 := cpuTime()
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- st.Run(context.Background()) }()
+	for g.get("output_sent", "", 0) < int64(n) && g.getRaw("output_sent /") < int64(n) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	elapsed, cpu := time.Since(start), cpuTime()-cpu0
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	must(b, st.Stop(ctx))
+	<-done
+	return elapsed, cpu
+}
+
+func (g *gaugeStore) getRaw(k string) int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.m[k]
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func must(b *testing.B, err error) {
+	b.Helper()
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// baselineInput is the comparison point: franz-go in a group with plain
+// autocommit, the same batch size and metadata, and no tracking at all.
+type baselineInput struct {
+	seed, group string
+	cl          *kgo.Client
+	pending     [][]*kgo.Record
+}
+
+func (in *baselineInput) Connect(context.Context) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(in.seed), kgo.ConsumerGroup(in.group), kgo.ConsumeTopics("bench"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	in.cl = cl
+	return err
+}
+
+func (in *baselineInput) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {
+	for len(in.pending) == 0 {
+		fetches := in.cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, nil, err
+		}
+		fetches.EachPartition(func(p kgo.FetchTopicPartition) {
+			rs := p.Records
+			for len(rs) > 0 {
+				k := min(len(rs), 1024)
+				in.pending = append(in.pending, rs[:k:k])
+				rs = rs[k:]
+			}
+		})
+	}
+	rs := in.pending[0]
+	in.pending = in.pending[1:]
+	return RecordsToBatch(rs), func(context.Context, error) error { return nil }, nil
+}
+
+func (in *baselineInput) Close(context.Context) error {
+	if in.cl != nil {
+		in.cl.Close()
+	}
+	return nil
+}
