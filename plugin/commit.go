@@ -52,7 +52,7 @@ func (o *owner) committer() {
 		select {
 		case job := <-o.commitJobs:
 			start := time.Now()
-			errs, err := o.commitSync(o.commitCtx, toEpochOffsets(job.offsets))
+			errs, err := o.commitSync(o.commitCtx, toEpochOffsets(job.offsets), false)
 			select {
 			case o.commitCh <- commitDone{offsets: job.offsets, parts: job.parts, errs: errs, err: err, took: time.Since(start)}:
 			case <-o.stopped():
@@ -67,20 +67,30 @@ func (o *owner) committer() {
 // commitSync commits offsets and waits for the response. It returns the
 // request-level error, or the error of each partition the broker refused:
 // kgo reports those inside the response with a nil error.
-func (o *owner) commitSync(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset) (map[topicPartition]error, error) {
+//
+// final selects kgo's CommitOffsetsSync, which a rebalance callback must
+// use: it cannot be cancelled by other commits and does not wait for the
+// rebalance it is part of. Periodic commits use CommitOffsets, which yields
+// to a rebalance in progress.
+func (o *owner) commitSync(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset, final bool) (map[topicPartition]error, error) {
 	var (
 		errs   map[topicPartition]error
 		reqErr error
 		done   = make(chan struct{})
 	)
-	o.cl.CommitOffsets(ctx, offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+	onDone := func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		defer close(done)
 		if err != nil {
 			reqErr = err
 			return
 		}
 		errs = responseErrors(offsets, resp)
-	})
+	}
+	if final {
+		o.cl.CommitOffsetsSync(ctx, offsets, onDone)
+	} else {
+		o.cl.CommitOffsets(ctx, offsets, onDone)
+	}
 	<-done
 	return errs, reqErr
 }
@@ -161,7 +171,7 @@ func (o *owner) finalCommit(ctx context.Context, offsets map[string]map[int32]kg
 		return nil
 	}
 	start := time.Now()
-	errs, err := o.commitSync(ctx, offsets)
+	errs, err := o.commitSync(ctx, offsets, true)
 	o.m.commitLatency.Timing(time.Since(start).Nanoseconds())
 	var failed []string
 	for t, ps := range offsets {

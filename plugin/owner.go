@@ -289,7 +289,7 @@ func (o *owner) onAssign(tps []topicPartition) {
 		if old := o.parts[tp]; old != nil {
 			// Assigned again without a revoke in between: the old epoch
 			// ends here and its acks become late.
-			o.m.retire(old)
+			o.forget(old)
 		}
 		o.epoch++
 		o.parts[tp] = newPartState(tp, o.epoch, o.conf.maxPending, now)

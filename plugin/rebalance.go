@@ -65,6 +65,18 @@ func (in *Input) revokeOrLose(ctx context.Context, o *owner, tps map[string][]in
 	}
 }
 
+// forget ends p's epoch: later acks for it are late. Its fetch is resumed,
+// because kgo keeps a partition paused across a revoke, and a partition
+// assigned back to this member must be fetched again (start_offset:
+// committed re-pauses it on assignment if it still has no commit).
+func (o *owner) forget(p *partState) {
+	if o.parts[p.tp] == p {
+		delete(o.parts, p.tp)
+	}
+	o.m.retire(p)
+	o.cl.ResumeFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
+}
+
 func flatten(m map[string][]int32) []topicPartition {
 	var out []topicPartition
 	for t, ps := range m {
@@ -84,8 +96,7 @@ func (o *owner) onRevoke(r revokeReq) {
 			continue
 		}
 		if r.lost {
-			delete(o.parts, tp)
-			o.m.retire(p)
+			o.forget(p)
 			o.log.Warnf("kafka_watermark: lost %s/%d: dropped without a commit; its in-flight acks are ignored", tp.topic, tp.partition)
 			continue
 		}
@@ -173,11 +184,7 @@ func (o *owner) finishDrain(d *drain) {
 			o.log.Warnf("kafka_watermark: drain of %s/%d timed out with %d batch(es) unacknowledged; committing through offset %d, the rest is replayed by the next owner",
 				p.tp.topic, p.tp.partition, n, wm)
 		}
-		if o.parts[p.tp] == p {
-			delete(o.parts, p.tp)
-		}
-		o.m.publish(p, time.Now())
-		o.m.retire(p)
+		o.forget(p)
 	}
 	if d.close {
 		o.closed = true

@@ -150,3 +150,51 @@ func errorResponse(req *kmsg.OffsetCommitRequest, code int16) *kmsg.OffsetCommit
 	}
 	return resp
 }
+
+// kgo keeps a partition paused across a revoke. A partition paused at its
+// pending limit (here: stalled) that moves to another member and comes back
+// must be fetched again by its new epoch.
+func TestPausedPartitionFetchedAfterComingBack(t *testing.T) {
+	const (
+		topic      = "back"
+		partitions = 2
+	)
+	c := newCluster(t, partitions, topic)
+	c.produce(t, topic, partitions, 200)
+	s := newSink()
+	c.sink = s
+	var mu sync.Mutex
+	failed := map[int32]bool{}
+	failFirst := func(b []rec) (time.Duration, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if b[0].offset == 0 && !failed[b[0].partition] {
+			failed[b[0].partition] = true
+			return 0, fmt.Errorf("first delivery of %d/0 fails", b[0].partition)
+		}
+		return 0, nil
+	}
+	extra := "  batch_max_records: 10\n  max_pending_batches: 2\n  drain_timeout: 500ms\n"
+	gA := newGaugeStore()
+	stA := startStream(t, testEnvWith(t, s, 4, failFirst, gA), inputYAML(c.addr, topic, "back", extra), 1)
+	eventually(t, 20*time.Second, "both partitions stalled and paused on A", func() bool {
+		return gA.get(metricPaused, topic, 0) == 1 && gA.get(metricPaused, topic, 1) == 1
+	})
+
+	// B takes one partition, consumes it to the end, and leaves.
+	stB := startStream(t, testEnvWith(t, s, 4, nil, newGaugeStore()), inputYAML(c.addr, topic, "back", extra), 1)
+	ends := c.endOffsets(t, topic, partitions)
+	eventually(t, 30*time.Second, "B to commit one partition to the end", func() bool {
+		return c.lastCommit("back", topic, 0) == ends[0] || c.lastCommit("back", topic, 1) == ends[1]
+	})
+	stB.stop(t)
+
+	// New records on both partitions: the one that came back to A must be
+	// fetched and committed to its new end.
+	c.produce(t, topic, partitions, 20)
+	ends = c.endOffsets(t, topic, partitions)
+	eventually(t, 30*time.Second, "the returned partition committed to its new end", func() bool {
+		return c.lastCommit("back", topic, 0) == ends[0] || c.lastCommit("back", topic, 1) == ends[1]
+	})
+	stA.stop(t)
+}
