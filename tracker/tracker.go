@@ -89,10 +89,9 @@ type PartitionTracker struct {
 	// next is the sequence the next Register must carry. head <= next.
 	next uint64
 
-	// watermark is the last offset Advance returned; valid when advanced.
-	// It strictly increases.
+	// watermark is the last offset Advance returned; valid once head > 0
+	// (a batch has been consumed). It strictly increases.
 	watermark int64
-	advanced  bool
 
 	// stalled is set once the batch at head is seen failed; head never
 	// moves again after that, so the stall is permanent.
@@ -121,26 +120,25 @@ func NewWithCapacity(n int) *PartitionTracker {
 // panics. Registering after a stall is legal: batches already in flight still
 // arrive, they just never advance the watermark.
 func (t *PartitionTracker) Register(seq uint64, lastOffset int64) {
-	if seq != t.next {
-		panicGap(t.next, seq)
-	}
-	if t.next-t.head == uint64(len(t.ring)) {
-		t.grow()
+	if seq != t.next || seq-t.head == uint64(len(t.ring)) {
+		t.registerSlow(seq)
 	}
 	t.ring[seq&t.mask] = slot{lastOffset: lastOffset}
-	t.next++
+	t.next = seq + 1
 }
 
-// panicGap and panicStatus stay out of line so the hot paths can inline.
+// registerSlow panics on a sequence gap and grows a full ring. It and the
+// other slow paths stay out of line so the common cases inline.
 //
 //go:noinline
-func panicGap(expected, received uint64) {
-	panic(fmt.Sprintf("tracker: register out of sequence: expected seq %d, received %d", expected, received))
+func (t *PartitionTracker) registerSlow(seq uint64) {
+	if seq != t.next {
+		panic(fmt.Sprintf("tracker: register out of sequence: expected seq %d, received %d", t.next, seq))
+	}
+	t.grow()
 }
 
 // grow doubles the ring, keeping each live slot at index seq&mask.
-//
-//go:noinline
 func (t *PartitionTracker) grow() {
 	ring := make([]slot, 2*len(t.ring))
 	mask := uint64(len(ring) - 1)
@@ -154,21 +152,30 @@ func (t *PartitionTracker) grow() {
 // sequences are reported through the outcome and never change state.
 // A status other than Delivered or Failed is a driver bug and panics.
 func (t *PartitionTracker) Resolve(seq uint64, status Status) ResolveOutcome {
-	if status != Delivered && status != Failed {
-		panicStatus(seq, status)
+	// The common case, kept small: seq in [head, next) (a seq below head
+	// wraps around and fails the unsigned compare) and a valid status.
+	if seq-t.head < t.next-t.head && status-Delivered < 2 {
+		if s := &t.ring[seq&t.mask]; s.status == pending {
+			s.status = status
+			return Applied
+		}
 	}
+	return t.resolveSlow(seq, status)
+}
+
+// resolveSlow classifies what Resolve's common case refused.
+//
+//go:noinline
+func (t *PartitionTracker) resolveSlow(seq uint64, status Status) ResolveOutcome {
 	switch {
+	case status != Delivered && status != Failed:
+		panicStatus(seq, status)
 	case seq < t.head:
 		return AlreadyAdvanced
 	case seq >= t.next:
 		return Unregistered
 	}
-	s := &t.ring[seq&t.mask]
-	if s.status != pending {
-		return Duplicate
-	}
-	s.status = status
-	return Applied
+	return Duplicate
 }
 
 //go:noinline
@@ -182,22 +189,19 @@ func panicStatus(seq uint64, status Status) {
 // batch the tracker stalls for good; the offset up to the failure is still
 // returned by this call.
 func (t *PartitionTracker) Advance() (offset int64, moved bool) {
-	for t.head < t.next {
-		s := &t.ring[t.head&t.mask]
-		if s.status != Delivered {
-			if s.status == Failed && !t.stalled {
-				t.stall()
-			}
-			break
-		}
-		t.watermark = s.lastOffset + 1
-		t.head++
-		moved = true
+	h := t.head
+	for h < t.next && t.ring[h&t.mask].status == Delivered {
+		h++
 	}
-	if moved {
-		t.advanced = true
+	if h < t.next && !t.stalled && t.ring[h&t.mask].status == Failed {
+		t.stall()
 	}
-	return t.watermark, moved
+	if h == t.head {
+		return t.watermark, false
+	}
+	t.watermark = t.ring[(h-1)&t.mask].lastOffset + 1
+	t.head = h
+	return t.watermark, true
 }
 
 // stall records the moment a failed batch was first seen at the head. It is
@@ -212,7 +216,7 @@ func (t *PartitionTracker) stall() {
 // Watermark returns the last offset Advance returned, and false if the
 // watermark has never moved.
 func (t *PartitionTracker) Watermark() (int64, bool) {
-	return t.watermark, t.advanced
+	return t.watermark, t.head > 0
 }
 
 // NextSeq returns the sequence the next Register must carry.
