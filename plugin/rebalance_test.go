@@ -198,3 +198,57 @@ func TestPausedPartitionFetchedAfterComingBack(t *testing.T) {
 	})
 	stA.stop(t)
 }
+
+// Batches acknowledged while a revoke drains are committed by the revoke
+// itself, before the partition moves: the new owner re-delivers nothing.
+func TestRevokeCommitsDrainedBatches(t *testing.T) {
+	const (
+		topic      = "drain"
+		partitions = 4
+		n          = 400
+	)
+	c := newCluster(t, partitions, topic)
+	c.produce(t, topic, partitions, n)
+	s := newSink()
+	c.sink = s
+
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	var mu sync.Mutex
+	held, bStarted := 0, false
+	holdAll := func(b []rec) (time.Duration, error) {
+		mu.Lock()
+		held++
+		mu.Unlock()
+		<-release
+		return 0, nil
+	}
+	// The rebalance B causes reaches A as a SyncGroup: release A's batches
+	// then, so their acks arrive while A drains the revoked partitions.
+	c.ControlKey(int16(kmsg.SyncGroup), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		mu.Lock()
+		defer mu.Unlock()
+		if bStarted {
+			releaseOnce.Do(func() { close(release) })
+		}
+		return nil, nil, false
+	})
+	extra := "  batch_max_records: 10\n  drain_timeout: 4s\n  commit_period: 1h\n"
+	stA := startStream(t, testEnvWith(t, s, 8, holdAll, newGaugeStore()), inputYAML(c.addr, topic, "drain", extra), 2)
+	eventually(t, 20*time.Second, "A to hold 8 batches", func() bool { mu.Lock(); defer mu.Unlock(); return held == 8 })
+	mu.Lock()
+	bStarted = true
+	mu.Unlock()
+	stB := startStream(t, testEnvWith(t, s, 8, nil, newGaugeStore()), inputYAML(c.addr, topic, "drain", extra), 1)
+	eventually(t, 30*time.Second, "every record delivered", func() bool { d, _ := s.counts(); return d == n })
+	stB.stop(t)
+	stA.stop(t)
+	ends := c.endOffsets(t, topic, partitions)
+	for p, end := range ends {
+		require.Equal(t, end, c.lastCommit("drain", topic, p), "partition %d committed to the end", p)
+	}
+	_, dups := s.counts()
+	require.Zero(t, dups, "no batch acknowledged during the drain is delivered again")
+}
