@@ -128,19 +128,13 @@ func (in *Input) ReadBatch(ctx context.Context) (service.MessageBatch, service.A
 	var b *inflight
 	select {
 	case b = <-req.reply:
-	case <-ctx.Done():
-		// Withdraw the request. Once the owner has received the cancel it
-		// will not answer, so an answer is in the buffer now or never; a
-		// batch already registered for us must still go out.
-		select {
-		case o.cancelCh <- req:
-		case <-o.stopped():
-		}
-		select {
-		case b = <-req.reply:
-		default:
+		if b != nil && ctx.Err() != nil {
+			in.sendAck(o, b, errNotHandedOut) // see withdraw
 			return nil, nil, ctx.Err()
 		}
+	case <-ctx.Done():
+		in.withdraw(o, req)
+		return nil, nil, ctx.Err()
 	case <-o.stopped():
 		return nil, nil, in.stoppedErr()
 	}
@@ -148,6 +142,27 @@ func (in *Input) ReadBatch(ctx context.Context) (service.MessageBatch, service.A
 		return nil, nil, in.stoppedErr()
 	}
 	return in.handOut(o, b)
+}
+
+// withdraw takes back a parked read whose context ended. Once the owner has
+// received the cancel it will not answer, so an answer is in the buffer now
+// or never. Benthos cancels the context at shutdown and then drops whatever
+// ReadBatch returns, unacknowledged; so a batch already answered is given
+// back instead: it goes out again on the next ReadBatch, the final commit
+// stops before it, and Close does not wait for it.
+func (in *Input) withdraw(o *owner, req *readReq) {
+	select {
+	case o.cancelCh <- req:
+	case <-o.stopped():
+		return
+	}
+	select {
+	case b := <-req.reply:
+		if b != nil {
+			in.sendAck(o, b, errNotHandedOut)
+		}
+	default:
+	}
 }
 
 func (in *Input) stoppedErr() error {
@@ -171,14 +186,20 @@ func (in *Input) handOut(o *owner, b *inflight) (service.MessageBatch, service.A
 			in.m.dupAcks.Incr(1, b.part.labels[0], b.part.labels[1])
 			return nil
 		}
-		select {
-		case o.ackCh <- ackMsg{in: b, err: err}:
-		case <-o.stopped():
-			in.m.lateAcks.Incr(1, b.part.labels[0], b.part.labels[1])
-		}
+		in.sendAck(o, b, err)
 		return nil
 	}
 	return msgs, ack, nil
+}
+
+// sendAck passes a verdict to the owner; once the owner has stopped, every
+// verdict is late.
+func (in *Input) sendAck(o *owner, b *inflight, err error) {
+	select {
+	case o.ackCh <- ackMsg{in: b, err: err}:
+	case <-o.stopped():
+		in.m.lateAcks.Incr(1, b.part.labels[0], b.part.labels[1])
+	}
 }
 
 // Close stops fetching, waits within ctx for in-flight batches, commits the

@@ -164,3 +164,43 @@ func TestStartOffsetCommittedSkipsUncommittedPartitions(t *testing.T) {
 		require.Zero(t, s.delivered[key3(topic, 1, off)], "uncommitted partition 1 is not consumed")
 	}
 }
+
+// Benthos cancels ReadBatch's context at shutdown and drops whatever it
+// returns. A batch the owner answered with just as the context ended goes
+// back to the owner: it is handed out again first, and Close does not wait
+// for it as if it were in the pipeline.
+func TestWithdrawnReadGivesTheBatchBack(t *testing.T) {
+	const topic = "withdraw"
+	c := newCluster(t, 1, topic)
+	c.produce(t, topic, 1, 10)
+	in := directInput(t, inputYAML(c.addr, topic, "wd", "  batch_max_records: 5\n  drain_timeout: 60s\n  rebalance_timeout: 90s\n")[len("\nkafka_watermark:\n"):])
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, in.Connect(ctx))
+	o := in.owner
+
+	// Park a read and let the owner answer it, then withdraw it as a
+	// cancelled ReadBatch would.
+	req := &readReq{reply: make(chan *inflight, 1)}
+	o.readCh <- req
+	eventually(t, 10*time.Second, "the owner to answer", func() bool { return len(req.reply) == 1 })
+	in.withdraw(o, req)
+
+	b, ack, err := in.ReadBatch(ctx)
+	require.NoError(t, err)
+	off, _ := b[0].MetaGetMut("kafka_offset")
+	require.Equal(t, 0, off, "the given-back batch goes out first")
+	require.NoError(t, ack(ctx, nil))
+	eventually(t, 10*time.Second, "commit through the first batch", func() bool { return c.lastCommit("wd", topic, 0) == 5 })
+
+	// Withdraw the second batch too, then close: nothing is in the
+	// pipeline, so Close must not sit out the 60s drain_timeout.
+	req = &readReq{reply: make(chan *inflight, 1)}
+	o.readCh <- req
+	eventually(t, 10*time.Second, "the owner to answer", func() bool { return len(req.reply) == 1 })
+	in.withdraw(o, req)
+	start := time.Now()
+	require.NoError(t, in.Close(context.Background()))
+	require.Less(t, time.Since(start), 30*time.Second, "Close waited for a batch that was never handed out")
+	require.Equal(t, int64(5), c.lastCommit("wd", topic, 0), "nothing past the given-back batch is committed")
+}

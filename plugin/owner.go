@@ -208,7 +208,10 @@ func (o *owner) serve() {
 			in = p.retry[0]
 			p.retry = p.retry[1:]
 			p.retrying--
-			in.attempt++
+			if !in.unread {
+				in.attempt++
+			}
+			in.unread = false
 		} else {
 			rb := p.ready[0]
 			p.ready[0] = rawBatch{}
@@ -301,6 +304,18 @@ func (o *owner) onAck(a ackMsg) {
 	in, p := a.in, a.in.part
 	if o.parts[p.tp] != p {
 		o.m.lateAcks.Incr(1, p.labels[0], p.labels[1])
+		return
+	}
+	if a.err == errNotHandedOut {
+		// Back from a ReadBatch whose context ended: still registered,
+		// not in the pipeline, next to go out again. A drain does not
+		// wait for it.
+		p.retrying++
+		if !p.revoking {
+			in.unread = true
+			p.retry = append([]*inflight{in}, p.retry...)
+			o.schedule(p)
+		}
 		return
 	}
 	if a.err != nil && in.attempt < o.conf.nackRetries && !p.revoking {

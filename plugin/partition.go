@@ -27,8 +27,9 @@ type inflight struct {
 	part    *partState
 	seq     uint64
 	raw     rawBatch
-	attempt int // 0 on first delivery
-	msgs    any // service.MessageBatch after the first conversion
+	attempt int  // 0 on first delivery
+	unread  bool // given back by a cancelled ReadBatch: not an attempt
+	msgs    any  // service.MessageBatch after the first conversion
 }
 
 // partState is one assignment epoch of one partition. It is created when the

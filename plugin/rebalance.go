@@ -8,8 +8,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// errRetryAbandoned is never sent to a sink; it names why a retry stopped.
-var errRetryAbandoned = errors.New("retry abandoned: the partition was revoked")
+// errNotHandedOut gives back a batch that ReadBatch obtained but could not
+// return because its context ended. It is never a verdict on the batch.
+var errNotHandedOut = errors.New("batch not handed out: the reader's context ended")
 
 // Rebalance callbacks run on kgo's group goroutine. With BlockRebalanceOnPoll
 // they never overlap the window between a poll returning and the owner
