@@ -1,0 +1,253 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The version and date the test binary is stamped with, as `make build` does.
+const (
+	testVersion   = "v9.8.7-test"
+	testDateBuilt = "2001-02-03T04:05:06Z"
+)
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildPath string
+	buildErr  error
+)
+
+// TestMain removes the binary built by the tests, which lives outside any
+// single test's TempDir because it is shared by all of them.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// binary returns the path of the watermark-connect binary, built once per
+// test run with the same -ldflags stamping as the Makefile.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		if buildDir, buildErr = os.MkdirTemp("", "watermark-connect-test-"); buildErr != nil {
+			return
+		}
+		buildPath = filepath.Join(buildDir, "watermark-connect")
+		args := []string{"build", "-o", buildPath,
+			"-ldflags", "-X main.version=" + testVersion + " -X main.dateBuilt=" + testDateBuilt}
+		if raceBuild {
+			args = append(args, "-race")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, goTool(), append(args, ".")...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			buildErr = errors.Join(err, errors.New(string(out)))
+		}
+	})
+	require.NoError(t, buildErr, "building the binary")
+	return buildPath
+}
+
+// goTool is the go command: the one `go test` runs under when it says
+// (GOROOT), else the one on PATH.
+func goTool() string {
+	if root := os.Getenv("GOROOT"); root != "" {
+		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go") //nolint:staticcheck // last resort
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// runBinary runs the binary to completion (bounded by 30s) with extra
+// environment variables and returns its combined output and exit code.
+func runBinary(t *testing.T, env []string, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), args...)
+	cmd.Env = append(append(os.Environ(), raceEnv...), env...)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, ctx.Err(), "%v timed out; output:\n%s", args, out)
+	checkRaces(t, string(out))
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return string(out), exit.ExitCode()
+	}
+	require.NoError(t, err)
+	return string(out), 0
+}
+
+// process is the binary running in the background, e.g. a pipeline.
+type process struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan struct{}
+	err  error
+}
+
+// startBinary starts the binary; it is killed at the end of the test if it
+// is still running.
+func startBinary(t *testing.T, env []string, args ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(binary(t), args...), out: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Env = append(append(os.Environ(), raceEnv...), env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	require.NoError(t, p.cmd.Start())
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		checkRaces(t, p.out.String())
+		if t.Failed() {
+			t.Logf("output of %v:\n%s", p.cmd.Args[1:], p.out.String())
+		}
+	})
+	return p
+}
+
+// interrupt sends SIGINT, as Ctrl-C or a service manager would, and returns
+// the exit code once the process has shut down (bounded by 30s).
+func (p *process) interrupt(t *testing.T) int {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(os.Interrupt))
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%v did not exit within 30s of SIGINT", p.cmd.Args[1:])
+	}
+	var exit *exec.ExitError
+	if errors.As(p.err, &exit) {
+		return exit.ExitCode()
+	}
+	require.NoError(t, p.err)
+	return 0
+}
+
+// exited reports whether the process has ended.
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// A race-built binary reports races on stderr instead of exiting with 66, so
+// that checkRaces can tell a race of ours from a known upstream one.
+var raceEnv = []string{"GORACE=exitcode=0"}
+
+// knownUpstreamRace matches the one race Benthos v4.60.0 itself has under
+// -race: in streams mode its HTTP server serves (gorilla/mux Router.Match)
+// while streams register their endpoints on the same router, unsynchronised
+// (internal/api.(*Type).RegisterEndpoint). Scraping /metrics in streams mode
+// triggers it. Nothing of this module is involved.
+func knownUpstreamRace(report string) bool {
+	return strings.Contains(report, "gorilla/mux.(*Router).Match") &&
+		strings.Contains(report, "internal/api.(*Type).RegisterEndpoint")
+}
+
+// checkRaces fails the test for every race report in a race-built binary's
+// output, except the known upstream one, which it only logs.
+func checkRaces(t *testing.T, out string) {
+	t.Helper()
+	const start, end = "WARNING: DATA RACE", "=================="
+	for {
+		i := strings.Index(out, start)
+		if i < 0 {
+			return
+		}
+		out = out[i+len(start):]
+		report := out
+		if j := strings.Index(out, end); j >= 0 {
+			report = out[:j]
+		}
+		if knownUpstreamRace(report) {
+			t.Log("ignoring Benthos's own streams-mode router race (see knownUpstreamRace)")
+			continue
+		}
+		t.Errorf("the binary reported a data race:%s", report)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// eventually polls cond every 20ms until it holds, failing the test with
+// what when the deadline passes first.
+func eventually(t *testing.T, d time.Duration, what func() string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v: %s", d, what())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// writeFile writes a file under dir and returns its path.
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+	return p
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestVersionIsStampedByLdflags(t *testing.T) {
+	t.Parallel()
+	for _, flag := range []string{"--version", "-v"} {
+		out, code := runBinary(t, nil, flag)
+		require.Equal(t, 0, code, out)
+		assert.Contains(t, out, "Version: "+testVersion, flag)
+		assert.Contains(t, out, "Date: "+testDateBuilt, flag)
+	}
+}
+
+func TestListShowsOurComponents(t *testing.T) {
+	t.Parallel()
+	out, code := runBinary(t, nil, "list", "inputs")
+	require.Equal(t, 0, code, out)
+	assert.Regexp(t, `(?m)^\s*- kafka_watermark$`, out)
+	assert.Regexp(t, `(?m)^\s*- generate$`, out, "pure components are compiled in")
+	assert.Regexp(t, `(?m)^\s*- file$`, out, "io components are compiled in")
+
+	out, code = runBinary(t, nil, "list", "metrics")
+	require.Equal(t, 0, code, out)
+	assert.Regexp(t, `(?m)^\s*- prometheus$`, out)
+}
+
+func TestLint(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	const base = `
+input:
+  kafka_watermark:
+    seed_brokers: [ localhost:9092 ]
+    topics: [ orders ]
+%s
+output:
+  drop: {}
+`
+	good := writeFile(t, dir, "good.yaml", strings.Replace(base, "%s", "    consumer_group: g\n    max_pending_batches: 8", 1))
+	out, code := runBinary(t, nil, "lint", good)
+	require.Equal(t, 0, code, out)
+	assert.Empty(t, strings.TrimSpace(out))
+
+	for _, tc := range []struct {
+		name, fields, want string
+	}{
+		{"max_pending_batches zero", "    consumer_group: g\n    max_pending_batches: 0", "max_pending_batches"},
+		{"no consumer_group", "    max_pending_batches: 8", "consumer_group"},
+		{"unknown field", "    consumer_group: g\n    max_pendng_batches: 8", "max_pendng_batches"},
+	} {
+		bad := writeFile(t, dir, strings.ReplaceAll(tc.name, " ", "_")+".yaml", strings.Replace(base, "%s", tc.fields, 1))
+		out, code := runBinary(t, nil, "lint", bad)
+		assert.NotEqual(t, 0, code, "%s: lint must fail; output:\n%s", tc.name, out)
+		assert.Contains(t, out, tc.want, tc.name)
+		assert.Contains(t, out, filepath.Base(bad), "%s: the error names the file", tc.name)
+	}
+}
+
+// Benthos's echo and lint know which fields are secrets (Secret() in the
+// spec): echo must print them scrubbed, whether written in the file or
+// resolved from the environment.
+func TestEchoScrubsSecrets(t *testing.T) {
+	t.Parallel()
+	const (
+		literal = "literal-hunter2-f00d"
+		fromEnv = "env-hunter2-beef"
+		token   = "token-hunter2-cafe"
+	)
+	cfg := writeFile(t, t.TempDir(), "sasl.yaml", `
+input:
+  kafka_watermark:
+    seed_brokers: [ localhost:9092 ]
+    topics: [ orders ]
+    consumer_group: g
+    sasl:
+      - mechanism: SCRAM-SHA-512
+        username: svc
+        password: `+literal+`
+      - mechanism: PLAIN
+        username: "${WC_TEST_USER}"
+        password: "${WC_TEST_PASSWORD}"
+      - mechanism: OAUTHBEARER
+        token: `+token+`
+output:
+  drop: {}
+`)
+	out, code := runBinary(t, []string{"WC_TEST_USER=svc2", "WC_TEST_PASSWORD=" + fromEnv}, "echo", cfg)
+	require.Equal(t, 0, code, out)
+	for _, secret := range []string{literal, fromEnv, token} {
+		assert.NotContains(t, out, secret)
+	}
+	assert.Equal(t, 3, strings.Count(out, "!!!SECRET_SCRUBBED!!!"), "two passwords and a token scrubbed:\n%s", out)
+}
+
+// Every example under config/ must lint clean with the binary's own schema.
+// Environment variables an example requires (no default) are set to a
+// placeholder, as an operator would set them.
+func TestExampleConfigsLint(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join("..", "..", "config")
+	var files []string
+	require.NoError(t, filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+			files = append(files, p)
+		}
+		return err
+	}))
+	sort.Strings(files)
+	require.GreaterOrEqual(t, len(files), 7, "the examples: %v", files)
+
+	required := regexp.MustCompile(`\$\{([A-Za-z0-9_.]+)\}`) // ${VAR} without a :default
+	for _, f := range files {
+		t.Run(strings.TrimPrefix(filepath.ToSlash(f), "../../"), func(t *testing.T) {
+			t.Parallel()
+			raw, err := os.ReadFile(f)
+			require.NoError(t, err)
+			var env []string
+			for _, m := range required.FindAllStringSubmatch(string(raw), -1) {
+				env = append(env, m[1]+"=placeholder")
+			}
+			out, code := runBinary(t, env, "lint", f)
+			assert.Equal(t, 0, code, "lint %s:\n%s", f, out)
+			assert.Empty(t, strings.TrimSpace(out))
+		})
+	}
+}

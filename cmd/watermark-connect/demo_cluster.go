@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// demoCluster is the broker the demo runs against: an in-process kfake
+// cluster by default, or a real one with --brokers. Everything the demo
+// reports about commits is asked of the broker through kadm, because the
+// broker's committed offset is what a restart resumes from.
+type demoCluster struct {
+	fake    *kfake.Cluster // nil with --brokers
+	brokers []string
+	cl      *kgo.Client
+	adm     *kadm.Client
+}
+
+// startCluster connects to brokers, or starts kfake on a random free
+// loopback port when brokers is empty, and checks that a broker answers.
+func startCluster(ctx context.Context, brokers []string) (*demoCluster, error) {
+	c := &demoCluster{brokers: brokers}
+	if len(brokers) == 0 {
+		fake, err := kfake.NewCluster(kfake.NumBrokers(1))
+		if err != nil {
+			return nil, fmt.Errorf("starting the in-process Kafka: %w", err)
+		}
+		c.fake, c.brokers = fake, fake.ListenAddrs()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		c.close()
+		return nil, err
+	}
+	c.cl, c.adm = cl, kadm.NewClient(cl)
+	if err := cl.Ping(ctx); err != nil {
+		c.close()
+		return nil, fmt.Errorf("cannot reach Kafka at %s: %w", strings.Join(c.brokers, ","), err)
+	}
+	return c, nil
+}
+
+func (c *demoCluster) close() {
+	if c.cl != nil {
+		c.cl.Close()
+	}
+	if c.fake != nil {
+		c.fake.Close()
+	}
+}
+
+// ensureTopic returns the topic's partition count, creating the topic with
+// the given partitions when it does not exist. An existing topic keeps its
+// own partition count.
+func (c *demoCluster) ensureTopic(ctx context.Context, topic string, partitions int32) (n int32, created bool, err error) {
+	details, err := c.adm.ListTopics(ctx, topic)
+	if err != nil {
+		return 0, false, fmt.Errorf("describing topic %q: %w", topic, err)
+	}
+	if details.Has(topic) {
+		d := details[topic]
+		if d.Err != nil {
+			return 0, false, fmt.Errorf("describing topic %q: %w", topic, d.Err)
+		}
+		return int32(len(d.Partitions)), false, nil
+	}
+	if _, err := c.adm.CreateTopic(ctx, partitions, -1, nil, topic); err != nil {
+		return 0, false, fmt.Errorf("creating topic %q with %d partitions: %w", topic, partitions, err)
+	}
+	// A new topic reaches the brokers' (and this client's) metadata a little
+	// later: wait until its every partition answers.
+	for {
+		ends, err := c.endOffsets(ctx, topic)
+		if err == nil && len(ends) == int(partitions) {
+			return partitions, true, nil
+		}
+		c.cl.ForceMetadataRefresh()
+		select {
+		case <-ctx.Done():
+			return 0, false, fmt.Errorf("waiting for the new topic %q: %w (last error: %v)", topic, ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// produce writes n records round robin over the partitions, each with a
+// value of size bytes that starts with its partition and index, and waits
+// until every record is acknowledged.
+func (c *demoCluster) produce(ctx context.Context, topic string, partitions int32, n, size int, rng *rand.Rand) error {
+	const filler = "abcdefghijklmnopqrstuvwxyz0123456789"
+	rs := make([]*kgo.Record, n)
+	for i := range rs {
+		p := int32(i) % partitions
+		v := make([]byte, 0, max(size, 24))
+		v = fmt.Appendf(v, "p%d-%d ", p, i)
+		for len(v) < size {
+			v = append(v, filler[rng.IntN(len(filler))])
+		}
+		rs[i] = &kgo.Record{Topic: topic, Partition: p, Key: fmt.Appendf(nil, "%d", i), Value: v[:max(size, 1)]}
+	}
+	return c.cl.ProduceSync(ctx, rs...).FirstErr()
+}
+
+// endOffsets returns every partition's log end offset.
+func (c *demoCluster) endOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
+	l, err := c.adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = l.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing end offsets of %q: %w", topic, err)
+	}
+	out := map[int32]int64{}
+	l.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out, nil
+}
+
+// committed returns the group's committed offset of every partition of the
+// topic that has one.
+func (c *demoCluster) committed(ctx context.Context, group, topic string) (map[int32]int64, error) {
+	rs, err := c.adm.FetchOffsetsForTopics(ctx, group, topic)
+	if err == nil {
+		err = rs.Error()
+	}
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return map[int32]int64{}, nil // a group that never committed
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fetching the offsets of group %q: %w", group, err)
+	}
+	out := map[int32]int64{}
+	rs.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == topic && o.At >= 0 {
+			out[o.Partition] = o.At
+		}
+	})
+	return out, nil
+}
+
+// commit commits offsets for a group that has no member: used once, before
+// the pipeline starts, so a fresh group on a real topic starts at the
+// records this run produces rather than at the topic's old data.
+func (c *demoCluster) commit(ctx context.Context, group, topic string, offsets map[int32]int64) error {
+	var offs kadm.Offsets
+	for p, at := range offsets {
+		offs.Add(kadm.Offset{Topic: topic, Partition: p, At: at, LeaderEpoch: -1})
+	}
+	rs, err := c.adm.CommitOffsets(ctx, group, offs)
+	if err == nil {
+		err = rs.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("committing the start offsets of group %q: %w", group, err)
+	}
+	return nil
+}

@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+)
+
+// demoResult is what the demo observed, for the summary and for tests.
+type demoResult struct {
+	Topic, Group string
+	Seed         uint64
+	Produced     int
+	RecordSize   int
+	Expected     int64 // records between the group's start and the log end
+	Distinct     int
+	Duplicates   int
+	Parts        []partitionView // final, after the pipeline stopped
+	Failures     []failedBatch
+	Settled      bool
+	StopReason   string
+	Elapsed      time.Duration
+	MaxPending   int
+	MaxInFlight  int
+	MaxLatency   time.Duration
+}
+
+// runDemo runs the demo and prints its progress and summary to w, as a table
+// redrawn in place when live (w is a terminal), else as periodic lines. It
+// returns an error only when the demo could not run; a stall is its point.
+func runDemo(ctx context.Context, o demoOptions, w io.Writer, live bool) (*demoResult, error) {
+	o = o.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	rng := rand.New(rand.NewPCG(o.Seed, 0x7761746572)) // a demo: reproducible, not secure
+
+	setupCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cluster, err := startCluster(setupCtx, o.Brokers)
+	if err != nil {
+		return nil, err
+	}
+	defer cluster.close()
+
+	ranges, err := prepareTopic(setupCtx, cluster, o, rng, w)
+	if err != nil {
+		return nil, err
+	}
+	sink := newDemoSink(o.Topic, ranges, rng)
+	sink.planFailures(o.FailBatches, o.BatchMaxRecords)
+	gauges := newGaugeStore()
+	st, err := buildPipeline(o, cluster.brokers, sink, gauges)
+	if err != nil {
+		return nil, err
+	}
+	runDone := make(chan error, 1)
+	go func() { runDone <- st.Run(context.Background()) }()
+
+	obs := observer{cluster: cluster, o: o, ranges: ranges, sink: sink, gauges: gauges}
+	head := fmt.Sprintf("topic %s, group %s, brokers %s", o.Topic, o.Group, strings.Join(cluster.brokers, ","))
+	last, settled, reason, runErr := watch(ctx, obs, o, w, live, head, runDone)
+
+	stopCtx, stopCancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer stopCancel()
+	if runErr == nil {
+		if err := st.Stop(stopCtx); err != nil {
+			return nil, fmt.Errorf("stopping the pipeline: %w", err)
+		}
+		runErr = <-runDone
+	}
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		return nil, fmt.Errorf("the pipeline stopped: %w", runErr)
+	}
+
+	// The input commits its final watermarks on close: read them now. Its
+	// gauges were zeroed on close, so its state is the last one seen live.
+	final, err := obs.observe(stopCtx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range final {
+		if i < len(last) && last[i].Partition == final[i].Partition {
+			final[i].Pending, final[i].Stalled, final[i].Paused = last[i].Pending, last[i].Stalled, last[i].Paused
+		}
+	}
+	r := &demoResult{
+		Topic: o.Topic, Group: o.Group, Seed: o.Seed, Produced: o.Records, RecordSize: o.RecordSize,
+		Parts: final, Settled: settled, StopReason: reason, Elapsed: time.Since(began),
+		MaxPending: o.MaxPending, MaxInFlight: o.MaxInFlight, MaxLatency: o.MaxLatency,
+	}
+	for _, v := range final {
+		r.Expected += v.Sink.Expected
+		r.Distinct += v.Sink.Distinct
+		r.Duplicates += v.Sink.Dups
+		r.Failures = append(r.Failures, v.Sink.Failed...)
+	}
+	writeSummary(w, r)
+	return r, nil
+}
+
+// prepareTopic creates the topic if needed, produces the records and
+// returns, per partition, the offsets this run's group will consume:
+// from the group's committed offset if it has one, else from the log end
+// before producing, committed for the group so it starts there. On the
+// in-process broker that is simply [0, records per partition).
+func prepareTopic(ctx context.Context, c *demoCluster, o demoOptions, rng *rand.Rand, w io.Writer) (map[int32][2]int64, error) {
+	n, created, err := c.ensureTopic(ctx, o.Topic, int32(o.Partitions))
+	if err != nil {
+		return nil, err
+	}
+	if !created && c.fake == nil {
+		fmt.Fprintf(w, "using the existing topic %s with %d partitions\n", o.Topic, n)
+	}
+	before, err := c.endOffsets(ctx, o.Topic)
+	if err != nil {
+		return nil, err
+	}
+	committed, err := c.committed(ctx, o.Group, o.Topic)
+	if err != nil {
+		return nil, err
+	}
+	if len(committed) == 0 && slices.ContainsFunc(mapValues(before), func(v int64) bool { return v > 0 }) {
+		if err := c.commit(ctx, o.Group, o.Topic, before); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.produce(ctx, o.Topic, n, o.Records, o.RecordSize, rng); err != nil {
+		return nil, fmt.Errorf("producing %d records: %w", o.Records, err)
+	}
+	after, err := c.endOffsets(ctx, o.Topic)
+	if err != nil {
+		return nil, err
+	}
+	ranges := map[int32][2]int64{}
+	for p, end := range after {
+		start, ok := committed[p]
+		if !ok {
+			start = before[p]
+		}
+		ranges[p] = [2]int64{min(start, end), end}
+	}
+	return ranges, nil
+}
+
+func mapValues[K comparable, V any](m map[K]V) []V {
+	out := make([]V, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+// buildPipeline builds the demo's stream from YAML in a fresh environment
+// that has the demo's sink and gauge exporter besides every component of
+// the binary (kafka_watermark included).
+func buildPipeline(o demoOptions, brokers []string, sink *demoSink, gauges *gaugeStore) (*service.Stream, error) {
+	env := service.NewEnvironment()
+	if err := sink.register(env); err != nil {
+		return nil, err
+	}
+	if err := gauges.register(env); err != nil {
+		return nil, err
+	}
+	b := env.NewStreamBuilder()
+	if err := b.SetYAML(pipelineYAML(o, brokers)); err != nil {
+		return nil, fmt.Errorf("the demo pipeline config: %w", err)
+	}
+	level, _ := parseLogLevel(o.LogLevel)
+	b.SetLogger(slog.New(slog.NewTextHandler(o.LogWriter, &slog.HandlerOptions{Level: level})))
+	return b.Build()
+}
+
+// pipelineYAML is the demo's pipeline: what a user would write, with a
+// short commit period and a small max_pending_batches so that a stall is
+// visible within seconds.
+func pipelineYAML(o demoOptions, brokers []string) string {
+	seeds, _ := json.Marshal(brokers)
+	return fmt.Sprintf(`
+input:
+  kafka_watermark:
+    seed_brokers: %s
+    topics: [ %q ]
+    consumer_group: %q
+    start_offset: earliest
+    commit_period: %s
+    batch_max_records: %d
+    max_pending_batches: %d
+    fetch_max_wait: 250ms
+    # Stopping mid-run (Ctrl-C, --duration) need not wait the default 10s
+    # for a batch the pipeline will never acknowledge; it is replayed.
+    drain_timeout: 1s
+output:
+  %s:
+    max_in_flight: %d
+    max_latency: %s
+metrics:
+  %s: {}
+`, seeds, o.Topic, o.Group, o.CommitPeriod, o.BatchMaxRecords, o.MaxPending,
+		demoSinkName, o.MaxInFlight, o.MaxLatency, demoMetricsName)
+}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// collector is an HTTP sink for the examples: it records every body it
+// accepts and rejects (500) the bodies reject says so.
+type collector struct {
+	mu       sync.Mutex
+	accepted map[string]int
+	rejected map[string]int
+	reject   func(body string) bool
+}
+
+func newCollector(t *testing.T, reject func(string) bool) (*collector, string) {
+	c := &collector{accepted: map[string]int{}, rejected: map[string]int{}, reject: reject}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		body := string(b)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.reject != nil && c.reject(body) {
+			c.rejected[body]++
+			http.Error(w, "poison record", http.StatusInternalServerError)
+			return
+		}
+		c.accepted[body]++
+	}))
+	t.Cleanup(srv.Close)
+	return c, srv.URL
+}
+
+func (c *collector) counts() (accepted, rejected int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.accepted), len(c.rejected)
+}
+
+func exampleConfig(name string) string { return filepath.Join("..", "..", "config", name) }
+
+// config/dead-letter.yaml as shipped: records the HTTP sink rejects go to
+// the dead-letter file with the error, count as delivered, and the group
+// commits to the log end.
+func TestDeadLetterExample(t *testing.T) {
+	t.Parallel()
+	const (
+		partitions = 2
+		n          = 200
+	)
+	k := newTestKafka(t, partitions, "orders")
+	k.produce(t, "orders", partitions, n)
+	poison := func(body string) bool { var i int; fmt.Sscanf(body, "orders-%d", &i); return i%40 == 7 }
+	c, url := newCollector(t, poison)
+	dlqDir := t.TempDir()
+	p := startBinary(t, []string{"KAFKA_BROKERS=" + k.addr, "ORDERS_URL=" + url, "DLQ_PATH=" + dlqDir},
+		"run", "-s", "http.enabled=false", "-s", "logger.level=error",
+		"-s", "output.fallback.0.http_client.retry_period=10ms", // the shipped 1s makes the test slow, not different
+		exampleConfig("dead-letter.yaml"))
+
+	dlq := filepath.Join(dlqDir, "dlq-orders.jsonl")
+	wantRejected := n / 40
+	eventually(t, 30*time.Second, func() string {
+		a, r := c.counts()
+		return fmt.Sprintf("%d accepted, %d rejected, %d in the DLQ", a, r, len(readLines(t, dlq)))
+	}, func() bool {
+		a, _ := c.counts()
+		return a == n-wantRejected && distinct(readLines(t, dlq)) == wantRejected
+	})
+	for _, l := range readLines(t, dlq) {
+		assert.True(t, poison(l.Value), "only rejected records are dead-lettered: %+v", l)
+		assert.Equal(t, "orders", l.Topic)
+	}
+	raw, err := os.ReadFile(dlq)
+	require.NoError(t, err)
+	assert.Contains(t, string(raw), `"error":`, "each dead letter carries the fallback_error")
+	assert.Contains(t, string(raw), "500", "the error names the HTTP status")
+
+	// Dead-lettered records count as delivered: the watermark passes them.
+	ends := k.endOffsets(t, "orders")
+	eventually(t, 20*time.Second, func() string {
+		return fmt.Sprintf("commits %v to reach %v", k.committed(t, "orders-to-http-with-dlq", "orders"), ends)
+	},
+		func() bool { return assert.ObjectsAreEqual(ends, k.committed(t, "orders-to-http-with-dlq", "orders")) })
+	require.Equal(t, 0, p.interrupt(t))
+}
+
+// The README's streams command on the shipped examples:
+// watermark-connect -c config/streams-main.yaml streams config/streams/*.yaml
+func TestStreamsExample(t *testing.T) {
+	t.Parallel()
+	const partitions = 2
+	k := newTestKafka(t, partitions, "orders", "payments")
+	k.produce(t, "orders", partitions, 100)
+	k.produce(t, "payments", partitions, 60)
+	c, url := newCollector(t, nil)
+	payments := filepath.Join(t.TempDir(), "payments.jsonl")
+	addr := freeAddr(t)
+	streamFiles, err := filepath.Glob(filepath.Join("..", "..", "config", "streams", "*.yaml"))
+	require.NoError(t, err)
+	args := append([]string{"-c", exampleConfig("streams-main.yaml"), "-s", "http.address=" + addr, "-s", "logger.level=error", "streams"}, streamFiles...)
+	p := startBinary(t, []string{"KAFKA_BROKERS=" + k.addr, "ORDERS_URL=" + url, "PAYMENTS_FILE=" + payments}, args...)
+
+	eventually(t, 30*time.Second, func() string {
+		a, _ := c.counts()
+		return fmt.Sprintf("%d orders posted, %d payments written", a, distinct(readLines(t, payments)))
+	}, func() bool { a, _ := c.counts(); return a == 100 && distinct(readLines(t, payments)) == 60 })
+	c.mu.Lock()
+	for body := range c.accepted {
+		assert.True(t, strings.HasPrefix(body, "orders-"), "the orders stream posted %q", body)
+	}
+	c.mu.Unlock()
+	for _, l := range readLines(t, payments) {
+		assert.True(t, strings.HasPrefix(l.Value, "payments-"), "the payments stream wrote %+v", l)
+	}
+
+	want := map[string]map[int32]int64{"orders": k.endOffsets(t, "orders"), "payments": k.endOffsets(t, "payments")}
+	var series []map[string]string
+	eventually(t, 20*time.Second, func() string { return fmt.Sprintf("committed series %v to reach %v", series, want) }, func() bool {
+		series, err = committedSeries("http://" + addr + "/metrics")
+		if err != nil {
+			return false
+		}
+		got := map[string]map[int32]int64{}
+		for _, s := range series {
+			if s["stream"] != s["topic"] { // each example stream consumes the topic it is named after
+				return false
+			}
+			var p int32
+			var v float64
+			fmt.Sscan(s["partition"], &p)
+			fmt.Sscan(s["value"], &v)
+			if got[s["topic"]] == nil {
+				got[s["topic"]] = map[int32]int64{}
+			}
+			got[s["topic"]][p] = int64(v)
+		}
+		return assert.ObjectsAreEqual(want, got)
+	})
+	assert.Equal(t, want["orders"], k.committed(t, "orders-stream", "orders"))
+	assert.Equal(t, want["payments"], k.committed(t, "payments-stream", "payments"))
+	require.Equal(t, 0, p.interrupt(t))
+}

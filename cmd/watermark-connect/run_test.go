@@ -1,0 +1,248 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// pipelineConfig is a kafka_watermark → file pipeline: every record becomes
+// one JSON line naming its topic, partition and offset.
+func pipelineConfig(addr, topic, group, outFile string) string {
+	return fmt.Sprintf(`
+input:
+  kafka_watermark:
+    seed_brokers: [ %q ]
+    topics: [ %q ]
+    consumer_group: %q
+    commit_period: 100ms
+    fetch_max_wait: 250ms
+    batch_max_records: 10
+pipeline:
+  processors:
+    - mapping: |
+        root.topic = @kafka_topic
+        root.partition = @kafka_partition
+        root.offset = @kafka_offset
+        root.value = content().string()
+output:
+  file:
+    path: %q
+    codec: lines
+`, addr, topic, group, outFile)
+}
+
+type outLine struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	Value     string `json:"value"`
+}
+
+// readLines returns the JSON lines written so far to a file output; a
+// missing file or a partly written last line count as not there yet.
+func readLines(t *testing.T, path string) []outLine {
+	t.Helper()
+	f, err := os.Open(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	require.NoError(t, err)
+	defer f.Close()
+	var out []outLine
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var l outLine
+		if json.Unmarshal(sc.Bytes(), &l) == nil {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// distinct counts the distinct records among lines.
+func distinct(lines []outLine) int {
+	seen := map[string]bool{}
+	for _, l := range lines {
+		seen[fmt.Sprintf("%s/%d/%d", l.Topic, l.Partition, l.Offset)] = true
+	}
+	return len(seen)
+}
+
+// `watermark-connect run x.yaml` and `watermark-connect -c x.yaml` run a
+// pipeline the way Benthos users expect: it consumes, and on SIGINT it
+// shuts down gracefully, exits 0, and has committed everything delivered.
+func TestRunPipeline(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args func(cfg string) []string
+	}{
+		{"run", func(cfg string) []string { return []string{"run", cfg} }},
+		{"-c", func(cfg string) []string { return []string{"-c", cfg} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			const (
+				topic      = "events"
+				partitions = 3
+				n          = 300
+			)
+			k := newTestKafka(t, partitions, topic)
+			k.produce(t, topic, partitions, n)
+			dir := t.TempDir()
+			out := filepath.Join(dir, "out.jsonl")
+			cfg := writeFile(t, dir, "pipeline.yaml", pipelineConfig(k.addr, topic, "g-"+tc.name, out)+`
+http:
+  enabled: false
+logger:
+  level: warn
+`)
+			p := startBinary(t, nil, tc.args(cfg)...)
+			eventually(t, 30*time.Second, func() string { return fmt.Sprintf("%d records in %s", distinct(readLines(t, out)), out) },
+				func() bool { return distinct(readLines(t, out)) == n })
+			require.False(t, p.exited(), "the pipeline keeps running: %s", p.out.String())
+			require.Equal(t, 0, p.interrupt(t), "graceful shutdown exits 0:\n%s", p.out.String())
+			assert.Equal(t, k.endOffsets(t, topic), k.committed(t, "g-"+tc.name, topic),
+				"after a graceful shutdown the group has committed everything delivered")
+		})
+	}
+}
+
+var seriesRE = regexp.MustCompile(`^kafka_watermark_committed_offset\{([^}]*)\}\s+(\S+)`)
+var labelRE = regexp.MustCompile(`(\w+)="([^"]*)"`)
+
+// committedSeries scrapes url and returns every kafka_watermark_committed_offset
+// series as its labels plus "value".
+func committedSeries(url string) ([]map[string]string, error) {
+	resp, err := http.Get(url) //nolint:noctx // bounded by the client's default transport and the caller's deadline
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: %s", resp.Status, body)
+	}
+	var out []map[string]string
+	for _, line := range strings.Split(string(body), "\n") {
+		m := seriesRE.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		s := map[string]string{"value": m[2]}
+		for _, l := range labelRE.FindAllStringSubmatch(m[1], -1) {
+			s[l[1]] = l[2]
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Two streams in one process (streams mode), each with its own group and
+// topic on one cluster: each stream's sink gets only its topic's records,
+// and the shared prometheus endpoint shows each topic's committed offsets
+// only under its own stream's labels.
+func TestStreamsModeIsolatesStreams(t *testing.T) {
+	t.Parallel()
+	const partitions = 2
+	streams := map[string]struct{ topic, group string }{ // stream id (file name) -> its topic and group
+		"orders":   {"orders-topic", "orders-group"},
+		"payments": {"payments-topic", "payments-group"},
+	}
+	counts := map[string]int{"orders": 200, "payments": 120}
+	k := newTestKafka(t, partitions, "orders-topic", "payments-topic")
+	for id, s := range streams {
+		k.produce(t, s.topic, partitions, counts[id])
+	}
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	mainCfg := writeFile(t, dir, "main.yaml", fmt.Sprintf(`
+http:
+  address: %s
+metrics:
+  prometheus: {}
+logger:
+  level: warn
+`, addr))
+	args := []string{"-c", mainCfg, "streams"}
+	outs := map[string]string{}
+	for id, s := range streams {
+		outs[id] = filepath.Join(dir, id+".jsonl")
+		args = append(args, writeFile(t, dir, id+".yaml", pipelineConfig(k.addr, s.topic, s.group, outs[id])))
+	}
+	p := startBinary(t, nil, args...)
+
+	for id, s := range streams {
+		eventually(t, 30*time.Second, func() string { return fmt.Sprintf("stream %s: %d records", id, distinct(readLines(t, outs[id]))) },
+			func() bool { return distinct(readLines(t, outs[id])) == counts[id] })
+		for _, l := range readLines(t, outs[id]) {
+			require.Equal(t, s.topic, l.Topic, "stream %s got a record of another topic: %+v", id, l)
+		}
+	}
+
+	// Both topics' committed offsets reach the log end on /metrics, each
+	// series labelled with its own stream only.
+	url := "http://" + addr + "/metrics"
+	want := map[string]map[int32]int64{}
+	for _, s := range streams {
+		want[s.topic] = k.endOffsets(t, s.topic)
+	}
+	var series []map[string]string
+	var scrapeErr error
+	eventually(t, 30*time.Second, func() string {
+		return fmt.Sprintf("committed offsets at the log end %v (broker: %v %v) on %s; last scrape %v: %v", want, k.committed(t, "orders-group", "orders-topic"), k.committed(t, "payments-group", "payments-topic"), url, scrapeErr, series)
+	},
+		func() bool {
+			series, scrapeErr = committedSeries(url)
+			if scrapeErr != nil {
+				return false
+			}
+			got := map[string]map[int32]int64{}
+			for _, s := range series {
+				var p int32
+				var v float64
+				fmt.Sscan(s["partition"], &p)
+				fmt.Sscan(s["value"], &v)
+				if got[s["topic"]] == nil {
+					got[s["topic"]] = map[int32]int64{}
+				}
+				got[s["topic"]][p] = int64(v)
+			}
+			return assert.ObjectsAreEqual(want, got)
+		})
+	paths := map[string]string{}
+	for _, s := range series {
+		id := s["stream"]
+		require.Contains(t, streams, id, "series without a known stream label: %v", s)
+		assert.Equal(t, streams[id].topic, s["topic"], "stream %s reports another stream's topic: %v", id, s)
+		require.NotEmpty(t, s["path"], "series without a path label: %v", s)
+		paths[id] = s["path"]
+	}
+	require.Len(t, paths, 2, "both streams have series: %v", series)
+	for _, topic := range []string{"orders-topic", "payments-topic"} {
+		var ids []string
+		for _, s := range series {
+			if s["topic"] == topic {
+				ids = append(ids, s["stream"])
+			}
+		}
+		require.Len(t, ids, partitions, "one series per partition of %s, all of one stream: %v", topic, ids)
+		require.Equal(t, ids[0], ids[1], "the series of %s belong to one stream: %v", topic, ids)
+	}
+	require.Equal(t, 0, p.interrupt(t), "streams mode shuts down gracefully")
+}
