@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -129,11 +128,11 @@ func (in *Input) ReadBatch(ctx context.Context) (service.MessageBatch, service.A
 	select {
 	case b = <-req.reply:
 		if b != nil && ctx.Err() != nil {
-			in.sendAck(o, b, errNotHandedOut) // see withdraw
+			in.cancel(o, cancelReq{given: b})
 			return nil, nil, ctx.Err()
 		}
 	case <-ctx.Done():
-		in.withdraw(o, req)
+		in.cancel(o, cancelReq{req: req})
 		return nil, nil, ctx.Err()
 	case <-o.stopped():
 		return nil, nil, in.stoppedErr()
@@ -144,24 +143,12 @@ func (in *Input) ReadBatch(ctx context.Context) (service.MessageBatch, service.A
 	return in.handOut(o, b)
 }
 
-// withdraw takes back a parked read whose context ended. Once the owner has
-// received the cancel it will not answer, so an answer is in the buffer now
-// or never. Benthos cancels the context at shutdown and then drops whatever
-// ReadBatch returns, unacknowledged; so a batch already answered is given
-// back instead: it goes out again on the next ReadBatch, the final commit
-// stops before it, and Close does not wait for it.
-func (in *Input) withdraw(o *owner, req *readReq) {
+// cancel hands a withdrawal or a give-back to the owner (see
+// owner.onCancel) and returns once the owner has it.
+func (in *Input) cancel(o *owner, c cancelReq) {
 	select {
-	case o.cancelCh <- req:
+	case o.cancelCh <- c:
 	case <-o.stopped():
-		return
-	}
-	select {
-	case b := <-req.reply:
-		if b != nil {
-			in.sendAck(o, b, errNotHandedOut)
-		}
-	default:
 	}
 }
 
@@ -202,8 +189,14 @@ func (in *Input) sendAck(o *owner, b *inflight, err error) {
 	}
 }
 
-// Close stops fetching, waits within ctx for in-flight batches, commits the
-// final watermarks and leaves the group.
+// Close stops fetching, applies every acknowledgement already given, commits
+// the final watermarks and leaves the group.
+//
+// It does not wait for batches still unresolved: Benthos calls Close only
+// after every batch it passed to the pipeline has been acknowledged (or the
+// stream is being killed), so a batch unresolved then was dropped by Benthos
+// unacknowledged, and it is replayed from the final commit. Waiting for it
+// would only delay the shutdown by drain_timeout.
 func (in *Input) Close(ctx context.Context) error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
@@ -214,11 +207,7 @@ func (in *Input) Close(ctx context.Context) error {
 	}
 	in.poller.stop(ctx)
 
-	timeout := in.conf.drainTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl) * 9 / 10 // leave a tenth for the commit and the leave
-	}
-	req := closeReq{timeout: timeout, reply: make(chan map[string]map[int32]kgo.EpochOffset, 1)}
+	req := closeReq{reply: make(chan map[string]map[int32]kgo.EpochOffset, 1)}
 	var offsets map[string]map[int32]kgo.EpochOffset
 	select {
 	case o.closeCh <- req:

@@ -184,7 +184,7 @@ func TestWithdrawnReadGivesTheBatchBack(t *testing.T) {
 	req := &readReq{reply: make(chan *inflight, 1)}
 	o.readCh <- req
 	eventually(t, 10*time.Second, "the owner to answer", func() bool { return len(req.reply) == 1 })
-	in.withdraw(o, req)
+	in.cancel(o, cancelReq{req: req})
 
 	b, ack, err := in.ReadBatch(ctx)
 	require.NoError(t, err)
@@ -198,7 +198,7 @@ func TestWithdrawnReadGivesTheBatchBack(t *testing.T) {
 	req = &readReq{reply: make(chan *inflight, 1)}
 	o.readCh <- req
 	eventually(t, 10*time.Second, "the owner to answer", func() bool { return len(req.reply) == 1 })
-	in.withdraw(o, req)
+	in.cancel(o, cancelReq{req: req})
 	start := time.Now()
 	require.NoError(t, in.Close(context.Background()))
 	require.Less(t, time.Since(start), 30*time.Second, "Close waited for a batch that was never handed out")

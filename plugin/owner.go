@@ -41,8 +41,14 @@ type (
 	}
 
 	closeReq struct {
-		timeout time.Duration
-		reply   chan map[string]map[int32]kgo.EpochOffset
+		reply chan map[string]map[int32]kgo.EpochOffset
+	}
+
+	// cancelReq withdraws a parked read whose context ended, or gives
+	// back a batch (given) that ReadBatch received but could not return.
+	cancelReq struct {
+		req   *readReq
+		given *inflight
 	}
 
 	commitDone struct {
@@ -77,7 +83,7 @@ type owner struct {
 	sig  *shutdown.Signaller
 
 	readCh   chan *readReq
-	cancelCh chan *readReq
+	cancelCh chan cancelReq
 	ackCh    chan ackMsg
 	pollCh   chan pollResult
 	pollWant chan struct{} // capacity 1: a token asking the poll loop for more
@@ -118,7 +124,7 @@ func newOwner(conf *config, log *service.Logger, m *metrics) *owner {
 		m:           m,
 		sig:         shutdown.NewSignaller(),
 		readCh:      make(chan *readReq),
-		cancelCh:    make(chan *readReq),
+		cancelCh:    make(chan cancelReq),
 		ackCh:       make(chan ackMsg, 1024),
 		pollCh:      make(chan pollResult),
 		pollWant:    make(chan struct{}, 1),
@@ -146,13 +152,8 @@ func (o *owner) run() {
 		select {
 		case r := <-o.readCh:
 			o.parked = append(o.parked, r)
-		case r := <-o.cancelCh:
-			for i, p := range o.parked {
-				if p == r {
-					o.parked = append(o.parked[:i], o.parked[i+1:]...)
-					break
-				}
-			}
+		case c := <-o.cancelCh:
+			o.onCancel(c)
 		case a := <-o.ackCh:
 			o.onAck(a)
 		case res := <-o.pollCh:
@@ -300,22 +301,49 @@ func (o *owner) onAssign(tps []topicPartition) {
 	}
 }
 
+// onCancel withdraws a parked read, or takes back a batch that a ReadBatch
+// whose context ended could not return. Benthos cancels that context at
+// shutdown and drops whatever ReadBatch returns unacknowledged, so such a
+// batch must come back here rather than reach the caller. Handled in this
+// goroutine before the caller's next read, so the batch goes out again first.
+func (o *owner) onCancel(c cancelReq) {
+	given := c.given
+	if given == nil {
+		for i, r := range o.parked {
+			if r == c.req {
+				o.parked = append(o.parked[:i], o.parked[i+1:]...)
+				return
+			}
+		}
+		// Not parked: answered already, and the answer is in the buffer,
+		// which no one else reads any more.
+		select {
+		case given = <-c.req.reply:
+		default:
+		}
+		if given == nil {
+			return
+		}
+	}
+	p := given.part
+	if o.parts[p.tp] != p {
+		return // the epoch ended; the next owner replays it
+	}
+	// Still registered, not in the pipeline: a drain does not wait for it.
+	p.retrying++
+	if p.revoking {
+		o.checkDrains()
+		return
+	}
+	given.unread = true
+	p.retry = append([]*inflight{given}, p.retry...)
+	o.schedule(p)
+}
+
 func (o *owner) onAck(a ackMsg) {
 	in, p := a.in, a.in.part
 	if o.parts[p.tp] != p {
 		o.m.lateAcks.Incr(1, p.labels[0], p.labels[1])
-		return
-	}
-	if a.err == errNotHandedOut {
-		// Back from a ReadBatch whose context ended: still registered,
-		// not in the pipeline, next to go out again. A drain does not
-		// wait for it.
-		p.retrying++
-		if !p.revoking {
-			in.unread = true
-			p.retry = append([]*inflight{in}, p.retry...)
-			o.schedule(p)
-		}
 		return
 	}
 	if a.err != nil && in.attempt < o.conf.nackRetries && !p.revoking {

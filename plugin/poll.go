@@ -46,7 +46,12 @@ func startPoller(cl *kgo.Client, o *owner, log *service.Logger) *poller {
 				// down; say it once per 10s, not once per retry.
 				if msg := err.Error(); msg != lastErr || time.Since(lastErrAt) > 10*time.Second {
 					lastErr, lastErrAt = msg, time.Now()
-					log.Errorf("kafka_watermark: fetch error on %s/%d: %v", t, p, err)
+					if t == "" {
+						// Not about a partition: the group session or the client.
+						log.Errorf("kafka_watermark: consumer error: %v", err)
+					} else {
+						log.Errorf("kafka_watermark: fetch error on %s/%d: %v", t, p, err)
+					}
 				}
 			})
 			res := pollResult{fetches: fetches, done: make(chan struct{})}

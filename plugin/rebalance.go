@@ -2,15 +2,10 @@ package plugin
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-// errNotHandedOut gives back a batch that ReadBatch obtained but could not
-// return because its context ended. It is never a verdict on the batch.
-var errNotHandedOut = errors.New("batch not handed out: the reader's context ended")
 
 // Rebalance callbacks run on kgo's group goroutine. With BlockRebalanceOnPoll
 // they never overlap the window between a poll returning and the owner
@@ -111,15 +106,27 @@ func (o *owner) onRevoke(r revokeReq) {
 	o.startDrain(&drain{parts: parts, reply: r.reply}, o.conf.drainTimeout)
 }
 
-// onClose drains every partition, then refuses all further work.
+// onClose applies the acknowledgements already queued, replies with every
+// partition's final watermark, and then refuses all further work. See
+// Input.Close for why it does not wait for unresolved batches.
 func (o *owner) onClose(r closeReq) {
 	o.closing = true
+	for queued := true; queued; {
+		select {
+		case a := <-o.ackCh:
+			o.onAck(a)
+		default:
+			queued = false
+		}
+	}
 	var parts []*partState
 	for _, p := range o.parts {
 		o.beginDrain(p)
 		parts = append(parts, p)
 	}
-	o.startDrain(&drain{parts: parts, reply: r.reply, close: true}, r.timeout)
+	d := &drain{parts: parts, reply: r.reply, close: true}
+	o.drains = append(o.drains, d)
+	o.finishDrain(d)
 }
 
 // beginDrain stops handing out p and drops its unregistered batches.
@@ -173,7 +180,9 @@ func (o *owner) finishDrain(d *drain) {
 		return // already finished; this is the timer firing late
 	}
 	o.drains = append(o.drains[:i], o.drains[i+1:]...)
-	d.timer.Stop()
+	if d.timer != nil {
+		d.timer.Stop()
+	}
 
 	offsets := map[topicPartition]int64{}
 	for _, p := range d.parts {
@@ -182,8 +191,13 @@ func (o *owner) finishDrain(d *drain) {
 		}
 		if n := p.unresolved - p.retrying; n > 0 {
 			wm, _ := p.tracker.Watermark()
-			o.log.Warnf("kafka_watermark: drain of %s/%d timed out with %d batch(es) unacknowledged; committing through offset %d, the rest is replayed by the next owner",
-				p.tp.topic, p.tp.partition, n, wm)
+			if d.close {
+				o.log.Debugf("kafka_watermark: shutdown of %s/%d with %d batch(es) the pipeline did not acknowledge; committing through offset %d, the rest is replayed",
+					p.tp.topic, p.tp.partition, n, wm)
+			} else {
+				o.log.Warnf("kafka_watermark: drain of %s/%d timed out with %d batch(es) unacknowledged; committing through offset %d, the rest is replayed by the next owner",
+					p.tp.topic, p.tp.partition, n, wm)
+			}
 		}
 		o.forget(p)
 	}
