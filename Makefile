@@ -13,9 +13,9 @@ demo:
 test:
 	bash resources/test.sh
 
-# Unit tests only (no broker): what a quick local loop wants.
+# Unit tests only (no broker; -short skips tests/): a quick local loop.
 unit:
-	go test -race ./...
+	go test -race -short ./...
 
 build:
 	go build -ldflags '$(LDFLAGS)' -o bin/watermark-connect ./cmd/watermark-connect
