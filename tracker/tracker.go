@@ -1,6 +1,7 @@
 package tracker
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -120,7 +121,7 @@ func NewWithCapacity(n int) *PartitionTracker {
 // panics. Registering after a stall is legal: batches already in flight still
 // arrive, they just never advance the watermark.
 func (t *PartitionTracker) Register(seq uint64, lastOffset int64) {
-	if seq != t.next || seq-t.head == uint64(len(t.ring)) {
+	if seq != t.next || seq-t.head > t.mask {
 		t.registerSlow(seq)
 	}
 	t.ring[seq&t.mask] = slot{lastOffset: lastOffset}
@@ -152,36 +153,27 @@ func (t *PartitionTracker) grow() {
 // sequences are reported through the outcome and never change state.
 // A status other than Delivered or Failed is a driver bug and panics.
 func (t *PartitionTracker) Resolve(seq uint64, status Status) ResolveOutcome {
-	// The common case, kept small: seq in [head, next) (a seq below head
-	// wraps around and fails the unsigned compare) and a valid status.
-	if seq-t.head < t.next-t.head && status-Delivered < 2 {
-		if s := &t.ring[seq&t.mask]; s.status == pending {
-			s.status = status
-			return Applied
-		}
+	if status-Delivered > Failed-Delivered {
+		panic(errInvalidStatus)
 	}
-	return t.resolveSlow(seq, status)
-}
-
-// resolveSlow classifies what Resolve's common case refused.
-//
-//go:noinline
-func (t *PartitionTracker) resolveSlow(seq uint64, status Status) ResolveOutcome {
-	switch {
-	case status != Delivered && status != Failed:
-		panicStatus(seq, status)
-	case seq < t.head:
-		return AlreadyAdvanced
-	case seq >= t.next:
+	// seq in [head, next) with one unsigned compare: below head wraps.
+	if seq-t.head >= t.next-t.head {
+		if seq < t.head {
+			return AlreadyAdvanced
+		}
 		return Unregistered
 	}
-	return Duplicate
+	s := &t.ring[seq&t.mask]
+	if s.status != pending {
+		return Duplicate
+	}
+	s.status = status
+	return Applied
 }
 
-//go:noinline
-func panicStatus(seq uint64, status Status) {
-	panic(fmt.Sprintf("tracker: resolve seq %d with invalid %v", seq, status))
-}
+// errInvalidStatus is a value, not a formatted message, so that Resolve
+// stays small enough to inline.
+var errInvalidStatus = errors.New("tracker: resolve with a status other than Delivered or Failed")
 
 // Advance consumes the contiguous prefix of delivered batches and returns the
 // new committable offset (one past the last offset of that prefix). moved is
@@ -189,17 +181,17 @@ func panicStatus(seq uint64, status Status) {
 // batch the tracker stalls for good; the offset up to the failure is still
 // returned by this call.
 func (t *PartitionTracker) Advance() (offset int64, moved bool) {
-	h := t.head
-	for h < t.next && t.ring[h&t.mask].status == Delivered {
+	ring, mask, h := t.ring, t.mask, t.head
+	for h != t.next && ring[h&mask].status == Delivered {
 		h++
 	}
-	if h < t.next && !t.stalled && t.ring[h&t.mask].status == Failed {
+	if h != t.next && ring[h&mask].status == Failed {
 		t.stall()
 	}
 	if h == t.head {
 		return t.watermark, false
 	}
-	t.watermark = t.ring[(h-1)&t.mask].lastOffset + 1
+	t.watermark = ring[(h-1)&mask].lastOffset + 1
 	t.head = h
 	return t.watermark, true
 }
@@ -209,8 +201,10 @@ func (t *PartitionTracker) Advance() (offset int64, moved bool) {
 //
 //go:noinline
 func (t *PartitionTracker) stall() {
-	t.stalled = true
-	t.stalledSince = time.Now()
+	if !t.stalled {
+		t.stalled = true
+		t.stalledSince = time.Now()
+	}
 }
 
 // Watermark returns the last offset Advance returned, and false if the
