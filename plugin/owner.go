@@ -62,12 +62,13 @@ type (
 	retryDue struct{ in *inflight }
 )
 
-// drain is a revoke or close waiting for in-flight batches.
+// drain is a revoke waiting for its partitions' in-flight batches, or the
+// final step of a close.
 type drain struct {
 	parts []*partState
 	reply chan map[string]map[int32]kgo.EpochOffset
-	timer *time.Timer
-	// close drains every partition and then refuses all further work.
+	timer *time.Timer // nil for a close, which does not wait
+	// close: after replying, the owner refuses all further work.
 	close bool
 }
 
@@ -99,43 +100,40 @@ type owner struct {
 	retryCh    chan retryDue
 	drainDone  chan *drain
 
-	// Owned by the run goroutine.
-	parts       map[topicPartition]*partState
-	runQ        []*partState // partitions that can hand out, round robin
-	parked      []*readReq
-	drains      []*drain
-	epoch       uint64
-	pollAsked   bool
-	committing  bool
-	closing     bool
-	closed      bool
-	lastCommit  time.Time
-	commitEvery time.Duration
+	// Owned by the run goroutine. parts holds the live epoch of every
+	// assigned partition; a partState not in it has ended.
+	parts      map[topicPartition]*partState
+	runQ       []*partState // partitions that can hand out, round robin
+	parked     []*readReq
+	drains     []*drain
+	epoch      uint64
+	pollAsked  bool
+	committing bool
+	closed     bool
 }
 
 func newOwner(conf *config, log *service.Logger, m *metrics) *owner {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &owner{
-		commitJobs:  make(chan commitJob, 1),
-		commitCtx:   ctx,
-		cancel:      cancel,
-		conf:        conf,
-		log:         log,
-		m:           m,
-		sig:         shutdown.NewSignaller(),
-		readCh:      make(chan *readReq),
-		cancelCh:    make(chan cancelReq),
-		ackCh:       make(chan ackMsg, 1024),
-		pollCh:      make(chan pollResult),
-		pollWant:    make(chan struct{}, 1),
-		assignCh:    make(chan assignReq),
-		revokeCh:    make(chan revokeReq),
-		closeCh:     make(chan closeReq),
-		commitCh:    make(chan commitDone, 1),
-		retryCh:     make(chan retryDue, 64),
-		drainDone:   make(chan *drain, 1),
-		parts:       map[topicPartition]*partState{},
-		commitEvery: conf.commitPeriod,
+		commitJobs: make(chan commitJob, 1),
+		commitCtx:  ctx,
+		cancel:     cancel,
+		conf:       conf,
+		log:        log,
+		m:          m,
+		sig:        shutdown.NewSignaller(),
+		readCh:     make(chan *readReq),
+		cancelCh:   make(chan cancelReq),
+		ackCh:      make(chan ackMsg, 1024),
+		pollCh:     make(chan pollResult),
+		pollWant:   make(chan struct{}, 1),
+		assignCh:   make(chan assignReq),
+		revokeCh:   make(chan revokeReq),
+		closeCh:    make(chan closeReq),
+		commitCh:   make(chan commitDone, 1),
+		retryCh:    make(chan retryDue, 64),
+		drainDone:  make(chan *drain, 1),
+		parts:      map[topicPartition]*partState{},
 	}
 }
 
@@ -145,7 +143,7 @@ func (o *owner) stopped() <-chan struct{} { return o.sig.HasStoppedChan() }
 // run is the owner goroutine.
 func (o *owner) run() {
 	defer o.sig.TriggerHasStopped()
-	tick := time.NewTicker(o.commitEvery)
+	tick := time.NewTicker(o.conf.commitPeriod)
 	defer tick.Stop()
 	o.askPoll()
 	for {
@@ -246,7 +244,7 @@ func (o *owner) schedule(p *partState) {
 // that cannot hand out (paused at its limit) do not count: they must not
 // keep the other partitions from being fetched.
 func (o *owner) askPoll() {
-	if o.pollAsked || o.closing {
+	if o.pollAsked || o.closed {
 		return
 	}
 	ready := 0

@@ -110,7 +110,6 @@ func (o *owner) onRevoke(r revokeReq) {
 // partition's final watermark, and then refuses all further work. See
 // Input.Close for why it does not wait for unresolved batches.
 func (o *owner) onClose(r closeReq) {
-	o.closing = true
 	for queued := true; queued; {
 		select {
 		case a := <-o.ackCh:
