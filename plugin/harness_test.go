@@ -388,3 +388,20 @@ func (g *gaugeStore) NewGaugeCtor(name string, keys ...string) service.MetricsEx
 func (g *gaugeStore) Close(context.Context) error { return nil }
 
 func key3(topic string, p int32, off int64) string { return fmt.Sprintf("%s/%d/%d", topic, p, off) }
+
+// gate holds sink writes until it opens. It opens at most once, and at the
+// test's cleanup at the latest, so a failed test never leaves a stream
+// blocked in its sink.
+type gate struct {
+	once sync.Once
+	ch   chan struct{}
+}
+
+func newGate(t *testing.T) *gate {
+	g := &gate{ch: make(chan struct{})}
+	t.Cleanup(g.open)
+	return g
+}
+
+func (g *gate) open() { g.once.Do(func() { close(g.ch) }) }
+func (g *gate) wait() { <-g.ch }

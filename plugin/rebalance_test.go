@@ -29,10 +29,8 @@ func TestRevokeDrainLateAcksAndReassign(t *testing.T) {
 			s := newSink()
 			c.sink = s
 
-			// Member A holds its first 6 batches until release is closed.
-			release := make(chan struct{})
-			var releaseOnce sync.Once
-			t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+			// Member A holds its first 6 batches until release opens.
+			release := newGate(t)
 			var mu sync.Mutex
 			held := 0
 			gA := newGaugeStore()
@@ -44,7 +42,7 @@ func TestRevokeDrainLateAcksAndReassign(t *testing.T) {
 				}
 				mu.Unlock()
 				if hold {
-					<-release
+					release.wait()
 				}
 				return 0, nil
 			}
@@ -74,7 +72,7 @@ func TestRevokeDrainLateAcksAndReassign(t *testing.T) {
 
 			// B leaves: its partitions return to A under a new epoch.
 			stB.stop(t)
-			releaseOnce.Do(func() { close(release) })
+			release.open()
 
 			ends := c.endOffsets(t, topic, partitions)
 			waitCommitted(t, c, "reb", topic, ends)
@@ -212,16 +210,14 @@ func TestRevokeCommitsDrainedBatches(t *testing.T) {
 	s := newSink()
 	c.sink = s
 
-	release := make(chan struct{})
-	var releaseOnce sync.Once
-	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	release := newGate(t)
 	var mu sync.Mutex
 	held, bStarted := 0, false
 	holdAll := func(b []rec) (time.Duration, error) {
 		mu.Lock()
 		held++
 		mu.Unlock()
-		<-release
+		release.wait()
 		return 0, nil
 	}
 	// The rebalance B causes reaches A as a SyncGroup: release A's batches
@@ -231,7 +227,7 @@ func TestRevokeCommitsDrainedBatches(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		if bStarted {
-			releaseOnce.Do(func() { close(release) })
+			release.open()
 		}
 		return nil, nil, false
 	})

@@ -125,6 +125,22 @@ var labelRE = regexp.MustCompile(`(\w+)="([^"]*)"`)
 
 // committedSeries scrapes url and returns every kafka_watermark_committed_offset
 // series as its labels plus "value".
+// byTopic turns committed-offset series into topic -> partition -> offset.
+func byTopic(series []map[string]string) map[string]map[int32]int64 {
+	got := map[string]map[int32]int64{}
+	for _, s := range series {
+		var p int32
+		var v float64
+		fmt.Sscan(s["partition"], &p)
+		fmt.Sscan(s["value"], &v)
+		if got[s["topic"]] == nil {
+			got[s["topic"]] = map[int32]int64{}
+		}
+		got[s["topic"]][p] = int64(v)
+	}
+	return got
+}
+
 func committedSeries(url string) ([]map[string]string, error) {
 	resp, err := http.Get(url) //nolint:noctx // bounded by the client's default transport and the caller's deadline
 	if err != nil {
@@ -212,18 +228,7 @@ logger:
 			if scrapeErr != nil {
 				return false
 			}
-			got := map[string]map[int32]int64{}
-			for _, s := range series {
-				var p int32
-				var v float64
-				fmt.Sscan(s["partition"], &p)
-				fmt.Sscan(s["value"], &v)
-				if got[s["topic"]] == nil {
-					got[s["topic"]] = map[int32]int64{}
-				}
-				got[s["topic"]][p] = int64(v)
-			}
-			return assert.ObjectsAreEqual(want, got)
+			return assert.ObjectsAreEqual(want, byTopic(series))
 		})
 	paths := map[string]string{}
 	for _, s := range series {
