@@ -203,7 +203,15 @@ func (in *Input) Close(ctx context.Context) error {
 	in.closed.Store(true)
 	o := in.owner
 	if o == nil {
-		return nil
+		return nil // never connected, or closed already
+	}
+	in.owner = nil
+	// Benthos closes inputs with a context that has no deadline: bound the
+	// final commit so that an unreachable broker cannot hang the shutdown.
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, in.conf.drainTimeout)
+		defer cancel()
 	}
 	in.poller.stop(ctx)
 
@@ -216,10 +224,15 @@ func (in *Input) Close(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	case <-ctx.Done():
+	case <-o.stopped():
 	}
 	var errs []error
 	if len(offsets) > 0 {
-		errs = append(errs, o.finalCommit(ctx, offsets, "shutdown"))
+		if err := o.finalCommit(ctx, offsets, "shutdown"); err != nil {
+			// Benthos discards Close's error: say it here.
+			in.log.Warnf("%v", err)
+			errs = append(errs, err)
+		}
 	}
 	// Leaving runs the revoke callback, which the closed owner answers at
 	// once with nothing to commit.

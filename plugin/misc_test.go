@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // directInput builds an Input from YAML without a stream, for tests that
@@ -203,4 +204,39 @@ func TestWithdrawnReadGivesTheBatchBack(t *testing.T) {
 	require.NoError(t, in.Close(context.Background()))
 	require.Less(t, time.Since(start), 30*time.Second, "Close waited for a batch that was never handed out")
 	require.Equal(t, int64(5), c.lastCommit("wd", topic, 0), "nothing past the given-back batch is committed")
+}
+
+// Benthos closes an input with a context that has no deadline. With a
+// coordinator that never answers, the final commit cannot succeed: Close
+// must still return (bounded by drain_timeout), say why, and a second Close
+// is a no-op.
+func TestCloseIsBoundedWhenTheBrokerIsGone(t *testing.T) {
+	const topic = "gone"
+	c := newCluster(t, 1, topic)
+	c.produce(t, topic, 1, 10)
+	in := directInput(t, inputYAML(c.addr, topic, "gone", "  commit_period: 1h\n  drain_timeout: 1s\n")[len("\nkafka_watermark:\n"):])
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, in.Connect(ctx))
+	_, ack, err := in.ReadBatch(ctx)
+	require.NoError(t, err)
+	require.NoError(t, ack(ctx, nil))
+	// The coordinator stops answering commits: the connection stays up,
+	// the request never completes.
+	c.ControlKey(int16(kmsg.OffsetCommit), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		return nil, nil, true
+	})
+
+	done := make(chan error, 1)
+	go func() { done <- in.Close(context.Background()) }()
+	select {
+	case err := <-done:
+		require.Error(t, err, "the final commit could not reach the broker")
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close hung on a commit the broker never answers")
+	}
+	require.NoError(t, in.Close(context.Background()), "a second Close is a no-op")
+	_, _, err = in.ReadBatch(ctx)
+	require.ErrorIs(t, err, service.ErrEndOfInput)
 }
