@@ -166,7 +166,7 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 				Description("The most record bytes (keys, values, headers) in one batch; a single larger record still makes a batch of its own.").
 				Default("1MiB").Advanced(),
 			service.NewDurationField(fieldDrainTimeout).
-				Description("On a revoke, how long to wait for the revoked partitions' in-flight batches before committing their final watermark. Must be below `rebalance_timeout`.").
+				Description("On a revoke, how long to wait for the revoked partitions' in-flight batches before committing their final watermark; also the bound on the final commit at shutdown. Must be below `rebalance_timeout`.").
 				Default("10s").Advanced(),
 			service.NewStringAnnotatedEnumField(fieldGroupProtocol, map[string]string{
 				protocolClassic:  "The classic protocol with the cooperative-sticky balancer.",
