@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -239,4 +240,24 @@ func TestCloseIsBoundedWhenTheBrokerIsGone(t *testing.T) {
 	require.NoError(t, in.Close(context.Background()), "a second Close is a no-op")
 	_, _, err = in.ReadBatch(ctx)
 	require.ErrorIs(t, err, service.ErrEndOfInput)
+}
+
+func TestRegexpTopics(t *testing.T) {
+	c := newCluster(t, 2, "rx-a", "rx-b", "other")
+	for _, topic := range []string{"rx-a", "rx-b", "other"} {
+		c.produce(t, topic, 2, 20)
+	}
+	s := newSink()
+	c.sink = s
+	st := startStream(t, testEnv(t, s, 4), inputYAML(c.addr, "^rx-", "rx", "  regexp_topics: true\n"), 1)
+	for _, topic := range []string{"rx-a", "rx-b"} {
+		waitCommitted(t, c, "rx", topic, c.endOffsets(t, topic, 2))
+	}
+	st.stop(t)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Len(t, s.delivered, 40, "both matching topics, nothing else")
+	for k := range s.delivered {
+		require.True(t, strings.HasPrefix(k, "rx-"), "delivered %s", k)
+	}
 }
