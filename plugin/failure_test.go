@@ -64,6 +64,14 @@ func TestFailedBatchStallsOnlyItsPartition(t *testing.T) {
 	}
 	s.mu.Unlock()
 	require.Zero(t, beyond, "records delivered beyond the pending limit")
+
+	// Producers keep writing to the paused partition: its lag must follow,
+	// although no fetch response reports its log end any more.
+	c.produce(t, topic, partitions, 40) // 10 more records per partition
+	newEnd := c.endOffsets(t, topic, partitions)[1]
+	eventually(t, 10*time.Second, "the paused partition's lag to follow its log end", func() bool {
+		return g.get(metricLag, topic, 1) == newEnd-first
+	})
 	st.stop(t)
 	require.Equal(t, first, c.lastCommit("stall", topic, 1), "shutdown commits nothing past the failure")
 }

@@ -98,6 +98,7 @@ type owner struct {
 	commitCtx  context.Context
 	cancel     context.CancelFunc
 	retryCh    chan retryDue
+	endsCh     chan endsResult
 	drainDone  chan *drain
 
 	// Owned by the run goroutine. parts holds the live epoch of every
@@ -110,6 +111,9 @@ type owner struct {
 	pollAsked  bool
 	committing bool
 	closed     bool
+	// A log-end query for paused partitions (lag.go).
+	endsInFlight   bool
+	ticksSinceEnds int
 }
 
 func newOwner(conf *config, log *service.Logger, m *metrics) *owner {
@@ -132,6 +136,7 @@ func newOwner(conf *config, log *service.Logger, m *metrics) *owner {
 		closeCh:    make(chan closeReq),
 		commitCh:   make(chan commitDone, 1),
 		retryCh:    make(chan retryDue, 64),
+		endsCh:     make(chan endsResult),
 		drainDone:  make(chan *drain, 1),
 		parts:      map[topicPartition]*partState{},
 	}
@@ -167,6 +172,8 @@ func (o *owner) run() {
 			o.onClose(r)
 		case c := <-o.commitCh:
 			o.onCommitDone(c)
+		case r := <-o.endsCh:
+			o.onEnds(r)
 		case r := <-o.retryCh:
 			o.onRetryDue(r.in)
 		case d := <-o.drainDone:
@@ -422,4 +429,5 @@ func (o *owner) onTick(now time.Time) {
 		o.m.publish(p, now)
 	}
 	o.commit()
+	o.maybeQueryEnds()
 }
