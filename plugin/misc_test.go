@@ -18,25 +18,33 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// directInput builds an Input from YAML without a stream, for tests that
-// drive ReadBatch and acks by hand.
-func directInput(t *testing.T, yaml string) *Input {
+// directInput builds an Input from the test config (inputYAML's fields,
+// without the kafka_watermark key), without a stream, for tests that drive
+// ReadBatch and acks by hand.
+func directInput(t *testing.T, addr, topic, group, extra string) *Input {
 	t.Helper()
-	pc, err := ConfigSpec().ParseYAML(yaml, nil)
+	pc, err := ConfigSpec().ParseYAML(inputYAML(addr, topic, group, extra)[len("\nkafka_watermark:\n"):], nil)
 	require.NoError(t, err)
 	conf, err := parseConfig(pc)
 	require.NoError(t, err)
 	return newInput(conf, service.MockResources())
 }
 
+// connectedInput is directInput, connected, with a context for the test.
+func connectedInput(t *testing.T, addr, topic, group, extra string) (*Input, context.Context) {
+	t.Helper()
+	in := directInput(t, addr, topic, group, extra)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	require.NoError(t, in.Connect(ctx))
+	return in, ctx
+}
+
 func TestDuplicateAckIsIgnored(t *testing.T) {
 	const topic = "dup"
 	c := newCluster(t, 1, topic)
 	c.produce(t, topic, 1, 30)
-	in := directInput(t, inputYAML(c.addr, topic, "dup", "  batch_max_records: 10\n")[len("\nkafka_watermark:\n"):])
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	require.NoError(t, in.Connect(ctx))
+	in, ctx := connectedInput(t, c.addr, topic, "dup", "  batch_max_records: 10\n")
 	var acks []service.AckFunc
 	var got int
 	for got < 30 {
@@ -83,7 +91,7 @@ func TestUnreachableBrokersAtStart(t *testing.T) {
 	port := l.Addr().(*net.TCPAddr).Port
 	require.NoError(t, l.Close())
 
-	in := directInput(t, inputYAML(addr, "t", "g", "")[len("\nkafka_watermark:\n"):])
+	in := directInput(t, addr, "t", "g", "")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	err = in.Connect(ctx)
@@ -175,10 +183,7 @@ func TestWithdrawnReadGivesTheBatchBack(t *testing.T) {
 	const topic = "withdraw"
 	c := newCluster(t, 1, topic)
 	c.produce(t, topic, 1, 10)
-	in := directInput(t, inputYAML(c.addr, topic, "wd", "  batch_max_records: 5\n  drain_timeout: 60s\n  rebalance_timeout: 90s\n")[len("\nkafka_watermark:\n"):])
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	require.NoError(t, in.Connect(ctx))
+	in, ctx := connectedInput(t, c.addr, topic, "wd", "  batch_max_records: 5\n  drain_timeout: 60s\n  rebalance_timeout: 90s\n")
 	o := in.owner
 
 	// Park a read and let the owner answer it, then withdraw it as a
@@ -215,10 +220,7 @@ func TestCloseIsBoundedWhenTheBrokerIsGone(t *testing.T) {
 	const topic = "gone"
 	c := newCluster(t, 1, topic)
 	c.produce(t, topic, 1, 10)
-	in := directInput(t, inputYAML(c.addr, topic, "gone", "  commit_period: 1h\n  drain_timeout: 1s\n")[len("\nkafka_watermark:\n"):])
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	require.NoError(t, in.Connect(ctx))
+	in, ctx := connectedInput(t, c.addr, topic, "gone", "  commit_period: 1h\n  drain_timeout: 1s\n")
 	_, ack, err := in.ReadBatch(ctx)
 	require.NoError(t, err)
 	require.NoError(t, ack(ctx, nil))
