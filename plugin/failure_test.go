@@ -17,10 +17,7 @@ func TestFailedBatchStallsOnlyItsPartition(t *testing.T) {
 		maxPending = 5
 		batchMax   = 10
 	)
-	c := newCluster(t, partitions, topic)
-	c.produce(t, topic, partitions, n)
-	s := newSink()
-	c.sink = s
+	c, s := newAuditedCluster(t, partitions, topic, n)
 	var mu sync.Mutex
 	failedFirst := int64(-1)
 	s.decide = func(b []rec) (time.Duration, error) {
@@ -78,10 +75,7 @@ func TestFailedBatchStallsOnlyItsPartition(t *testing.T) {
 
 func TestNackRetryRecoversInProcess(t *testing.T) {
 	const topic = "retry"
-	c := newCluster(t, 2, topic)
-	c.produce(t, topic, 2, 200)
-	s := newSink()
-	c.sink = s
+	c, s := newAuditedCluster(t, 2, topic, 200)
 	var mu sync.Mutex
 	attempts := 0
 	s.decide = func(b []rec) (time.Duration, error) {

@@ -77,6 +77,17 @@ func (c *cluster) audit(req *kmsg.OffsetCommitRequest) {
 	}
 }
 
+// newAuditedCluster starts a cluster with one topic holding n records and
+// a sink whose acks the audit checks every commit against.
+func newAuditedCluster(t *testing.T, partitions int32, topic string, n int) (*cluster, *sink) {
+	t.Helper()
+	c := newCluster(t, partitions, topic)
+	c.produce(t, topic, partitions, n)
+	s := newSink()
+	c.sink = s
+	return c, s
+}
+
 // learnTopics records the ID of every topic, for the audit. Call it again
 // after creating a topic.
 func (c *cluster) learnTopics(t *testing.T) {

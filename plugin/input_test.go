@@ -46,10 +46,7 @@ func TestOutOfOrderAcksCommitToEnd(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newCluster(t, partitions, topic)
-			c.produce(t, topic, partitions, n)
-			s := newSink()
-			c.sink = s
+			c, s := newAuditedCluster(t, partitions, topic, n)
 			var mu sync.Mutex
 			r := rand.New(rand.NewPCG(1, 2))
 			s.decide = func(b []rec) (time.Duration, error) {

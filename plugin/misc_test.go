@@ -120,10 +120,7 @@ func TestShutdownRacingAcks(t *testing.T) {
 		partitions = 4
 		n          = 4000
 	)
-	c := newCluster(t, partitions, topic)
-	c.produce(t, topic, partitions, n)
-	s := newSink()
-	c.sink = s
+	c, s := newAuditedCluster(t, partitions, topic, n)
 	var mu sync.Mutex
 	r := rand.New(rand.NewPCG(7, 7))
 	s.decide = func([]rec) (time.Duration, error) {

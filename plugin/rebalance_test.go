@@ -24,10 +24,7 @@ func TestRevokeDrainLateAcksAndReassign(t *testing.T) {
 				partitions = 4
 				n          = 2000
 			)
-			c := newCluster(t, partitions, topic)
-			c.produce(t, topic, partitions, n)
-			s := newSink()
-			c.sink = s
+			c, s := newAuditedCluster(t, partitions, topic, n)
 
 			// Member A holds its first 6 batches until release opens.
 			release := newGate(t)
@@ -97,10 +94,7 @@ func TestInjectedCommitErrors(t *testing.T) {
 		topic      = "cerr"
 		partitions = 3
 	)
-	c := newCluster(t, partitions, topic)
-	c.produce(t, topic, partitions, 900)
-	s := newSink()
-	c.sink = s
+	c, s := newAuditedCluster(t, partitions, topic, 900)
 	var mu sync.Mutex
 	injected := 0
 	c.ControlKey(int16(kmsg.OffsetCommit), func(r kmsg.Request) (kmsg.Response, error, bool) {
@@ -157,10 +151,7 @@ func TestPausedPartitionFetchedAfterComingBack(t *testing.T) {
 		topic      = "back"
 		partitions = 2
 	)
-	c := newCluster(t, partitions, topic)
-	c.produce(t, topic, partitions, 200)
-	s := newSink()
-	c.sink = s
+	c, s := newAuditedCluster(t, partitions, topic, 200)
 	var mu sync.Mutex
 	failed := map[int32]bool{}
 	failFirst := func(b []rec) (time.Duration, error) {
@@ -205,10 +196,7 @@ func TestRevokeCommitsDrainedBatches(t *testing.T) {
 		partitions = 4
 		n          = 400
 	)
-	c := newCluster(t, partitions, topic)
-	c.produce(t, topic, partitions, n)
-	s := newSink()
-	c.sink = s
+	c, s := newAuditedCluster(t, partitions, topic, n)
 
 	release := newGate(t)
 	var mu sync.Mutex

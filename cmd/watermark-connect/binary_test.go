@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -56,7 +55,7 @@ func binary(t *testing.T) string {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, goTool(), append(args, ".")...)
+		cmd := exec.CommandContext(ctx, "go", append(args, ".")...)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			buildErr = errors.Join(err, errors.New(string(out)))
@@ -64,25 +63,6 @@ func binary(t *testing.T) string {
 	})
 	require.NoError(t, buildErr, "building the binary")
 	return buildPath
-}
-
-// goTool is the go command: the one `go test` runs under when it says
-// (GOROOT), else the one on PATH.
-func goTool() string {
-	if root := os.Getenv("GOROOT"); root != "" {
-		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
-			return p
-		}
-	}
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go") //nolint:staticcheck // last resort
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 // runBinary runs the binary to completion (bounded by 30s) with extra
