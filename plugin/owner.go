@@ -67,7 +67,7 @@ type (
 type drain struct {
 	parts []*partState
 	reply chan map[string]map[int32]kgo.EpochOffset
-	timer *time.Timer // nil for a close, which does not wait
+	timer *time.Timer // a revoke's drain_timeout; a close does not wait
 	// close: after replying, the owner refuses all further work.
 	close bool
 }

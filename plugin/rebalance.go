@@ -22,9 +22,10 @@ func (in *Input) onAssigned(o *owner, assigned map[string][]int32) {
 	}
 }
 
-// revokeOrLose, on a revoke, drains the revoked partitions' in-flight batches for at most
-// drain_timeout, then commits their final watermark before the rebalance
-// goes on, so the next owner starts where this one stopped.
+// revokeOrLose, on a revoke, drains the revoked partitions' in-flight
+// batches for at most drain_timeout, then commits their final watermark
+// before the rebalance goes on, so the next owner starts where this one
+// stopped.
 //
 // The interleaving that matters: (1) kgo calls us after the last poll has
 // released the rebalance; (2) the owner marks the partitions revoking, drops
@@ -123,9 +124,7 @@ func (o *owner) onClose(r closeReq) {
 		o.beginDrain(p)
 		parts = append(parts, p)
 	}
-	d := &drain{parts: parts, reply: r.reply, close: true}
-	o.drains = append(o.drains, d)
-	o.finishDrain(d)
+	o.completeDrain(&drain{parts: parts, reply: r.reply, close: true})
 }
 
 // beginDrain stops handing out p and drops its unregistered batches.
@@ -165,24 +164,22 @@ func (o *owner) checkDrains() {
 	}
 }
 
-// finishDrain replies with the final watermarks of a drain's partitions and
-// ends their epoch. It runs once per drain, whether the drain completed or
-// timed out.
+// finishDrain ends a revoke's drain, whether it completed or timed out; the
+// second of the two (the timer firing late) finds it gone and does nothing.
 func (o *owner) finishDrain(d *drain) {
-	i := -1
-	for j, x := range o.drains {
+	for i, x := range o.drains {
 		if x == d {
-			i = j
+			o.drains = append(o.drains[:i], o.drains[i+1:]...)
+			d.timer.Stop()
+			o.completeDrain(d)
+			return
 		}
 	}
-	if i < 0 {
-		return // already finished; this is the timer firing late
-	}
-	o.drains = append(o.drains[:i], o.drains[i+1:]...)
-	if d.timer != nil {
-		d.timer.Stop()
-	}
+}
 
+// completeDrain replies with the final watermarks of a drain's partitions
+// and ends their epoch.
+func (o *owner) completeDrain(d *drain) {
 	offsets := map[topicPartition]int64{}
 	for _, p := range d.parts {
 		if wm, ok := p.tracker.Watermark(); ok && (!p.hasCommitted || wm > p.committed) {
