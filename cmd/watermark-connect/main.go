@@ -10,6 +10,7 @@ import (
 	_ "github.com/redpanda-data/benthos/v4/public/components/io"
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 
+	"github.com/watermark-connect/watermark-connect/internal/demo"
 	_ "github.com/watermark-connect/watermark-connect/metrics/prometheus"
 	_ "github.com/watermark-connect/watermark-connect/plugin"
 )
@@ -25,6 +26,6 @@ func main() {
 		service.CLIOptSetVersion(version, dateBuilt),
 		service.CLIOptSetBinaryName("watermark-connect"),
 		service.CLIOptSetProductName("watermark-connect"),
-		service.CLIOptAddCommand(demoCommand()),
+		service.CLIOptAddCommand(demo.Command()),
 	)
 }

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -13,6 +13,13 @@ import (
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+
+	// Components every stream needs (the none buffer among them), which the
+	// binary imports anyway.
+	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
+
+	"github.com/watermark-connect/watermark-connect/internal/memmetrics"
+	"github.com/watermark-connect/watermark-connect/plugin"
 )
 
 // demoResult is what the demo observed, for the summary and for tests.
@@ -59,7 +66,7 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer, live bool) (*demoR
 	}
 	sink := newDemoSink(o.Topic, ranges, rng)
 	sink.planFailures(o.FailBatches, o.BatchMaxRecords)
-	gauges := newGaugeStore()
+	gauges := memmetrics.New()
 	st, err := buildPipeline(o, cluster.brokers, sink, gauges)
 	if err != nil {
 		return nil, err
@@ -161,15 +168,21 @@ func mapValues[K comparable, V any](m map[K]V) []V {
 	return out
 }
 
+// demoMetricsName is the metrics exporter the demo's stream is built with.
+const demoMetricsName = "demo_gauges"
+
 // buildPipeline builds the demo's stream from YAML in a fresh environment
-// that has the demo's sink and gauge exporter besides every component of
-// the binary (kafka_watermark included).
-func buildPipeline(o demoOptions, brokers []string, sink *demoSink, gauges *gaugeStore) (*service.Stream, error) {
+// that has kafka_watermark, the demo's sink and the in-memory metrics
+// exporter gauges besides every component registered globally.
+func buildPipeline(o demoOptions, brokers []string, sink *demoSink, gauges *memmetrics.Store) (*service.Stream, error) {
 	env := service.NewEnvironment()
+	if err := plugin.Register(env); err != nil {
+		return nil, err
+	}
 	if err := sink.register(env); err != nil {
 		return nil, err
 	}
-	if err := gauges.register(env); err != nil {
+	if err := gauges.Register(env, demoMetricsName); err != nil {
 		return nil, err
 	}
 	b := env.NewStreamBuilder()

@@ -1,4 +1,18 @@
-package main
+// Package demo is `watermark-connect demo` (Command): it shows the
+// kafka_watermark guarantee end to end with nothing installed but Go: an
+// in-process Kafka (kfake) on a random loopback port, a topic of several
+// partitions, and a real Benthos pipeline built from YAML whose sink
+// (sink.go) acknowledges batches out of order and fails a few. It shows each
+// partition's committed offset as the broker reports it (cluster.go: the
+// broker is the truth a restart resumes from), its log end, and the input's
+// own pending / stalled / paused state read from an in-memory metrics
+// exporter (internal/memmetrics), live (watch.go, view.go), then a summary
+// that explains the stall.
+//
+// Files: demo.go (command and options), run.go (the run), watch.go
+// (progress and the end condition), view.go (rendering), sink.go,
+// cluster.go.
+package demo
 
 import (
 	"errors"
@@ -14,20 +28,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 )
-
-// The demo (`watermark-connect demo`) shows the kafka_watermark guarantee
-// end to end with nothing installed but Go: an in-process Kafka (kfake) on a
-// random loopback port, a topic of several partitions, and a real Benthos
-// pipeline built from YAML whose sink (demo_sink.go) acknowledges batches out
-// of order and fails a few. It shows each partition's committed offset as the
-// broker reports it (demo_cluster.go: the broker is the truth a restart
-// resumes from), its log end, and the input's own pending / stalled / paused
-// state read from an in-memory metrics exporter (demo_metrics.go), live
-// (demo_watch.go, demo_view.go), then a summary that explains the stall.
-//
-// Files: demo.go (command and options), demo_run.go (the run), demo_watch.go
-// (progress and the end condition), demo_view.go (rendering), demo_sink.go,
-// demo_cluster.go, demo_metrics.go.
 
 // demoOptions are the demo's knobs. A zero field means its default (see
 // withDefaults), except FailBatches, where zero means no failures.
@@ -115,9 +115,10 @@ func (o demoOptions) validate() error {
 	return errors.Join(errs...)
 }
 
-// demoCommand is `watermark-connect demo`: the whole guarantee on one screen,
-// with no broker to install.
-func demoCommand() *cli.Command {
+// Command is `watermark-connect demo`: the whole guarantee on one screen,
+// with no broker to install. Add it to the binary with
+// service.CLIOptAddCommand.
+func Command() *cli.Command {
 	return &cli.Command{
 		Name:  "demo",
 		Usage: "Run a real kafka_watermark pipeline on an in-process Kafka and watch the commits (no broker needed)",

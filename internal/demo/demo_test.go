@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/urfave/cli/v2"
 )
 
 // runDemoT runs the demo to a buffer (not a terminal) within 50s.
@@ -102,8 +104,10 @@ func TestDemoPausesTheStalledPartition(t *testing.T) {
 // batch, which is the restart the summary promises.
 func TestDemoRestartResumesAtTheFailedBatch(t *testing.T) {
 	t.Parallel()
-	k := newTestKafka(t, 1) // no topics: the first run creates it
-	o := demoOptions{Brokers: []string{k.addr}, Topic: "replay", Group: "replay-group", Partitions: 3, Records: 600,
+	k, err := kfake.NewCluster(kfake.NumBrokers(1)) // no topics: the first run creates it
+	require.NoError(t, err)
+	t.Cleanup(k.Close)
+	o := demoOptions{Brokers: k.ListenAddrs(), Topic: "replay", Group: "replay-group", Partitions: 3, Records: 600,
 		FailBatches: 1, Seed: 3, Duration: 40 * time.Second}
 	r1, out1 := runDemoT(t, o, false)
 	require.True(t, r1.Settled, out1)
@@ -141,19 +145,6 @@ func TestDemoLiveTable(t *testing.T) {
 	}
 }
 
-func TestDemoCommand(t *testing.T) {
-	t.Parallel()
-	out, code := runBinary(t, nil, "demo", "--partitions", "2", "--records", "300", "--max-latency", "2ms", "--seed", "9")
-	require.Equal(t, 0, code, out)
-	assert.Contains(t, out, "Summary (")
-	assert.Contains(t, out, "seed 9")
-	assert.Contains(t, out, "distinct records delivered: 300 of 300")
-
-	out, code = runBinary(t, nil, "demo", "--partitions", "0")
-	assert.NotEqual(t, 0, code)
-	assert.Contains(t, out, "--partitions must be at least 1")
-}
-
 func TestDemoOptionsValidate(t *testing.T) {
 	t.Parallel()
 	require.NoError(t, demoOptions{}.withDefaults().validate())
@@ -162,4 +153,26 @@ func TestDemoOptionsValidate(t *testing.T) {
 	for _, want := range []string{"--records", "--fail-batches", "--log-level"} {
 		assert.Contains(t, err.Error(), want)
 	}
+}
+
+// Command parses its flags into the run, as the binary's `demo` does.
+func TestCommand(t *testing.T) {
+	t.Parallel()
+	run := func(args ...string) (string, error) {
+		var buf bytes.Buffer
+		app := &cli.App{Name: "watermark-connect", Writer: &buf, ErrWriter: &buf, Commands: []*cli.Command{Command()}}
+		err := app.Run(append([]string{"watermark-connect", "demo"}, args...))
+		return buf.String(), err
+	}
+	out, err := run("--partitions", "2", "--records", "300", "--max-latency", "2ms", "--seed", "9")
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "Summary (")
+	assert.Contains(t, out, "seed 9")
+	assert.Contains(t, out, "records produced:           300 (2 partitions")
+	assert.Contains(t, out, "distinct records delivered: 300 of 300")
+
+	_, err = run("--partitions", "0", "--records", "-1")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--partitions must be at least 1")
+	assert.Contains(t, err.Error(), "--records must be at least 1")
 }

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"cmp"
@@ -8,6 +8,17 @@ import (
 	"io"
 	"slices"
 	"time"
+
+	"github.com/watermark-connect/watermark-connect/internal/memmetrics"
+)
+
+// Input metrics the demo reads. Committed offsets come from the broker, not
+// from here: the broker is the truth; these are the input's own view of
+// state the broker cannot know.
+const (
+	gaugePending = "kafka_watermark_pending_batches"
+	gaugeStalled = "kafka_watermark_stalled"
+	gaugePaused  = "kafka_watermark_paused"
 )
 
 // observer gathers partitionViews from the broker, the input's gauges and
@@ -17,7 +28,7 @@ type observer struct {
 	o       demoOptions
 	ranges  map[int32][2]int64
 	sink    *demoSink
-	gauges  *gaugeStore
+	gauges  *memmetrics.Store
 }
 
 func (ob observer) observe(ctx context.Context) ([]partitionView, error) {
@@ -40,9 +51,9 @@ func (ob observer) observe(ctx context.Context) ([]partitionView, error) {
 		t := ob.o.Topic
 		views = append(views, partitionView{
 			Partition: p, Start: r[0], End: r[1], Committed: c, LogEnd: ends[p],
-			Pending: ob.gauges.get(gaugePending, t, p),
-			Stalled: ob.gauges.get(gaugeStalled, t, p) == 1,
-			Paused:  ob.gauges.get(gaugePaused, t, p) == 1,
+			Pending: ob.gauges.Get(gaugePending, t, p),
+			Stalled: ob.gauges.Get(gaugeStalled, t, p) == 1,
+			Paused:  ob.gauges.Get(gaugePaused, t, p) == 1,
 			Sink:    ob.sink.state(p),
 		})
 	}
