@@ -30,10 +30,10 @@ func (in *Input) clientOpts(o *owner) []kgo.Opt {
 		kgo.OnPartitionsRevoked(func(ctx context.Context, _ *kgo.Client, m map[string][]int32) { in.revokeOrLose(ctx, o, m, false) }),
 		kgo.OnPartitionsLost(func(ctx context.Context, _ *kgo.Client, m map[string][]int32) { in.revokeOrLose(ctx, o, m, true) }),
 		kgo.SessionTimeout(c.sessionTimeout),
-		kgo.RebalanceTimeout(c.rebalanceTO),
+		kgo.RebalanceTimeout(c.rebalanceTimeout),
 		kgo.HeartbeatInterval(c.heartbeat),
 		kgo.FetchMaxBytes(int32(c.fetchMaxBytes)),
-		kgo.FetchMaxPartitionBytes(int32(c.fetchMaxPart)),
+		kgo.FetchMaxPartitionBytes(int32(c.fetchMaxPartitionBytes)),
 		kgo.FetchMaxWait(c.fetchMaxWait),
 		kgo.MetadataMaxAge(c.metadataMaxAge),
 		// kgo refuses a max age below its min age (5s by default).

@@ -16,7 +16,7 @@ import (
 // kgo's CommitOffsets may block while a rebalance or a sync commit is under
 // way, and the owner must never block.
 type commitJob struct {
-	offsets map[topicPartition]int64
+	offsets epochOffsets
 	parts   map[topicPartition]*partState
 }
 
@@ -28,18 +28,18 @@ func (o *owner) commit() {
 	if o.committing || o.closed {
 		return
 	}
-	job := commitJob{offsets: map[topicPartition]int64{}, parts: map[topicPartition]*partState{}}
+	job := commitJob{offsets: epochOffsets{}, parts: map[topicPartition]*partState{}}
 	for tp, p := range o.parts {
-		if p.revoking {
+		if p.draining {
 			continue // its final watermark is committed synchronously by the drain
 		}
-		if wm, ok := p.commitCandidate(); ok {
-			job.offsets[tp] = wm
+		if eo, ok := p.commitCandidate(); ok {
+			setOffset(job.offsets, tp, eo)
 			job.parts[tp] = p
-			p.committing = wm
+			p.committing = eo.Offset
 		}
 	}
-	if len(job.offsets) == 0 {
+	if len(job.parts) == 0 {
 		return
 	}
 	o.committing = true
@@ -52,7 +52,7 @@ func (o *owner) committer() {
 		select {
 		case job := <-o.commitJobs:
 			start := time.Now()
-			errs, err := o.commitSync(o.commitCtx, toEpochOffsets(job.offsets), false)
+			errs, err := commitAndWait(o.ioCtx, o.cl, job.offsets, false)
 			select {
 			case o.commitCh <- commitDone{offsets: job.offsets, parts: job.parts, errs: errs, err: err, took: time.Since(start)}:
 			case <-o.stopped():
@@ -64,7 +64,7 @@ func (o *owner) committer() {
 	}
 }
 
-// commitSync commits offsets and waits for the response. It returns the
+// commitAndWait commits offsets and waits for the response. It returns the
 // request-level error, or the error of each partition the broker refused:
 // kgo reports those inside the response with a nil error.
 //
@@ -72,7 +72,7 @@ func (o *owner) committer() {
 // use: it cannot be cancelled by other commits and does not wait for the
 // rebalance it is part of. Periodic commits use CommitOffsets, which yields
 // to a rebalance in progress.
-func (o *owner) commitSync(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset, final bool) (map[topicPartition]error, error) {
+func commitAndWait(ctx context.Context, cl groupClient, offsets epochOffsets, final bool) (map[topicPartition]error, error) {
 	var (
 		errs   map[topicPartition]error
 		reqErr error
@@ -87,9 +87,9 @@ func (o *owner) commitSync(ctx context.Context, offsets map[string]map[int32]kgo
 		errs = responseErrors(offsets, resp)
 	}
 	if final {
-		o.cl.CommitOffsetsSync(ctx, offsets, onDone)
+		cl.CommitOffsetsSync(ctx, offsets, onDone)
 	} else {
-		o.cl.CommitOffsets(ctx, offsets, onDone)
+		cl.CommitOffsets(ctx, offsets, onDone)
 	}
 	<-done
 	return errs, reqErr
@@ -97,7 +97,7 @@ func (o *owner) commitSync(ctx context.Context, offsets map[string]map[int32]kgo
 
 // responseErrors maps each requested partition to its error in resp; a
 // partition the broker did not answer for is an error too.
-func responseErrors(offsets map[string]map[int32]kgo.EpochOffset, resp *kmsg.OffsetCommitResponse) map[topicPartition]error {
+func responseErrors(offsets epochOffsets, resp *kmsg.OffsetCommitResponse) map[topicPartition]error {
 	errs := map[topicPartition]error{}
 	answered := map[topicPartition]bool{}
 	for _, t := range resp.Topics {
@@ -119,46 +119,66 @@ func responseErrors(offsets map[string]map[int32]kgo.EpochOffset, resp *kmsg.Off
 	return errs
 }
 
-func toEpochOffsets(offsets map[topicPartition]int64) map[string]map[int32]kgo.EpochOffset {
-	out := map[string]map[int32]kgo.EpochOffset{}
-	for tp, off := range offsets {
-		if out[tp.topic] == nil {
-			out[tp.topic] = map[int32]kgo.EpochOffset{}
-		}
-		// Epoch -1: the batch's leader epoch is not tracked, and -1 tells
-		// the broker and later fetchers to skip truncation checks on it.
-		out[tp.topic][tp.partition] = kgo.EpochOffset{Epoch: -1, Offset: off}
+// setOffset adds one partition's offset to offsets.
+func setOffset(offsets epochOffsets, tp topicPartition, eo kgo.EpochOffset) {
+	if offsets[tp.topic] == nil {
+		offsets[tp.topic] = map[int32]kgo.EpochOffset{}
 	}
-	return out
+	offsets[tp.topic][tp.partition] = eo
+}
+
+// countCommit counts one partition's commit result and, for a failure,
+// returns the words that name it. It is the accounting every commit shares
+// (periodic, revoke, shutdown); it touches only counters, which are safe
+// for concurrent use, because the revoke and shutdown commits run off the
+// owner goroutine. Gauges are the owner's, and only for live epochs.
+func (m *metrics) countCommit(tp topicPartition, eo kgo.EpochOffset, err error) string {
+	l := labels(tp)
+	if err != nil {
+		m.commitErrors.Incr(1, l[0], l[1])
+		return fmt.Sprintf("%s/%d@%d: %v", tp.topic, tp.partition, eo.Offset, err)
+	}
+	m.commits.Incr(1, l[0], l[1])
+	return ""
+}
+
+// eachResult calls fn for every partition of a commit with its error: the
+// request's, or the partition's own.
+func eachResult(offsets epochOffsets, errs map[topicPartition]error, err error, fn func(topicPartition, kgo.EpochOffset, error)) {
+	for t, ps := range offsets {
+		for p, eo := range ps {
+			tp := topicPartition{t, p}
+			perr := err
+			if perr == nil {
+				perr = errs[tp]
+			}
+			fn(tp, eo, perr)
+		}
+	}
 }
 
 // onCommitDone applies a periodic commit's result. A failed commit changes
-// no tracker: the watermark stays ahead and the next tick tries again.
+// no tracker: the watermark stays ahead and the next tick tries again. The
+// result of an epoch that has ended since changes nothing but counters.
 func (o *owner) onCommitDone(c commitDone) {
 	o.committing = false
 	o.m.commitLatency.Timing(c.took.Nanoseconds())
 	var failed []string
-	for tp, off := range c.offsets {
+	eachResult(c.offsets, c.errs, c.err, func(tp topicPartition, eo kgo.EpochOffset, err error) {
 		p := c.parts[tp]
 		live := o.parts[tp] == p
 		if live {
 			p.committing = -1
 		}
-		err := c.err
-		if err == nil {
-			err = c.errs[tp]
+		if msg := o.m.countCommit(tp, eo, err); msg != "" {
+			failed = append(failed, msg)
+			return
 		}
-		if err != nil {
-			o.m.commitErrors.Incr(1, p.labels[0], p.labels[1])
-			failed = append(failed, fmt.Sprintf("%s/%d@%d: %v", tp.topic, tp.partition, off, err))
-			continue
-		}
-		o.m.commits.Incr(1, p.labels[0], p.labels[1])
-		o.m.committed.Set(off, p.labels[0], p.labels[1])
 		if live {
-			p.committed, p.hasCommitted = off, true
+			p.committed, p.hasCommitted = eo.Offset, true
+			o.m.committed.Set(eo.Offset, p.labels[0], p.labels[1])
 		}
-	}
+	})
 	if len(failed) > 0 {
 		o.log.Warnf("kafka_watermark: commit failed for %d partition(s), retrying next period: %s", len(failed), strings.Join(failed, "; "))
 	}
@@ -166,30 +186,21 @@ func (o *owner) onCommitDone(c commitDone) {
 
 // finalCommit commits a revoke's or a close's final watermarks and waits, on
 // the caller's goroutine (a rebalance callback or Close), never the owner's.
-func (o *owner) finalCommit(ctx context.Context, offsets map[string]map[int32]kgo.EpochOffset, why string) error {
+// The epochs have ended, so no gauge is set: a partition this member no
+// longer owns reads 0.
+func (o *owner) finalCommit(ctx context.Context, offsets epochOffsets, why string) error {
 	if len(offsets) == 0 {
 		return nil
 	}
 	start := time.Now()
-	errs, err := o.commitSync(ctx, offsets, true)
+	errs, err := commitAndWait(ctx, o.cl, offsets, true)
 	o.m.commitLatency.Timing(time.Since(start).Nanoseconds())
 	var failed []string
-	for t, ps := range offsets {
-		for p, eo := range ps {
-			l := labels(topicPartition{t, p})
-			perr := err
-			if perr == nil {
-				perr = errs[topicPartition{t, p}]
-			}
-			if perr != nil {
-				o.m.commitErrors.Incr(1, l[0], l[1])
-				failed = append(failed, fmt.Sprintf("%s/%d@%d: %v", t, p, eo.Offset, perr))
-				continue
-			}
-			o.m.commits.Incr(1, l[0], l[1])
-			o.m.committed.Set(eo.Offset, l[0], l[1])
+	eachResult(offsets, errs, err, func(tp topicPartition, eo kgo.EpochOffset, err error) {
+		if msg := o.m.countCommit(tp, eo, err); msg != "" {
+			failed = append(failed, msg)
 		}
-	}
+	})
 	if len(failed) > 0 {
 		// Nothing is lost: the next owner resumes from the last successful
 		// commit and replays the rest.

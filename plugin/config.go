@@ -13,32 +13,33 @@ import (
 
 // config is the parsed and validated configuration of one input.
 type config struct {
-	seedBrokers     []string
-	topics          []string
-	regexpTopics    bool
-	group           string
-	clientID        string
-	rackID          string
-	instanceID      string
-	startOffset     string
-	sessionTimeout  time.Duration
-	rebalanceTO     time.Duration
-	heartbeat       time.Duration
-	fetchMaxBytes   int64
-	fetchMaxPart    int64
-	fetchMaxWait    time.Duration
-	metadataMaxAge  time.Duration
-	tls             *tls.Config // nil when disabled
-	sasl            []saslConfig
-	commitPeriod    time.Duration
-	maxPending      int
-	batchMaxRecords int
-	batchMaxBytes   int64
-	drainTimeout    time.Duration
-	groupProtocol   string
-	nackRetries     int
-	nackBackoff     time.Duration
-	nackMaxBackoff  time.Duration
+	seedBrokers            []string
+	topics                 []string
+	regexpTopics           bool
+	group                  string
+	clientID               string
+	rackID                 string
+	instanceID             string
+	startOffset            string
+	sessionTimeout         time.Duration
+	rebalanceTimeout       time.Duration
+	heartbeat              time.Duration
+	fetchMaxBytes          int64
+	fetchMaxPartitionBytes int64
+	fetchMaxWait           time.Duration
+	metadataMaxAge         time.Duration
+	topicLagRefresh        time.Duration
+	tls                    *tls.Config // nil when disabled
+	sasl                   []saslConfig
+	commitPeriod           time.Duration
+	maxPending             int
+	batchMaxRecords        int
+	batchMaxBytes          int64
+	drainTimeout           time.Duration
+	groupProtocol          string
+	nackRetries            int
+	nackBackoff            time.Duration
+	nackMaxBackoff         time.Duration
 }
 
 type saslConfig struct {
@@ -91,12 +92,13 @@ func parseConfig(pc *service.ParsedConfig) (*config, error) {
 	str(&c.instanceID, fieldInstanceID)
 	str(&c.startOffset, fieldStartOffset)
 	dur(&c.sessionTimeout, fieldSessionTimeout)
-	dur(&c.rebalanceTO, fieldRebalanceTimeout)
+	dur(&c.rebalanceTimeout, fieldRebalanceTimeout)
 	dur(&c.heartbeat, fieldHeartbeatInterval)
 	size(&c.fetchMaxBytes, fieldFetchMaxBytes)
-	size(&c.fetchMaxPart, fieldFetchMaxPartitionBytes)
+	size(&c.fetchMaxPartitionBytes, fieldFetchMaxPartitionBytes)
 	dur(&c.fetchMaxWait, fieldFetchMaxWait)
 	dur(&c.metadataMaxAge, fieldMetadataMaxAge)
+	dur(&c.topicLagRefresh, fieldTopicLagRefreshPeriod)
 	tlsConf, tlsOn, err := pc.FieldTLSToggled(fieldTLS)
 	errs = append(errs, err)
 	if tlsOn {
@@ -170,10 +172,11 @@ func (c *config) validate() error {
 	}
 	for name, d := range map[string]time.Duration{
 		fieldSessionTimeout:                         c.sessionTimeout,
-		fieldRebalanceTimeout:                       c.rebalanceTO,
+		fieldRebalanceTimeout:                       c.rebalanceTimeout,
 		fieldHeartbeatInterval:                      c.heartbeat,
 		fieldFetchMaxWait:                           c.fetchMaxWait,
 		fieldMetadataMaxAge:                         c.metadataMaxAge,
+		fieldTopicLagRefreshPeriod:                  c.topicLagRefresh,
 		fieldCommitPeriod:                           c.commitPeriod,
 		fieldDrainTimeout:                           c.drainTimeout,
 		fieldNackRetry + "." + fieldNackInitialBack: c.nackBackoff,
@@ -183,8 +186,8 @@ func (c *config) validate() error {
 			bad("%s (%v) must be positive", name, d)
 		}
 	}
-	if c.drainTimeout > 0 && c.rebalanceTO > 0 && c.drainTimeout >= c.rebalanceTO {
-		bad("%s (%v) must be below %s (%v): the revoke must still commit within the rebalance", fieldDrainTimeout, c.drainTimeout, fieldRebalanceTimeout, c.rebalanceTO)
+	if c.drainTimeout > 0 && c.rebalanceTimeout > 0 && c.drainTimeout >= c.rebalanceTimeout {
+		bad("%s (%v) must be below %s (%v): the revoke must still commit within the rebalance", fieldDrainTimeout, c.drainTimeout, fieldRebalanceTimeout, c.rebalanceTimeout)
 	}
 	if c.heartbeat > 0 && c.sessionTimeout > 0 && c.heartbeat >= c.sessionTimeout {
 		bad("%s (%v) must be below %s (%v)", fieldHeartbeatInterval, c.heartbeat, fieldSessionTimeout, c.sessionTimeout)
@@ -198,7 +201,7 @@ func (c *config) validate() error {
 	for name, v := range map[string]int64{
 		fieldBatchMaxBytes:          c.batchMaxBytes,
 		fieldFetchMaxBytes:          c.fetchMaxBytes,
-		fieldFetchMaxPartitionBytes: c.fetchMaxPart,
+		fieldFetchMaxPartitionBytes: c.fetchMaxPartitionBytes,
 	} {
 		if v < 1 || v > maxInt32 {
 			bad("%s (%d) must be between 1 and %d bytes", name, v, int64(maxInt32))

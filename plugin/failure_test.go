@@ -104,3 +104,42 @@ func TestNackRetryRecoversInProcess(t *testing.T) {
 	require.Equal(t, 3, attempts, "two failures, then success on the third attempt")
 	require.Zero(t, s.gauges.get(metricStalled, topic, 0))
 }
+
+// Regression: a retry handed out the very messages of the attempt before, so
+// a processor that changes messages in place processed its own output again
+// ("v!" became "v!!"). Every re-delivery gets fresh messages.
+func TestRetryHandsOutFreshMessages(t *testing.T) {
+	const topic = "fresh"
+	c, s := newAuditedCluster(t, 1, topic, 20)
+	var mu sync.Mutex
+	failed := false
+	s.decide = func(b []rec) (time.Duration, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if b[0].offset == 0 && !failed {
+			failed = true
+			return 0, errors.New("first attempt fails")
+		}
+		return 0, nil
+	}
+	var values []string
+	s.onWrite = func(b []rec) {
+		mu.Lock()
+		defer mu.Unlock()
+		if b[0].offset == 0 {
+			values = append(values, b[0].value)
+		}
+	}
+	st := startStream(t, testEnv(t, s, 1), inputYAML(c.addr, topic, "fresh", `
+  batch_max_records: 10
+  nack_retry:
+    max_retries: 1
+    initial_backoff: 10ms
+    max_backoff: 10ms
+`), 1, `mutation: 'root = content().string() + "!"'`)
+	waitCommitted(t, c, "fresh", topic, c.endOffsets(t, topic, 1))
+	st.stop(t)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, []string{"0-0!", "0-0!"}, values, "the retry processes the record, not the first attempt's output")
+}

@@ -295,11 +295,14 @@ type stream struct {
 	done chan error
 }
 
-func startStream(t *testing.T, env *service.Environment, inputYAML string, threads int) *stream {
+func startStream(t *testing.T, env *service.Environment, inputYAML string, threads int, processors ...string) *stream {
 	t.Helper()
 	b := env.NewStreamBuilder()
 	require.NoError(t, b.SetLoggerYAML("level: ${TEST_LOG_LEVEL:warn}"))
 	require.NoError(t, b.AddInputYAML(inputYAML))
+	for _, p := range processors {
+		require.NoError(t, b.AddProcessorYAML(p))
+	}
 	b.SetThreads(threads)
 	require.NoError(t, b.AddOutputYAML("test_sink: {}"))
 	require.NoError(t, b.SetMetricsYAML("test_metrics: {}"))

@@ -78,7 +78,7 @@ func (in *Input) Connect(ctx context.Context) error {
 		in.owner = nil
 		return fmt.Errorf("kafka_watermark: cannot reach seed brokers %s%s: %w", strings.Join(in.conf.seedBrokers, ","), in.authDescription(), err)
 	}
-	o.cl = cl
+	o.cl = kgoGroupClient{cl}
 	in.cl = cl
 	go o.run()
 	go o.committer()
@@ -128,11 +128,11 @@ func (in *Input) ReadBatch(ctx context.Context) (service.MessageBatch, service.A
 	select {
 	case b = <-req.reply:
 		if b != nil && ctx.Err() != nil {
-			in.cancel(o, cancelReq{given: b})
+			in.withdraw(o, withdrawReq{given: b})
 			return nil, nil, ctx.Err()
 		}
 	case <-ctx.Done():
-		in.cancel(o, cancelReq{req: req})
+		in.withdraw(o, withdrawReq{req: req})
 		return nil, nil, ctx.Err()
 	case <-o.stopped():
 		return nil, nil, in.stoppedErr()
@@ -143,11 +143,11 @@ func (in *Input) ReadBatch(ctx context.Context) (service.MessageBatch, service.A
 	return in.handOut(o, b)
 }
 
-// cancel hands a withdrawal or a give-back to the owner (see
-// owner.onCancel) and returns once the owner has it.
-func (in *Input) cancel(o *owner, c cancelReq) {
+// withdraw hands a withdrawal or a give-back to the owner (see
+// owner.onWithdraw) and returns once the owner has it.
+func (in *Input) withdraw(o *owner, w withdrawReq) {
 	select {
-	case o.cancelCh <- c:
+	case o.withdrawCh <- w:
 	case <-o.stopped():
 	}
 }
@@ -159,14 +159,13 @@ func (in *Input) stoppedErr() error {
 	return service.ErrNotConnected
 }
 
-// handOut converts a batch on the first delivery (on the reader's
-// goroutine, not the owner's) and wraps its ack in a once-guard.
+// handOut converts a batch to fresh messages (on the reader's goroutine, not
+// the owner's) and wraps its ack in a once-guard. A retry converts again
+// rather than reusing the messages of the attempt before: processors may
+// have changed those in place, and a retry must process the records, not its
+// own earlier output.
 func (in *Input) handOut(o *owner, b *inflight) (service.MessageBatch, service.AckFunc, error) {
-	msgs, _ := b.msgs.(service.MessageBatch)
-	if msgs == nil {
-		msgs = RecordsToBatch(b.raw.records)
-		b.msgs = msgs
-	}
+	msgs := RecordsToBatch(b.raw.records)
 	var acked atomic.Bool
 	ack := func(_ context.Context, err error) error {
 		if !acked.CompareAndSwap(false, true) {
@@ -183,7 +182,7 @@ func (in *Input) handOut(o *owner, b *inflight) (service.MessageBatch, service.A
 // verdict is late.
 func (in *Input) sendAck(o *owner, b *inflight, err error) {
 	select {
-	case o.ackCh <- ackMsg{in: b, err: err}:
+	case o.ackCh <- ackMsg{b: b, err: err}:
 	case <-o.stopped():
 		in.m.lateAcks.Incr(1, b.part.labels[0], b.part.labels[1])
 	}
@@ -215,30 +214,33 @@ func (in *Input) Close(ctx context.Context) error {
 	}
 	in.poller.stop(ctx)
 
-	req := closeReq{reply: make(chan map[string]map[int32]kgo.EpochOffset, 1)}
-	var offsets map[string]map[int32]kgo.EpochOffset
+	req := closeReq{reply: make(chan closeReply, 1)}
+	var last closeReply
 	select {
 	case o.closeCh <- req:
 		select {
-		case offsets = <-req.reply:
+		case last = <-req.reply:
 		case <-ctx.Done():
 		}
 	case <-ctx.Done():
 	case <-o.stopped():
 	}
 	var errs []error
-	if len(offsets) > 0 {
-		if err := o.finalCommit(ctx, offsets, "shutdown"); err != nil {
-			// Benthos discards Close's error: say it here.
-			in.log.Warnf("%v", err)
-			errs = append(errs, err)
-		}
+	// One commit for every partition, those that revokes were draining
+	// included; only then do those revokes return, with nothing to commit.
+	if err := o.finalCommit(ctx, last.offsets, "shutdown"); err != nil {
+		// Benthos discards Close's error: say it here.
+		in.log.Warnf("%v", err)
+		errs = append(errs, err)
+	}
+	for _, reply := range last.held {
+		reply <- nil
 	}
 	// Leaving runs the revoke callback, which the closed owner answers at
 	// once with nothing to commit.
 	in.cl.CloseAllowingRebalance()
 	o.sig.TriggerHardStop()
-	o.cancel()
+	o.stopIO()
 	select {
 	case <-o.stopped():
 	case <-ctx.Done():

@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"strconv"
-	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 )
@@ -10,15 +9,17 @@ import (
 // Metric names. Every series is labelled by topic and partition; Benthos adds
 // its own labels (label, path, stream) so two inputs never share a series.
 const (
-	metricCommitted     = "kafka_watermark_committed_offset"
-	metricPending       = "kafka_watermark_pending_batches"
-	metricStalled       = "kafka_watermark_stalled"
-	metricPaused        = "kafka_watermark_paused"
-	metricAge           = "kafka_watermark_age_seconds"
-	metricLag           = "kafka_watermark_lag"
-	metricCommits       = "kafka_watermark_commits_total"
-	metricCommitErrors  = "kafka_watermark_commit_errors_total"
-	metricCommitLatency = "kafka_watermark_commit_latency_seconds"
+	metricCommitted    = "kafka_watermark_committed_offset"
+	metricPending      = "kafka_watermark_pending_batches"
+	metricStalled      = "kafka_watermark_stalled"
+	metricPaused       = "kafka_watermark_paused"
+	metricAge          = "kafka_watermark_age_seconds"
+	metricLag          = "kafka_watermark_lag"
+	metricCommits      = "kafka_watermark_commits_total"
+	metricCommitErrors = "kafka_watermark_commit_errors_total"
+	// A Benthos timer is in nanoseconds and named _ns by convention; exporters
+	// that convert (ours turns _ns into _seconds) then show the right unit.
+	metricCommitLatency = "kafka_watermark_commit_latency_ns"
 	metricLateAcks      = "kafka_watermark_late_acks_total"
 	metricDuplicateAcks = "kafka_watermark_duplicate_acks_total"
 )
@@ -51,34 +52,4 @@ func newMetrics(m *service.Metrics) *metrics {
 // labels returns the label values of a partition, formatted once.
 func labels(t topicPartition) [2]string {
 	return [2]string{t.topic, strconv.Itoa(int(t.partition))}
-}
-
-func b2i(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-// publish sets the gauges of one live partition. Called by the owner on each
-// commit tick, so gauges lag reality by at most commit_period.
-func (m *metrics) publish(p *partState, now time.Time) {
-	l := p.labels
-	m.pending.Set(int64(p.tracker.Pending()), l[0], l[1])
-	m.stalled.Set(b2i(p.tracker.Stalled()), l[0], l[1])
-	m.paused.Set(b2i(p.paused), l[0], l[1])
-	m.age.Set(int64(p.watermarkAge(now)/time.Second), l[0], l[1])
-	if base, ok := p.resumePoint(); ok && p.highWatermark >= 0 {
-		m.lag.Set(max(p.highWatermark-base, 0), l[0], l[1])
-	}
-}
-
-// retire zeroes the state gauges of a partition this member no longer owns,
-// so a revoked partition does not keep alerting from a stale series.
-func (m *metrics) retire(p *partState) {
-	l := p.labels
-	m.pending.Set(0, l[0], l[1])
-	m.stalled.Set(0, l[0], l[1])
-	m.paused.Set(0, l[0], l[1])
-	m.age.Set(0, l[0], l[1])
 }

@@ -188,7 +188,7 @@ func TestWithdrawnReadGivesTheBatchBack(t *testing.T) {
 	req := &readReq{reply: make(chan *inflight, 1)}
 	o.readCh <- req
 	eventually(t, 10*time.Second, "the owner to answer", func() bool { return len(req.reply) == 1 })
-	in.cancel(o, cancelReq{req: req})
+	in.withdraw(o, withdrawReq{req: req})
 
 	b, ack, err := in.ReadBatch(ctx)
 	require.NoError(t, err)
@@ -202,7 +202,7 @@ func TestWithdrawnReadGivesTheBatchBack(t *testing.T) {
 	req = &readReq{reply: make(chan *inflight, 1)}
 	o.readCh <- req
 	eventually(t, 10*time.Second, "the owner to answer", func() bool { return len(req.reply) == 1 })
-	in.cancel(o, cancelReq{req: req})
+	in.withdraw(o, withdrawReq{req: req})
 	start := time.Now()
 	require.NoError(t, in.Close(context.Background()))
 	require.Less(t, time.Since(start), 30*time.Second, "Close waited for a batch that was never handed out")

@@ -21,15 +21,18 @@ type rawBatch struct {
 }
 
 // inflight is one registered batch between the owner and the sink. The
-// owner creates it at registration; ReadBatch fills msgs once; on a retry the
-// owner hands the same value out again.
+// owner creates it at registration and hands the same value out again on a
+// retry; ReadBatch converts raw to fresh messages on every hand-out, so a
+// retry never sees what processors did to an earlier attempt's messages.
+//
+// part, seq and raw never change after creation and may be read from any
+// goroutine; attempt and unread are the owner's.
 type inflight struct {
 	part    *partState
 	seq     uint64
 	raw     rawBatch
 	attempt int  // 0 on first delivery
 	unread  bool // given back by a cancelled ReadBatch: not an attempt
-	msgs    any  // service.MessageBatch after the first conversion
 }
 
 // partState is one assignment epoch of one partition. It is created when the
@@ -38,13 +41,16 @@ type inflight struct {
 // ignored.
 //
 // Owned by the owner goroutine: no other goroutine reads or writes it,
-// except the immutable tp, labels and epoch.
+// except the immutable tp and labels.
 type partState struct {
 	tp     topicPartition
 	labels [2]string
-	epoch  uint64
 
 	tracker *tracker.PartitionTracker
+	// epochs holds the leader epoch changes of the records queued and
+	// pending, so a commit carries the leader epoch of the record before
+	// its offset (KIP-320).
+	epochs epochLog
 
 	// ready holds fetched batches not yet registered; retry holds nacked
 	// batches whose retry backoff has passed. Retries go first: they hold
@@ -73,14 +79,17 @@ type partState struct {
 
 	paused   bool // fetching paused at max_pending_batches
 	queued   bool // in the owner's run queue
-	revoking bool // no more hand-outs: draining for a revoke or close
+	draining bool // no more hand-outs: draining for a revoke or a close
+
+	// shown is what the gauges last showed for this epoch (gauges.go).
+	shown gaugeValues
 }
 
-func newPartState(tp topicPartition, epoch uint64, maxPending int, now time.Time) *partState {
+func newPartState(tp topicPartition, maxPending int, now time.Time) *partState {
 	return &partState{
 		tp:            tp,
 		labels:        labels(tp),
-		epoch:         epoch,
+		shown:         unshown,
 		tracker:       tracker.NewWithCapacity(maxPending),
 		lastQueued:    -1,
 		committing:    -1,
@@ -93,7 +102,7 @@ func newPartState(tp topicPartition, epoch uint64, maxPending int, now time.Time
 // canHandOut reports whether the next ReadBatch may take a batch of p.
 // Retries are always allowed: they are registered already.
 func (p *partState) canHandOut(maxPending int) bool {
-	if p.revoking {
+	if p.draining {
 		return false
 	}
 	return len(p.retry) > 0 || (len(p.ready) > 0 && p.tracker.Pending() < maxPending)
@@ -119,12 +128,22 @@ func (p *partState) resumePoint() (int64, bool) {
 
 // commitCandidate returns the watermark if it is ahead of what was committed
 // or is being committed.
-func (p *partState) commitCandidate() (int64, bool) {
-	wm, ok := p.tracker.Watermark()
-	if !ok || (p.hasCommitted && wm <= p.committed) || wm == p.committing {
-		return 0, false
+func (p *partState) commitCandidate() (kgo.EpochOffset, bool) {
+	eo, ok := p.finalOffset()
+	if !ok || eo.Offset == p.committing {
+		return kgo.EpochOffset{}, false
 	}
-	return wm, true
+	return eo, true
+}
+
+// finalOffset returns the watermark, with the leader epoch of the record
+// before it, if it is ahead of the last commit.
+func (p *partState) finalOffset() (kgo.EpochOffset, bool) {
+	wm, ok := p.tracker.Watermark()
+	if !ok || (p.hasCommitted && wm <= p.committed) {
+		return kgo.EpochOffset{}, false
+	}
+	return kgo.EpochOffset{Epoch: p.epochs.at(wm - 1), Offset: wm}, true
 }
 
 // enqueue splits the records of one fetch into batches of at most
@@ -158,6 +177,7 @@ func (p *partState) enqueue(records []*kgo.Record, maxRecords int, maxBytes int6
 				p.firstFetched = r.Offset
 			}
 		}
+		p.epochs.note(r.Offset, r.LeaderEpoch)
 		size += n
 	}
 	flush(len(records))

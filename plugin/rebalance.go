@@ -3,8 +3,6 @@ package plugin
 import (
 	"context"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Rebalance callbacks run on kgo's group goroutine. With BlockRebalanceOnPoll
@@ -28,7 +26,7 @@ func (in *Input) onAssigned(o *owner, assigned map[string][]int32) {
 // stopped.
 //
 // The interleaving that matters: (1) kgo calls us after the last poll has
-// released the rebalance; (2) the owner marks the partitions revoking, drops
+// released the rebalance; (2) the owner marks the partitions draining, drops
 // their unregistered batches and stops handing them out; (3) acks keep
 // arriving and advancing trackers; (4) when every registered batch is
 // resolved, or drain_timeout passes, the owner computes the final
@@ -38,13 +36,13 @@ func (in *Input) onAssigned(o *owner, assigned map[string][]int32) {
 // On a loss it drops the partitions without committing: another member may
 // already own them, and a commit now could move their offset backwards.
 func (in *Input) revokeOrLose(ctx context.Context, o *owner, tps map[string][]int32, lost bool) {
-	req := revokeReq{tps: flatten(tps), lost: lost, reply: make(chan map[string]map[int32]kgo.EpochOffset, 1)}
+	req := revokeReq{tps: flatten(tps), lost: lost, reply: make(chan epochOffsets, 1)}
 	select {
 	case o.revokeCh <- req:
 	case <-o.stopped():
 		return
 	}
-	var offsets map[string]map[int32]kgo.EpochOffset
+	var offsets epochOffsets
 	select {
 	case offsets = <-req.reply:
 	case <-o.stopped():
@@ -54,7 +52,7 @@ func (in *Input) revokeOrLose(ctx context.Context, o *owner, tps map[string][]in
 		return
 	}
 	// What is left of the rebalance budget after the drain goes to the commit.
-	budget := in.conf.rebalanceTO - in.conf.drainTimeout
+	budget := in.conf.rebalanceTimeout - in.conf.drainTimeout
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 	defer cancel()
 	if err := o.finalCommit(cctx, offsets, "revoke"); err != nil {
@@ -107,98 +105,15 @@ func (o *owner) onRevoke(r revokeReq) {
 	o.startDrain(&drain{parts: parts, reply: r.reply}, o.conf.drainTimeout)
 }
 
-// onClose applies the acknowledgements already queued, replies with every
-// partition's final watermark, and then refuses all further work. See
-// Input.Close for why it does not wait for unresolved batches.
-func (o *owner) onClose(r closeReq) {
-	for queued := true; queued; {
-		select {
-		case a := <-o.ackCh:
-			o.onAck(a)
-		default:
-			queued = false
+func (o *owner) onAssign(tps []topicPartition) {
+	now := time.Now()
+	for _, tp := range tps {
+		if old := o.parts[tp]; old != nil {
+			// Assigned again without a revoke in between: the old epoch
+			// ends here and its acks become late.
+			o.forget(old)
 		}
+		o.parts[tp] = newPartState(tp, o.conf.maxPending, now)
+		o.log.Debugf("kafka_watermark: assigned %s/%d", tp.topic, tp.partition)
 	}
-	var parts []*partState
-	for _, p := range o.parts {
-		o.beginDrain(p)
-		parts = append(parts, p)
-	}
-	o.completeDrain(&drain{parts: parts, reply: r.reply, close: true})
-}
-
-// beginDrain stops handing out p and drops its unregistered batches.
-// Batches queued for a retry are not in the pipeline: they stay unresolved
-// (and counted in retrying), so the watermark stops before them.
-func (o *owner) beginDrain(p *partState) {
-	p.revoking = true
-	p.ready = nil
-	p.retry = nil
-}
-
-func (o *owner) startDrain(d *drain, timeout time.Duration) {
-	o.drains = append(o.drains, d)
-	d.timer = time.AfterFunc(timeout, func() {
-		select {
-		case o.drainDone <- d:
-		case <-o.stopped():
-		}
-	})
-	o.checkDrains()
-}
-
-// checkDrains finishes every drain whose partitions have no batch left in
-// the pipeline.
-func (o *owner) checkDrains() {
-	for _, d := range append([]*drain(nil), o.drains...) {
-		done := true
-		for _, p := range d.parts {
-			if p.unresolved > p.retrying {
-				done = false
-				break
-			}
-		}
-		if done {
-			o.finishDrain(d)
-		}
-	}
-}
-
-// finishDrain ends a revoke's drain, whether it completed or timed out; the
-// second of the two (the timer firing late) finds it gone and does nothing.
-func (o *owner) finishDrain(d *drain) {
-	for i, x := range o.drains {
-		if x == d {
-			o.drains = append(o.drains[:i], o.drains[i+1:]...)
-			d.timer.Stop()
-			o.completeDrain(d)
-			return
-		}
-	}
-}
-
-// completeDrain replies with the final watermarks of a drain's partitions
-// and ends their epoch.
-func (o *owner) completeDrain(d *drain) {
-	offsets := map[topicPartition]int64{}
-	for _, p := range d.parts {
-		if wm, ok := p.tracker.Watermark(); ok && (!p.hasCommitted || wm > p.committed) {
-			offsets[p.tp] = wm
-		}
-		if n := p.unresolved - p.retrying; n > 0 {
-			wm, _ := p.tracker.Watermark()
-			if d.close {
-				o.log.Debugf("kafka_watermark: shutdown of %s/%d with %d batch(es) the pipeline did not acknowledge; committing through offset %d, the rest is replayed",
-					p.tp.topic, p.tp.partition, n, wm)
-			} else {
-				o.log.Warnf("kafka_watermark: drain of %s/%d timed out with %d batch(es) unacknowledged; committing through offset %d, the rest is replayed by the next owner",
-					p.tp.topic, p.tp.partition, n, wm)
-			}
-		}
-		o.forget(p)
-	}
-	if d.close {
-		o.closed = true
-	}
-	d.reply <- toEpochOffsets(offsets)
 }

@@ -23,6 +23,7 @@ const (
 	fieldFetchMaxPartitionBytes = "fetch_max_partition_bytes"
 	fieldFetchMaxWait           = "fetch_max_wait"
 	fieldMetadataMaxAge         = "metadata_max_age"
+	fieldTopicLagRefreshPeriod  = "topic_lag_refresh_period"
 	fieldTLS                    = "tls"
 	fieldSASL                   = "sasl"
 	fieldSASLMechanism          = "mechanism"
@@ -90,7 +91,7 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 			"`kafka_watermark_stalled`, `kafka_watermark_paused`, `kafka_watermark_age_seconds`, `kafka_watermark_lag`, "+
 			"`kafka_watermark_commits_total`, `kafka_watermark_commit_errors_total`, "+
 			"`kafka_watermark_late_acks_total`, `kafka_watermark_duplicate_acks_total`"+`; and the timer
-`+"`kafka_watermark_commit_latency_seconds`"+`.`).
+`+"`kafka_watermark_commit_latency_ns`"+` (nanoseconds, as every Benthos timer).`).
 		Fields(
 			service.NewStringListField(fieldSeedBrokers).
 				Description("Addresses of Kafka brokers to connect to first. An entry may hold several comma-separated addresses.").
@@ -141,6 +142,9 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 			service.NewDurationField(fieldMetadataMaxAge).
 				Description("How often to refresh metadata: how quickly new partitions, and with `regexp_topics` new topics, are seen.").
 				Default("5m").Advanced(),
+			service.NewDurationField(fieldTopicLagRefreshPeriod).
+				Description("How often to ask the brokers for the log end of partitions paused at `max_pending_batches`, which no fetch reports, so that their `kafka_watermark_lag` keeps moving. Other partitions learn their log end from every fetch.").
+				Default("5s").Advanced(),
 			service.NewTLSToggledField(fieldTLS),
 			service.NewObjectListField(fieldSASL,
 				service.NewStringEnumField(fieldSASLMechanism, saslPlain, saslScram256, saslScram512, saslOAuthBearer).

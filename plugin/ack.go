@@ -1,0 +1,112 @@
+package plugin
+
+import (
+	"time"
+
+	"github.com/watermark-connect/watermark-connect/tracker"
+)
+
+// An ack reaches the owner as an ackMsg. A nack with retries left goes back
+// to its partition's retry queue after a backoff, still registered and still
+// holding the watermark; any other verdict is final and is resolved in the
+// tracker, which then advances.
+
+func (o *owner) onAck(a ackMsg) {
+	b, p := a.b, a.b.part
+	if o.parts[p.tp] != p {
+		o.m.lateAcks.Incr(1, p.labels[0], p.labels[1])
+		return
+	}
+	if a.err != nil && b.attempt < o.conf.nackRetries && !p.draining {
+		backoff := o.conf.nackBackoff << b.attempt
+		if backoff > o.conf.nackMaxBackoff || backoff <= 0 {
+			backoff = o.conf.nackMaxBackoff
+		}
+		o.log.Warnf("kafka_watermark: batch %s/%d offsets %d-%d nacked (attempt %d of %d), retrying in %v: %v",
+			p.tp.topic, p.tp.partition, b.raw.first, b.raw.last, b.attempt+1, o.conf.nackRetries+1, backoff, a.err)
+		p.retrying++
+		time.AfterFunc(backoff, func() {
+			select {
+			case o.retryCh <- retryDue{b}:
+			case <-o.stopped():
+			}
+		})
+		return
+	}
+	o.resolve(b, a.err)
+}
+
+// resolve records the final verdict on a batch and advances its partition.
+func (o *owner) resolve(b *inflight, err error) {
+	p := b.part
+	status := tracker.Delivered
+	if err != nil {
+		status = tracker.Failed
+	}
+	switch out := p.tracker.Resolve(b.seq, status); out {
+	case tracker.Applied:
+		p.unresolved--
+		if err != nil {
+			o.log.Errorf("kafka_watermark: batch %s/%d offsets %d-%d failed after %d attempt(s): %v",
+				p.tp.topic, p.tp.partition, b.raw.first, b.raw.last, b.attempt+1, err)
+		}
+	case tracker.Unregistered:
+		// Registration happens in this goroutine before a batch leaves, so
+		// an ack can never overtake it: this is a bug, reported, not fatal.
+		o.log.Errorf("kafka_watermark: internal error: ack for unregistered batch %d of %s/%d", b.seq, p.tp.topic, p.tp.partition)
+		return
+	default:
+		// Duplicate or AlreadyAdvanced: the once-guard makes this
+		// unreachable through the ack function; count it all the same.
+		o.m.dupAcks.Incr(1, p.labels[0], p.labels[1])
+		return
+	}
+	o.advance(p)
+	if p.draining {
+		o.checkDrains()
+	}
+	o.schedule(p)
+}
+
+// advance moves p's watermark over its delivered prefix, resumes its fetch
+// below the pending limit, and says once, loudly, when the partition stalls.
+func (o *owner) advance(p *partState) {
+	wasStalled := p.tracker.Stalled()
+	if wm, moved := p.tracker.Advance(); moved {
+		p.lastMoved = time.Now()
+		p.epochs.trim(wm - 1)
+	}
+	if !wasStalled && p.tracker.Stalled() {
+		o.logStall(p)
+	}
+	if p.paused && p.tracker.Pending() < o.conf.maxPending && !p.draining {
+		p.paused = false
+		o.cl.ResumeFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
+	}
+}
+
+// logStall names the failed batch at the head of a stalled partition: where
+// its commits stop and since when.
+func (o *owner) logStall(p *partState) {
+	seq, _ := p.tracker.StalledSeq()
+	last, _ := p.tracker.LastOffset(seq)
+	since, _ := p.tracker.StalledSince()
+	wm, ok := p.tracker.Watermark()
+	if !ok {
+		wm, _ = p.resumePoint()
+	}
+	o.log.Errorf("kafka_watermark: partition %s/%d stalled since %s at its failed batch (through offset %d): commits stop before offset %d until a restart or reassignment replays it",
+		p.tp.topic, p.tp.partition, since.UTC().Format(time.RFC3339), last, wm)
+}
+
+func (o *owner) onRetryDue(b *inflight) {
+	p := b.part
+	if o.parts[p.tp] != p {
+		return // the epoch ended; the batch is replayed by the next owner
+	}
+	if p.draining {
+		return // a drain does not wait for retries: the batch stays unresolved
+	}
+	p.retry = append(p.retry, b)
+	o.schedule(p)
+}

@@ -1,0 +1,125 @@
+package plugin
+
+import (
+	"time"
+)
+
+// drain is a revoke waiting for its partitions' in-flight batches, or the
+// final step of a close.
+type drain struct {
+	parts []*partState
+	reply chan epochOffsets
+	timer *time.Timer // a revoke's drain_timeout; a close does not wait
+}
+
+// onClose applies the acknowledgements already queued and ends every
+// partition's epoch, then refuses all further work. It replies with the
+// final watermark of every partition, those of revokes still draining
+// included, and hands Close the replies of those revokes: they get nothing to
+// commit, and only after Close's own commit. See Input.Close for why it does
+// not wait for unresolved batches.
+//
+// The interleaving this avoids: (1) a revoke drains partition P and waits;
+// (2) Close commits every partition; (3) the revoke's drain timer fires and
+// the revoke commits P again, after Close, from a member that has left. Here
+// the drain's timer is stopped and its reply held by Close, so (3) cannot
+// happen, and the revoke callback returns at once when Close answers it, so
+// leaving the group does not wait for drain_timeout.
+func (o *owner) onClose(r closeReq) {
+	for queued := true; queued; {
+		select {
+		case a := <-o.ackCh:
+			o.onAck(a)
+		default:
+			queued = false
+		}
+	}
+	var held []chan epochOffsets
+	for _, d := range o.drains {
+		d.timer.Stop()
+		held = append(held, d.reply)
+	}
+	o.drains = nil
+	var parts []*partState
+	for _, p := range o.parts {
+		o.beginDrain(p)
+		parts = append(parts, p)
+	}
+	offsets := o.endEpochs(parts, true)
+	o.closed = true
+	r.reply <- closeReply{offsets: offsets, held: held}
+}
+
+// beginDrain stops handing out p and drops its unregistered batches.
+// Batches queued for a retry are not in the pipeline: they stay unresolved
+// (and counted in retrying), so the watermark stops before them.
+func (o *owner) beginDrain(p *partState) {
+	p.draining = true
+	p.ready = nil
+	p.retry = nil
+}
+
+func (o *owner) startDrain(d *drain, timeout time.Duration) {
+	o.drains = append(o.drains, d)
+	d.timer = time.AfterFunc(timeout, func() {
+		select {
+		case o.drainDone <- d:
+		case <-o.stopped():
+		}
+	})
+	o.checkDrains()
+}
+
+// checkDrains finishes every drain whose partitions have no batch left in
+// the pipeline.
+func (o *owner) checkDrains() {
+	for _, d := range append([]*drain(nil), o.drains...) {
+		done := true
+		for _, p := range d.parts {
+			if p.unresolved > p.retrying {
+				done = false
+				break
+			}
+		}
+		if done {
+			o.finishDrain(d)
+		}
+	}
+}
+
+// finishDrain ends a revoke's drain, whether it completed or timed out; the
+// second of the two (the timer firing late), or a drain that Close answered,
+// finds it gone and does nothing.
+func (o *owner) finishDrain(d *drain) {
+	for i, x := range o.drains {
+		if x == d {
+			o.drains = append(o.drains[:i], o.drains[i+1:]...)
+			d.timer.Stop()
+			d.reply <- o.endEpochs(d.parts, false)
+			return
+		}
+	}
+}
+
+// endEpochs returns the final watermarks of parts that are ahead of their
+// last commit, and ends their epochs.
+func (o *owner) endEpochs(parts []*partState, closing bool) epochOffsets {
+	offsets := epochOffsets{}
+	for _, p := range parts {
+		if eo, ok := p.finalOffset(); ok {
+			setOffset(offsets, p.tp, eo)
+		}
+		if n := p.unresolved - p.retrying; n > 0 {
+			wm, _ := p.tracker.Watermark()
+			if closing {
+				o.log.Debugf("kafka_watermark: shutdown of %s/%d with %d batch(es) the pipeline did not acknowledge; committing through offset %d, the rest is replayed",
+					p.tp.topic, p.tp.partition, n, wm)
+			} else {
+				o.log.Warnf("kafka_watermark: drain of %s/%d timed out with %d batch(es) unacknowledged; committing through offset %d, the rest is replayed by the next owner",
+					p.tp.topic, p.tp.partition, n, wm)
+			}
+		}
+		o.forget(p)
+	}
+	return offsets
+}

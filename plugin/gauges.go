@@ -1,0 +1,84 @@
+package plugin
+
+import (
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+)
+
+// Gauges are refreshed on a clock of their own (owner.gaugeEvery, at most a
+// second), not on the commit tick, so an alert on a stall or on the
+// watermark's age fires on time whatever commit_period is. Each refresh sets
+// only the gauges whose value changed since the last one, which keeps a
+// refresh of 10,000 idle partitions to a walk of comparisons.
+
+// gaugeValues is what one partition's gauges show. A field of -1 has not
+// been shown in this epoch (unshown), so the first refresh sets every gauge.
+type gaugeValues struct {
+	pending, stalled, paused, age, lag int64
+}
+
+var unshown = gaugeValues{-1, -1, -1, -1, -1}
+
+// values computes what p's gauges should show now. lag stays -1 (not shown)
+// until both a resume point and a log end are known.
+func (p *partState) values(now time.Time) gaugeValues {
+	v := gaugeValues{
+		pending: int64(p.tracker.Pending()),
+		stalled: b2i(p.tracker.Stalled()),
+		paused:  b2i(p.paused),
+		age:     int64(p.watermarkAge(now) / time.Second),
+		lag:     -1,
+	}
+	if base, ok := p.resumePoint(); ok && p.highWatermark >= 0 {
+		v.lag = max(p.highWatermark-base, 0)
+	}
+	return v
+}
+
+// publishGauges refreshes the gauges of every live partition.
+func (o *owner) publishGauges(now time.Time) {
+	for _, p := range o.parts {
+		o.m.show(p, p.values(now))
+	}
+}
+
+// show sets the gauges of p whose value differs from what they show.
+func (m *metrics) show(p *partState, v gaugeValues) {
+	l, was := p.labels, p.shown
+	if v.pending != was.pending {
+		m.pending.Set(v.pending, l[0], l[1])
+	}
+	if v.stalled != was.stalled {
+		m.stalled.Set(v.stalled, l[0], l[1])
+	}
+	if v.paused != was.paused {
+		m.paused.Set(v.paused, l[0], l[1])
+	}
+	if v.age != was.age {
+		m.age.Set(v.age, l[0], l[1])
+	}
+	if v.lag != was.lag && v.lag >= 0 {
+		m.lag.Set(v.lag, l[0], l[1])
+	}
+	p.shown = v
+}
+
+// retire zeroes every gauge of a partition this member no longer owns, so a
+// revoked partition neither keeps alerting nor shows a stale lag or commit.
+// Benthos gauges cannot be deleted; nothing of an ended epoch sets them
+// again (onCommitDone and onEnds check the epoch, finalCommit sets none).
+func (m *metrics) retire(p *partState) {
+	l := p.labels
+	for _, g := range []*service.MetricGauge{m.pending, m.stalled, m.paused, m.age, m.lag, m.committed} {
+		g.Set(0, l[0], l[1])
+	}
+	p.shown = gaugeValues{}
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,151 @@
+package plugin
+
+import (
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Fetched records come in through onPoll and leave as registered batches
+// through serve. Every batch is registered with its partition's tracker here,
+// on the owner goroutine, before it is handed out, so no ack can overtake its
+// registration.
+
+// serve hands batches to parked reads, round robin over partitions so one
+// busy partition cannot starve the others.
+func (o *owner) serve() {
+	for len(o.parked) > 0 {
+		if o.closed {
+			o.parked[0].reply <- nil
+			o.parked = o.parked[1:]
+			continue
+		}
+		if len(o.runQ) == 0 {
+			return
+		}
+		p := o.runQ[0]
+		o.runQ = o.runQ[1:]
+		p.queued = false
+		if !p.canHandOut(o.conf.maxPending) || o.parts[p.tp] != p {
+			continue
+		}
+		var b *inflight
+		if len(p.retry) > 0 {
+			b = p.retry[0]
+			p.retry = p.retry[1:]
+			p.retrying--
+			if !b.unread {
+				b.attempt++
+			}
+			b.unread = false
+		} else {
+			rb := p.ready[0]
+			p.ready[0] = rawBatch{}
+			p.ready = p.ready[1:]
+			seq := p.tracker.NextSeq()
+			p.tracker.Register(seq, rb.last)
+			p.unresolved++
+			b = &inflight{part: p, seq: seq, raw: rb}
+			if p.tracker.Pending() >= o.conf.maxPending && !p.paused {
+				p.paused = true
+				o.cl.PauseFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
+			}
+		}
+		o.parked[0].reply <- b
+		o.parked = o.parked[1:]
+		o.schedule(p)
+	}
+}
+
+// schedule puts p on the run queue if it can hand out and is not there yet.
+func (o *owner) schedule(p *partState) {
+	if !p.queued && p.canHandOut(o.conf.maxPending) {
+		p.queued = true
+		o.runQ = append(o.runQ, p)
+	}
+}
+
+// askPoll gives the poll loop a token while fewer than pollLowWater batches
+// are ready to hand out, so the next poll overlaps the pipeline's work and
+// the owner buffers a bounded amount of fetched data. Batches of a partition
+// that cannot hand out (paused at its limit) do not count: they must not
+// keep the other partitions from being fetched.
+func (o *owner) askPoll() {
+	if o.pollAsked || o.closed {
+		return
+	}
+	ready := 0
+	for _, p := range o.runQ {
+		if !p.canHandOut(o.conf.maxPending) {
+			continue
+		}
+		if ready += len(p.ready) + len(p.retry); ready >= pollLowWater {
+			return
+		}
+	}
+	select {
+	case o.pollWant <- struct{}{}:
+		o.pollAsked = true
+	default:
+	}
+}
+
+// pollLowWater is how many ready batches the owner keeps ahead of the
+// pipeline before it asks for another poll.
+const pollLowWater = 8
+
+func (o *owner) onPoll(fetches kgo.Fetches) {
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		p := o.parts[topicPartition{fp.Topic, fp.Partition}]
+		if p == nil || p.draining {
+			// Fetched under an assignment that has ended: the next owner
+			// reads it again from the committed offset.
+			return
+		}
+		if fp.HighWatermark >= 0 {
+			p.highWatermark = fp.HighWatermark
+		}
+		if len(fp.Records) > 0 {
+			p.enqueue(fp.Records, o.conf.batchMaxRecords, o.conf.batchMaxBytes)
+			o.schedule(p)
+		}
+	})
+}
+
+// onWithdraw withdraws a parked read, or takes back a batch that a ReadBatch
+// whose context ended could not return. Benthos cancels that context at
+// shutdown and drops whatever ReadBatch returns unacknowledged, so such a
+// batch must come back here rather than reach the caller. Handled in this
+// goroutine before the caller's next read, so the batch goes out again
+// first, and not as a new attempt: the pipeline never saw it.
+func (o *owner) onWithdraw(w withdrawReq) {
+	given := w.given
+	if given == nil {
+		for i, r := range o.parked {
+			if r == w.req {
+				o.parked = append(o.parked[:i], o.parked[i+1:]...)
+				return
+			}
+		}
+		// Not parked: answered already, and the answer is in the buffer,
+		// which no one else reads any more.
+		select {
+		case given = <-w.req.reply:
+		default:
+		}
+		if given == nil {
+			return
+		}
+	}
+	p := given.part
+	if o.parts[p.tp] != p {
+		return // the epoch ended; the next owner replays it
+	}
+	// Still registered, not in the pipeline: a drain does not wait for it.
+	p.retrying++
+	if p.draining {
+		o.checkDrains()
+		return
+	}
+	given.unread = true
+	p.retry = append([]*inflight{given}, p.retry...)
+	o.schedule(p)
+}

@@ -1,0 +1,264 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The owner's unit tests run the owner and committer goroutines alone, in a
+// synctest bubble, against fakeClient: no broker, no poller, no Benthos
+// stream. Time is the bubble's fake clock, so drain timeouts, retry backoffs
+// and gauge clocks are exact and instant.
+
+// fakeClient is a groupClient that records what the owner asks of it. Safe
+// for concurrent use.
+type fakeClient struct {
+	mu      sync.Mutex
+	paused  map[topicPartition]bool
+	commits []fakeCommit
+	// block, when set, holds every commit until it is closed.
+	block chan struct{}
+	// codes answers a partition's commit with an error code.
+	codes       map[topicPartition]int16
+	ends        kadm.ListedOffsets
+	endsQueries int
+}
+
+type fakeCommit struct {
+	offsets epochOffsets
+	sync    bool
+}
+
+func newFakeClient() *fakeClient {
+	return &fakeClient{paused: map[topicPartition]bool{}, codes: map[topicPartition]int16{}}
+}
+
+func (f *fakeClient) PauseFetchPartitions(m map[string][]int32) map[string][]int32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, tp := range flatten(m) {
+		f.paused[tp] = true
+	}
+	return nil
+}
+
+func (f *fakeClient) ResumeFetchPartitions(m map[string][]int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, tp := range flatten(m) {
+		delete(f.paused, tp)
+	}
+}
+
+func (f *fakeClient) isPaused(tp topicPartition) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.paused[tp]
+}
+
+func (f *fakeClient) SetOffsets(map[string]map[int32]kgo.EpochOffset) {}
+
+func (f *fakeClient) commit(ctx context.Context, offsets epochOffsets, sync bool, onDone func(*kgo.Client, *kmsg.OffsetCommitRequest, *kmsg.OffsetCommitResponse, error)) {
+	f.mu.Lock()
+	block := f.block
+	f.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			onDone(nil, nil, nil, ctx.Err())
+			return
+		}
+	}
+	f.mu.Lock()
+	f.commits = append(f.commits, fakeCommit{offsets: offsets, sync: sync})
+	resp := kmsg.NewPtrOffsetCommitResponse()
+	for t, ps := range offsets {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t
+		for p := range ps {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition = p
+			rp.ErrorCode = f.codes[topicPartition{t, p}]
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	f.mu.Unlock()
+	onDone(nil, nil, resp, nil)
+}
+
+func (f *fakeClient) CommitOffsets(ctx context.Context, o map[string]map[int32]kgo.EpochOffset, onDone func(*kgo.Client, *kmsg.OffsetCommitRequest, *kmsg.OffsetCommitResponse, error)) {
+	f.commit(ctx, o, false, onDone)
+}
+
+func (f *fakeClient) CommitOffsetsSync(ctx context.Context, o map[string]map[int32]kgo.EpochOffset, onDone func(*kgo.Client, *kmsg.OffsetCommitRequest, *kmsg.OffsetCommitResponse, error)) {
+	f.commit(ctx, o, true, onDone)
+}
+
+func (f *fakeClient) ListEndOffsets(context.Context, ...string) (kadm.ListedOffsets, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.endsQueries++
+	return f.ends, nil
+}
+
+// committed returns every offset committed for tp, in order.
+func (f *fakeClient) committed(tp topicPartition) []kgo.EpochOffset {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []kgo.EpochOffset
+	for _, c := range f.commits {
+		if eo, ok := c.offsets[tp.topic][tp.partition]; ok {
+			out = append(out, eo)
+		}
+	}
+	return out
+}
+
+// testConfig parses the input's config with the required fields filled in
+// and extra (YAML lines at the input's level) on top.
+func testConfig(t *testing.T, extra string) *config {
+	t.Helper()
+	pc, err := ConfigSpec().ParseYAML("seed_brokers: [ 127.0.0.1:1 ]\ntopics: [ t ]\nconsumer_group: g\n"+extra, nil)
+	require.NoError(t, err)
+	conf, err := parseConfig(pc)
+	require.NoError(t, err)
+	return conf
+}
+
+// testStores holds the gauge store of each testMetrics call by its id: the
+// exporter registered below is global (Benthos's ResourceBuilder builds from
+// the global environment) and picks its store by id.
+var testStores sync.Map
+
+func init() {
+	if err := service.RegisterMetricsExporter("owner_test_metrics", service.NewConfigSpec().Field(service.NewStringField("id")),
+		func(pc *service.ParsedConfig, _ *service.Logger) (service.MetricsExporter, error) {
+			id, err := pc.FieldString("id")
+			if err != nil {
+				return nil, err
+			}
+			g, ok := testStores.Load(id)
+			if !ok {
+				return nil, fmt.Errorf("no store %q", id)
+			}
+			return g.(*gaugeStore), nil
+		}); err != nil {
+		panic(err)
+	}
+}
+
+// testMetrics returns the input's metrics, reporting to a gauge store. Call
+// it outside the bubble: Benthos resources are built there.
+func testMetrics(t *testing.T) (*metrics, *gaugeStore) {
+	t.Helper()
+	g := newGaugeStore()
+	testStores.Store(t.Name(), g)
+	b := service.NewResourceBuilder()
+	require.NoError(t, b.SetMetricsYAML(fmt.Sprintf("owner_test_metrics: { id: %q }", t.Name())))
+	res, closeRes, err := b.Build()
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = closeRes(context.Background()) })
+	return newMetrics(res.Metrics()), g
+}
+
+// ownerHarness drives one owner by hand, inside a synctest bubble.
+type ownerHarness struct {
+	t  *testing.T
+	o  *owner
+	cl *fakeClient
+}
+
+// startOwner starts an owner and its committer in the calling bubble; they
+// stop at the test's cleanup.
+func startOwner(t *testing.T, conf *config, m *metrics) *ownerHarness {
+	o := newOwner(conf, service.MockResources().Logger(), m)
+	cl := newFakeClient()
+	o.cl = cl
+	go o.run()
+	go o.committer()
+	t.Cleanup(func() {
+		o.sig.TriggerHardStop()
+		o.stopIO()
+		<-o.stopped()
+	})
+	return &ownerHarness{t: t, o: o, cl: cl}
+}
+
+func (h *ownerHarness) assign(tps ...topicPartition) {
+	r := assignReq{tps: tps, done: make(chan struct{})}
+	h.o.assignCh <- r
+	<-r.done
+}
+
+// fetch hands the owner one poll's records of tp, with the log end hwm.
+func (h *ownerHarness) fetch(tp topicPartition, hwm int64, recs ...*kgo.Record) {
+	f := kgo.Fetch{Topics: []kgo.FetchTopic{{Topic: tp.topic, Partitions: []kgo.FetchPartition{{Partition: tp.partition, HighWatermark: hwm, Records: recs}}}}}
+	r := pollResult{fetches: kgo.Fetches{f}, done: make(chan struct{})}
+	h.o.pollCh <- r
+	<-r.done
+}
+
+// records returns records of tp at offsets [from, to) with leader epoch 0.
+func records(tp topicPartition, from, to int64) []*kgo.Record {
+	var out []*kgo.Record
+	for off := from; off < to; off++ {
+		out = append(out, &kgo.Record{Topic: tp.topic, Partition: tp.partition, Offset: off, Value: []byte(fmt.Sprint(off))})
+	}
+	return out
+}
+
+// tryRead asks for a batch and, if the owner has none once the bubble is
+// idle, withdraws the request.
+func (h *ownerHarness) tryRead() (*inflight, bool) {
+	r := &readReq{reply: make(chan *inflight, 1)}
+	h.o.readCh <- r
+	synctest.Wait()
+	select {
+	case b := <-r.reply:
+		return b, b != nil
+	default:
+		h.o.withdrawCh <- withdrawReq{req: r}
+		return nil, false
+	}
+}
+
+// read asks for a batch and fails the test if there is none.
+func (h *ownerHarness) read() *inflight {
+	h.t.Helper()
+	b, ok := h.tryRead()
+	require.True(h.t, ok, "a batch to read")
+	return b
+}
+
+// ack sends a verdict and waits until the bubble is idle.
+func (h *ownerHarness) ack(b *inflight, err error) {
+	h.o.ackCh <- ackMsg{b: b, err: err}
+	synctest.Wait()
+}
+
+// revoke starts a revoke of tps and returns the channel its final offsets
+// arrive on.
+func (h *ownerHarness) revoke(tps ...topicPartition) chan epochOffsets {
+	r := revokeReq{tps: tps, reply: make(chan epochOffsets, 1)}
+	h.o.revokeCh <- r
+	synctest.Wait()
+	return r.reply
+}
+
+// state runs fn on the owner's state while the bubble is idle: every
+// goroutine of the bubble is blocked, so nothing races with it.
+func (h *ownerHarness) state(fn func(o *owner)) {
+	synctest.Wait()
+	fn(h.o)
+}

@@ -1,0 +1,256 @@
+package plugin
+
+import (
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+var (
+	tp0 = topicPartition{"t", 0}
+	tp1 = topicPartition{"t", 1}
+)
+
+func TestOwnerRoundRobinsPartitions(t *testing.T) {
+	m, _ := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "batch_max_records: 2\n"), m)
+		h.assign(tp0, tp1)
+		h.fetch(tp0, 6, records(tp0, 0, 6)...)
+		h.fetch(tp1, 6, records(tp1, 0, 6)...)
+		var got []topicPartition
+		for range 6 {
+			got = append(got, h.read().part.tp)
+		}
+		require.Equal(t, []topicPartition{tp0, tp1, tp0, tp1, tp0, tp1}, got, "one batch of each partition in turn")
+		_, ok := h.tryRead()
+		require.False(t, ok, "nothing left")
+	})
+}
+
+func TestOwnerGiveBackGoesOutFirstAndIsNotAnAttempt(t *testing.T) {
+	m, _ := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "batch_max_records: 2\n"), m)
+		h.assign(tp0)
+		h.fetch(tp0, 6, records(tp0, 0, 6)...)
+		first := h.read()
+		h.o.withdrawCh <- withdrawReq{given: first}
+		again := h.read()
+		require.Same(t, first, again, "the given-back batch goes out before the next one")
+		require.Zero(t, again.attempt, "a batch the pipeline never saw is not a new attempt")
+		h.state(func(o *owner) {
+			p := o.parts[tp0]
+			require.Equal(t, 1, p.unresolved)
+			require.Zero(t, p.retrying)
+			require.Equal(t, 1, p.tracker.Pending(), "registered once")
+		})
+	})
+}
+
+func TestOwnerRetryArithmeticAndDrainSkipsRetries(t *testing.T) {
+	m, _ := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "batch_max_records: 2\nnack_retry: { max_retries: 2, initial_backoff: 1s, max_backoff: 1s }\n"), m)
+		h.assign(tp0)
+		h.fetch(tp0, 4, records(tp0, 0, 4)...)
+		a, b := h.read(), h.read()
+		h.ack(a, errors.New("sink down"))
+		h.state(func(o *owner) {
+			p := o.parts[tp0]
+			require.Equal(t, 2, p.unresolved, "a nacked batch with retries left is unresolved")
+			require.Equal(t, 1, p.retrying, "and waits for its retry")
+		})
+		_, ok := h.tryRead()
+		require.False(t, ok, "the retry waits for its backoff")
+		time.Sleep(time.Second)
+		retry := h.read()
+		require.Same(t, a, retry)
+		require.Equal(t, 1, retry.attempt)
+		h.ack(retry, errors.New("still down"))
+		h.ack(b, nil)
+		// The revoke's drain does not wait for the batch in backoff: only b
+		// was in the pipeline, and it is resolved.
+		reply := h.revoke(tp0)
+		select {
+		case offsets := <-reply:
+			require.Empty(t, offsets, "nothing is committable before the retried batch")
+		default:
+			t.Fatal("the drain waited for a batch that is not in the pipeline")
+		}
+	})
+}
+
+func TestOwnerPausesAtLimitAndResumesBelowIt(t *testing.T) {
+	m, _ := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "batch_max_records: 1\nmax_pending_batches: 2\n"), m)
+		h.assign(tp0)
+		h.fetch(tp0, 5, records(tp0, 0, 5)...)
+		a := h.read()
+		require.False(t, h.cl.isPaused(tp0))
+		b := h.read()
+		require.True(t, h.cl.isPaused(tp0), "paused at max_pending_batches")
+		_, ok := h.tryRead()
+		require.False(t, ok, "no hand-out at the limit")
+		h.ack(b, nil)
+		require.True(t, h.cl.isPaused(tp0), "b is behind a, so still 2 pending")
+		h.ack(a, nil)
+		require.False(t, h.cl.isPaused(tp0), "resumed below the limit")
+		c := h.read()
+		require.Equal(t, int64(2), c.raw.first)
+	})
+}
+
+func TestOwnerDrainTimesOutAndLaterAcksAreLate(t *testing.T) {
+	m, g := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "batch_max_records: 2\ndrain_timeout: 3s\n"), m)
+		h.assign(tp0)
+		h.fetch(tp0, 6, records(tp0, 0, 6)...)
+		a, b, c := h.read(), h.read(), h.read()
+		h.ack(a, nil)
+		h.ack(c, nil)
+		reply := h.revoke(tp0)
+		time.Sleep(3*time.Second - time.Millisecond)
+		synctest.Wait()
+		require.Empty(t, reply, "the drain waits for b until drain_timeout")
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		offsets := <-reply
+		require.Equal(t, int64(2), offsets["t"][0].Offset, "the watermark stops before b")
+		h.ack(b, nil)
+		require.Equal(t, int64(1), g.get(metricLateAcks, "t", 0), "an ack after the drain is late")
+	})
+}
+
+// Regression: Close never answered the revoke drains in progress. A revoke
+// that is draining holds kgo's group goroutine, so leaving the group waited
+// for the drain timer, and the revoke then committed again after Close's
+// own commit.
+func TestOwnerCloseAnswersRevokeDrains(t *testing.T) {
+	m, _ := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "batch_max_records: 2\ndrain_timeout: 5s\n"), m)
+		h.assign(tp0, tp1)
+		h.fetch(tp0, 4, records(tp0, 0, 4)...)
+		h.fetch(tp1, 4, records(tp1, 0, 4)...)
+		a0, _ := h.read(), h.read() // tp0 0-1; tp1 0-1 stays in the pipeline
+		_, a1 := h.read(), h.read() // tp0 2-3 stays in the pipeline; tp1 2-3
+		h.ack(a0, nil)
+		revoked := h.revoke(tp1)
+
+		r := closeReq{reply: make(chan closeReply, 1)}
+		h.o.closeCh <- r
+		last := <-r.reply
+		require.Equal(t, epochOffsets{"t": {0: {Epoch: 0, Offset: 2}}}, last.offsets,
+			"Close commits every partition, the one being revoked included (tp1 has nothing delivered yet)")
+		require.Len(t, last.held, 1, "the revoke's reply is handed to Close")
+		h.ack(a1, nil) // late now
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		require.Empty(t, revoked, "the drain timer no longer answers the revoke: Close does, after its commit")
+		require.Empty(t, h.cl.commits, "the owner itself commits nothing after Close")
+	})
+}
+
+func TestOwnerCommitsTheLeaderEpochOfTheRecordBefore(t *testing.T) {
+	m, _ := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "batch_max_records: 4\ncommit_period: 1s\n"), m)
+		h.assign(tp0)
+		recs := records(tp0, 0, 12)
+		for _, r := range recs {
+			r.LeaderEpoch = 3
+			if r.Offset >= 6 {
+				r.LeaderEpoch = 4 // a leader election between offsets 5 and 6
+			}
+		}
+		h.fetch(tp0, 12, recs...)
+		a, b, c := h.read(), h.read(), h.read() // 0-3, 4-7, 8-11
+		h.ack(a, nil)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		h.ack(b, nil)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		h.ack(c, nil)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Equal(t, []kgo.EpochOffset{{Epoch: 3, Offset: 4}, {Epoch: 4, Offset: 8}, {Epoch: 4, Offset: 12}}, h.cl.committed(tp0))
+		h.state(func(o *owner) {
+			require.Len(t, o.parts[tp0].epochs.changes, 1, "changes below the watermark are forgotten")
+		})
+	})
+}
+
+// Regression: gauges moved only on the commit tick, so with a long
+// commit_period the stall and age alerts fired that much late, and the log
+// ends of paused partitions were queried every ten commit periods.
+func TestOwnerGaugesHaveTheirOwnClock(t *testing.T) {
+	m, g := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "batch_max_records: 1\nmax_pending_batches: 2\ncommit_period: 1h\ntopic_lag_refresh_period: 5s\n"), m)
+		h.assign(tp0)
+		h.fetch(tp0, 3, records(tp0, 0, 3)...)
+		a, _ := h.read(), h.read() // paused at 2 pending
+		h.ack(a, errors.New("rejected"))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Equal(t, int64(1), g.get(metricStalled, "t", 0), "the stall shows within a second")
+		require.Equal(t, int64(1), g.get(metricPaused, "t", 0))
+		require.Equal(t, int64(1), g.get(metricAge, "t", 0))
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		require.Equal(t, int64(3), g.get(metricAge, "t", 0), "the age moves every second")
+
+		h.cl.mu.Lock()
+		h.cl.ends = kadm.ListedOffsets{"t": {0: {Topic: "t", Partition: 0, Offset: 50}}}
+		h.cl.mu.Unlock()
+		time.Sleep(2 * time.Second) // 5s since start: the first lag refresh
+		synctest.Wait()
+		require.Equal(t, int64(50), g.get(metricLag, "t", 0), "the paused partition's log end is queried every topic_lag_refresh_period")
+		require.Empty(t, h.cl.commits, "no commit tick has passed")
+	})
+}
+
+// Regression: retire left lag and committed frozen on a member that no
+// longer owns the partition, and a commit result arriving after the epoch
+// ended set committed again.
+func TestOwnerEndedEpochGaugesReadZero(t *testing.T) {
+	m, g := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "batch_max_records: 2\ncommit_period: 1s\n"), m)
+		h.assign(tp0)
+		h.fetch(tp0, 10, records(tp0, 0, 4)...)
+		a := h.read()
+		h.ack(a, nil)
+		time.Sleep(2 * time.Second) // a commit tick, then a gauge tick after its result
+		synctest.Wait()
+		require.Equal(t, int64(2), g.get(metricCommitted, "t", 0))
+		require.Equal(t, int64(8), g.get(metricLag, "t", 0))
+
+		block := make(chan struct{})
+		h.cl.mu.Lock()
+		h.cl.block = block
+		h.cl.mu.Unlock()
+		b := h.read()
+		h.ack(b, nil)
+		time.Sleep(time.Second) // the periodic commit of 4 starts and blocks
+		synctest.Wait()
+		reply := h.revoke(tp0)
+		<-reply
+		for _, name := range []string{metricCommitted, metricLag, metricPending, metricAge, metricStalled, metricPaused} {
+			require.Zero(t, g.get(name, "t", 0), "%s of a revoked partition", name)
+		}
+		close(block) // the periodic commit of the ended epoch completes
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Zero(t, g.get(metricCommitted, "t", 0), "a commit of an ended epoch sets no gauge")
+	})
+}
