@@ -211,17 +211,15 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// eventually polls cond every 20ms until it holds, failing the test with
-// what when the deadline passes first.
-func eventually(t *testing.T, d time.Duration, what func() string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v: %s", d, what())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+// poll is how often the tests' require.EventuallyWithT checks its condition.
+const poll = 20 * time.Millisecond
+
+// testingT is what the helpers that read state need: the test's *testing.T,
+// or the *assert.CollectT of a require.EventuallyWithT condition, which runs
+// on another goroutine and so must report to the CollectT, not the test.
+type testingT interface {
+	require.TestingT
+	Helper()
 }
 
 // writeFile writes a file under dir and returns its path.

@@ -72,13 +72,11 @@ func TestDeadLetterExample(t *testing.T) {
 
 	dlq := filepath.Join(dlqDir, "dlq-orders.jsonl")
 	wantRejected := n / 40
-	eventually(t, 30*time.Second, func() string {
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		a, r := c.counts()
-		return fmt.Sprintf("%d accepted, %d rejected, %d in the DLQ", a, r, len(readLines(t, dlq)))
-	}, func() bool {
-		a, _ := c.counts()
-		return a == n-wantRejected && distinct(readLines(t, dlq)) == wantRejected
-	})
+		assert.Equal(ct, n-wantRejected, a, "records accepted (%d rejected)", r)
+		assert.Equal(ct, wantRejected, distinct(readLines(ct, dlq)), "records in the DLQ")
+	}, 30*time.Second, poll)
 	for _, l := range readLines(t, dlq) {
 		assert.True(t, poison(l.Value), "only rejected records are dead-lettered: %+v", l)
 		assert.Equal(t, "orders", l.Topic)
@@ -90,10 +88,9 @@ func TestDeadLetterExample(t *testing.T) {
 
 	// Dead-lettered records count as delivered: the watermark passes them.
 	ends := k.endOffsets(t, "orders")
-	eventually(t, 20*time.Second, func() string {
-		return fmt.Sprintf("commits %v to reach %v", k.committed(t, "orders-to-http-with-dlq", "orders"), ends)
-	},
-		func() bool { return assert.ObjectsAreEqual(ends, k.committed(t, "orders-to-http-with-dlq", "orders")) })
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		assert.Equal(ct, ends, k.committed(ct, "orders-to-http-with-dlq", "orders"), "commits reach the log end")
+	}, 20*time.Second, poll)
 	require.Equal(t, 0, p.interrupt(t))
 }
 
@@ -113,10 +110,11 @@ func TestStreamsExample(t *testing.T) {
 	args := append([]string{"-c", exampleConfig("streams-main.yaml"), "-s", "http.address=" + addr, "-s", "logger.level=error", "streams"}, streamFiles...)
 	p := startBinary(t, []string{"KAFKA_BROKERS=" + k.addr, "ORDERS_URL=" + url, "PAYMENTS_FILE=" + payments}, args...)
 
-	eventually(t, 30*time.Second, func() string {
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
 		a, _ := c.counts()
-		return fmt.Sprintf("%d orders posted, %d payments written", a, distinct(readLines(t, payments)))
-	}, func() bool { a, _ := c.counts(); return a == 100 && distinct(readLines(t, payments)) == 60 })
+		assert.Equal(ct, 100, a, "orders posted")
+		assert.Equal(ct, 60, distinct(readLines(ct, payments)), "payments written")
+	}, 30*time.Second, poll)
 	c.mu.Lock()
 	for body := range c.accepted {
 		assert.True(t, strings.HasPrefix(body, "orders-"), "the orders stream posted %q", body)
@@ -127,19 +125,16 @@ func TestStreamsExample(t *testing.T) {
 	}
 
 	want := map[string]map[int32]int64{"orders": k.endOffsets(t, "orders"), "payments": k.endOffsets(t, "payments")}
-	var series []map[string]string
-	eventually(t, 20*time.Second, func() string { return fmt.Sprintf("committed series %v to reach %v", series, want) }, func() bool {
-		series, err = committedSeries("http://" + addr + "/metrics")
-		if err != nil {
-			return false
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		series, err := committedSeries("http://" + addr + "/metrics")
+		if !assert.NoError(ct, err) {
+			return
 		}
 		for _, s := range series {
-			if s["stream"] != s["topic"] { // each example stream consumes the topic it is named after
-				return false
-			}
+			assert.Equal(ct, s["topic"], s["stream"], "each example stream consumes the topic it is named after: %v", s)
 		}
-		return assert.ObjectsAreEqual(want, byTopic(series))
-	})
+		assert.Equal(ct, want, byTopic(series), "committed series at the log end")
+	}, 20*time.Second, poll)
 	assert.Equal(t, want["orders"], k.committed(t, "orders-stream", "orders"))
 	assert.Equal(t, want["payments"], k.committed(t, "payments-stream", "payments"))
 	require.Equal(t, 0, p.interrupt(t))

@@ -46,7 +46,7 @@ func (k *testKafka) produce(t *testing.T, topic string, partitions int32, n int)
 }
 
 // endOffsets returns each partition's log end offset.
-func (k *testKafka) endOffsets(t *testing.T, topic string) map[int32]int64 {
+func (k *testKafka) endOffsets(t testingT, topic string) map[int32]int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -60,7 +60,7 @@ func (k *testKafka) endOffsets(t *testing.T, topic string) map[int32]int64 {
 
 // committed returns the group's committed offsets of the topic (absent
 // partitions have none).
-func (k *testKafka) committed(t *testing.T, group, topic string) map[int32]int64 {
+func (k *testKafka) committed(t testingT, group, topic string) map[int32]int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

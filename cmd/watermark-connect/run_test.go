@@ -52,7 +52,7 @@ type outLine struct {
 
 // readLines returns the JSON lines written so far to a file output; a
 // missing file or a partly written last line count as not there yet.
-func readLines(t *testing.T, path string) []outLine {
+func readLines(t testingT, path string) []outLine {
 	t.Helper()
 	f, err := os.Open(path)
 	if os.IsNotExist(err) {
@@ -110,8 +110,9 @@ logger:
   level: warn
 `)
 			p := startBinary(t, nil, tc.args(cfg)...)
-			eventually(t, 30*time.Second, func() string { return fmt.Sprintf("%d records in %s", distinct(readLines(t, out)), out) },
-				func() bool { return distinct(readLines(t, out)) == n })
+			require.EventuallyWithT(t, func(ct *assert.CollectT) {
+				assert.Equal(ct, n, distinct(readLines(ct, out)), "distinct records in %s", out)
+			}, 30*time.Second, poll)
 			require.False(t, p.exited(), "the pipeline keeps running: %s", p.out.String())
 			require.Equal(t, 0, p.interrupt(t), "graceful shutdown exits 0:\n%s", p.out.String())
 			assert.Equal(t, k.endOffsets(t, topic), k.committed(t, "g-"+tc.name, topic),
@@ -204,8 +205,9 @@ logger:
 	p := startBinary(t, nil, args...)
 
 	for id, s := range streams {
-		eventually(t, 30*time.Second, func() string { return fmt.Sprintf("stream %s: %d records", id, distinct(readLines(t, outs[id]))) },
-			func() bool { return distinct(readLines(t, outs[id])) == counts[id] })
+		require.EventuallyWithT(t, func(ct *assert.CollectT) {
+			assert.Equal(ct, counts[id], distinct(readLines(ct, outs[id])), "stream %s: distinct records", id)
+		}, 30*time.Second, poll)
 		for _, l := range readLines(t, outs[id]) {
 			require.Equal(t, s.topic, l.Topic, "stream %s got a record of another topic: %+v", id, l)
 		}
@@ -219,17 +221,17 @@ logger:
 		want[s.topic] = k.endOffsets(t, s.topic)
 	}
 	var series []map[string]string
-	var scrapeErr error
-	eventually(t, 30*time.Second, func() string {
-		return fmt.Sprintf("committed offsets at the log end %v (broker: %v %v) on %s; last scrape %v: %v", want, k.committed(t, "orders-group", "orders-topic"), k.committed(t, "payments-group", "payments-topic"), url, scrapeErr, series)
-	},
-		func() bool {
-			series, scrapeErr = committedSeries(url)
-			if scrapeErr != nil {
-				return false
-			}
-			return assert.ObjectsAreEqual(want, byTopic(series))
-		})
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		s, err := committedSeries(url)
+		if !assert.NoError(ct, err, "scraping %s", url) {
+			return
+		}
+		series = s
+		if !assert.Equal(ct, want, byTopic(s), "committed offsets at the log end on %s; scraped %v", url, s) {
+			ct.Errorf("the broker's committed offsets: orders %v, payments %v",
+				k.committed(ct, "orders-group", "orders-topic"), k.committed(ct, "payments-group", "payments-topic"))
+		}
+	}, 30*time.Second, poll)
 	paths := map[string]string{}
 	for _, s := range series {
 		id := s["stream"]
