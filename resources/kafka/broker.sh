@@ -200,6 +200,16 @@ terminate() {
 }
 
 STARTED_PID=
+# Whether the process launched by launch_and_wait still runs. Not broker_pid: until nohup and java
+# have exec'd, the child's cmdline is still this script's, and during an exec it reads empty, so
+# broker_pid says "gone" for a moment after the launch (seen: about 1 check in 7 right after it,
+# which failed a start). The process state has no such gap; a zombie (Z) has exited.
+started_alive() {
+    local stat
+    [[ -n $STARTED_PID ]] && read -r stat 2>/dev/null <"/proc/$STARTED_PID/stat" || return 1
+    stat=${stat##*) }
+    [[ ${stat%% *} != [ZX] ]]
+}
 # Any failure after launch (timeout, probe error, Ctrl-C, set -e) must not leave a half-started
 # broker behind, and must show why it failed.
 abort_start() {
@@ -240,7 +250,7 @@ launch_and_wait() {
     local deadline=$((SECONDS + KAFKA_START_TIMEOUT))
     until port_open "$KAFKA_PORT" &&
         "$PROBE" -q -timeout 5s -brokers "127.0.0.1:$KAFKA_PORT" 2>>"$LOG_DIR/probe.log"; do
-        broker_pid >/dev/null || { log "broker exited during start"; exit 1; }
+        started_alive || { log "broker exited during start"; exit 1; }
         ((SECONDS < deadline)) || { log "broker not ready after ${KAFKA_START_TIMEOUT}s"; exit 1; }
         sleep 0.2
     done
