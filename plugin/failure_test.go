@@ -35,22 +35,22 @@ func TestFailedBatchStallsOnlyItsPartition(t *testing.T) {
 `), 2)
 
 	ends := c.endOffsets(t, topic, partitions)
-	eventually(t, 30*time.Second, "healthy partitions to commit to the end", func() bool {
+	require.Eventually(t, func() bool {
 		return c.lastCommit("stall", topic, 0) == ends[0] && c.lastCommit("stall", topic, 2) == ends[2] && c.lastCommit("stall", topic, 3) == ends[3]
-	})
+	}, 30*time.Second, 10*time.Millisecond, "healthy partitions to commit to the end")
 	mu.Lock()
 	first := failedFirst
 	mu.Unlock()
 	require.GreaterOrEqual(t, first, int64(0), "the batch with offset 100 was delivered")
 
 	g := s.gauges
-	eventually(t, 10*time.Second, "the stalled partition to report stalled, paused and an aging watermark", func() bool {
-		return g.get(metricStalled, topic, 1) == 1 && g.get(metricPaused, topic, 1) == 1 && g.get(metricAge, topic, 1) >= 1
-	})
-	require.Equal(t, int64(maxPending), g.get(metricPending, topic, 1), "pending stops at the limit")
-	require.Equal(t, int64(0), g.get(metricStalled, topic, 0))
+	require.Eventually(t, func() bool {
+		return g.Get(metricStalled, topic, 1) == 1 && g.Get(metricPaused, topic, 1) == 1 && g.Get(metricAge, topic, 1) >= 1
+	}, 10*time.Second, 10*time.Millisecond, "the stalled partition to report stalled, paused and an aging watermark")
+	require.Equal(t, int64(maxPending), g.Get(metricPending, topic, 1), "pending stops at the limit")
+	require.Equal(t, int64(0), g.Get(metricStalled, topic, 0))
 	require.LessOrEqual(t, c.lastCommit("stall", topic, 1), first, "never past the failed batch")
-	eventually(t, 5*time.Second, "the commit up to the failed batch", func() bool { return c.lastCommit("stall", topic, 1) == first })
+	require.Eventually(t, func() bool { return c.lastCommit("stall", topic, 1) == first }, 5*time.Second, 10*time.Millisecond, "the commit up to the failed batch")
 
 	// Paused at the limit: nothing beyond max_pending_batches batches after
 	// the failed one is delivered.
@@ -66,9 +66,9 @@ func TestFailedBatchStallsOnlyItsPartition(t *testing.T) {
 	// although no fetch response reports its log end any more.
 	c.produce(t, topic, partitions, 40) // 10 more records per partition
 	newEnd := c.endOffsets(t, topic, partitions)[1]
-	eventually(t, 10*time.Second, "the paused partition's lag to follow its log end", func() bool {
-		return g.get(metricLag, topic, 1) == newEnd-first
-	})
+	require.Eventually(t, func() bool {
+		return g.Get(metricLag, topic, 1) == newEnd-first
+	}, 10*time.Second, 10*time.Millisecond, "the paused partition's lag to follow its log end")
 	st.stop(t)
 	require.Equal(t, first, c.lastCommit("stall", topic, 1), "shutdown commits nothing past the failure")
 }
@@ -102,7 +102,7 @@ func TestNackRetryRecoversInProcess(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, 3, attempts, "two failures, then success on the third attempt")
-	require.Zero(t, s.gauges.get(metricStalled, topic, 0))
+	require.Zero(t, s.gauges.Get(metricStalled, topic, 0))
 }
 
 // Regression: a retry handed out the very messages of the attempt before, so

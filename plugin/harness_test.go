@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
+
+	"github.com/watermark-connect/watermark-connect/internal/memmetrics"
 )
 
 // cluster is an in-process kfake cluster whose every OffsetCommit is audited
@@ -170,7 +172,7 @@ type sink struct {
 	batches   int                       // batches written
 	decide    func(b []rec) (time.Duration, error)
 	onWrite   func(b []rec)
-	gauges    *gaugeStore // metrics of the stream(s) writing here
+	gauges    *memmetrics.Store // metrics of the stream(s) writing here
 }
 
 type rec struct {
@@ -181,7 +183,7 @@ type rec struct {
 }
 
 func newSink() *sink {
-	return &sink{delivered: map[string]int{}, acked: map[string]map[int64]bool{}, contig: map[string]int64{}, gauges: newGaugeStore()}
+	return &sink{delivered: map[string]int{}, acked: map[string]map[int64]bool{}, contig: map[string]int64{}, gauges: memmetrics.New()}
 }
 
 func (s *sink) firstUnacked(topic string, p int32) int64 {
@@ -275,7 +277,7 @@ func testEnv(t *testing.T, s *sink, maxInFlight int) *service.Environment {
 
 // testEnvWith is testEnv with a member-specific decide function and gauge
 // store.
-func testEnvWith(t *testing.T, s *sink, maxInFlight int, decide func([]rec) (time.Duration, error), g *gaugeStore) *service.Environment {
+func testEnvWith(t *testing.T, s *sink, maxInFlight int, decide func([]rec) (time.Duration, error), g *memmetrics.Store) *service.Environment {
 	t.Helper()
 	env := service.NewEnvironment()
 	require.NoError(t, Register(env))
@@ -283,8 +285,7 @@ func testEnvWith(t *testing.T, s *sink, maxInFlight int, decide func([]rec) (tim
 		func(*service.ParsedConfig, *service.Resources) (service.BatchOutput, service.BatchPolicy, int, error) {
 			return sinkOutput{s: s, decide: decide}, service.BatchPolicy{}, maxInFlight, nil
 		}))
-	require.NoError(t, env.RegisterMetricsExporter("test_metrics", service.NewConfigSpec(),
-		func(*service.ParsedConfig, *service.Logger) (service.MetricsExporter, error) { return g, nil }))
+	require.NoError(t, g.Register(env, "test_metrics"))
 	return env
 }
 
@@ -340,66 +341,6 @@ kafka_watermark:
   drain_timeout: 2s
 %s`, addr, topic, group, extra)
 }
-
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// gaugeStore is a metrics exporter that keeps the last value of every gauge
-// and the total of every counter, keyed "name topic/partition".
-type gaugeStore struct {
-	mu sync.Mutex
-	m  map[string]int64
-}
-
-func newGaugeStore() *gaugeStore { return &gaugeStore{m: map[string]int64{}} }
-
-func (g *gaugeStore) get(name, topic string, p int32) int64 {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.m[fmt.Sprintf("%s %s/%d", name, topic, p)]
-}
-
-func (g *gaugeStore) key(name string, keys, values []string) string {
-	var topic, part string
-	for i, k := range keys {
-		switch k {
-		case "topic":
-			topic = values[i]
-		case "partition":
-			part = values[i]
-		}
-	}
-	return fmt.Sprintf("%s %s/%s", name, topic, part)
-}
-
-type storeMetric struct {
-	g *gaugeStore
-	k string
-}
-
-func (m storeMetric) Incr(n int64) { m.g.mu.Lock(); m.g.m[m.k] += n; m.g.mu.Unlock() }
-func (m storeMetric) Set(v int64)  { m.g.mu.Lock(); m.g.m[m.k] = v; m.g.mu.Unlock() }
-func (m storeMetric) Timing(int64) {}
-
-func (g *gaugeStore) NewCounterCtor(name string, keys ...string) service.MetricsExporterCounterCtor {
-	return func(vs ...string) service.MetricsExporterCounter { return storeMetric{g: g, k: g.key(name, keys, vs)} }
-}
-func (g *gaugeStore) NewTimerCtor(name string, keys ...string) service.MetricsExporterTimerCtor {
-	return func(vs ...string) service.MetricsExporterTimer { return storeMetric{g: g, k: g.key(name, keys, vs)} }
-}
-func (g *gaugeStore) NewGaugeCtor(name string, keys ...string) service.MetricsExporterGaugeCtor {
-	return func(vs ...string) service.MetricsExporterGauge { return storeMetric{g: g, k: g.key(name, keys, vs)} }
-}
-func (g *gaugeStore) Close(context.Context) error { return nil }
 
 func key3(topic string, p int32, off int64) string { return fmt.Sprintf("%s/%d/%d", topic, p, off) }
 

@@ -13,14 +13,14 @@ import (
 // waitCommitted waits until every partition's last commit equals its log end.
 func waitCommitted(t *testing.T, c *cluster, group, topic string, ends map[int32]int64) {
 	t.Helper()
-	eventually(t, 30*time.Second, "commits to reach the log end", func() bool {
+	require.Eventually(t, func() bool {
 		for p, end := range ends {
 			if c.lastCommit(group, topic, p) != end {
 				return false
 			}
 		}
 		return true
-	})
+	}, 30*time.Second, 10*time.Millisecond, "commits to reach the log end")
 }
 
 func TestOutOfOrderAcksCommitToEnd(t *testing.T) {
@@ -66,7 +66,7 @@ func TestOutOfOrderAcksCommitToEnd(t *testing.T) {
 			_, dupsBefore := s.counts()
 			st2 := startStream(t, env, inputYAML(c.addr, topic, "g", ""), 1)
 			c.produce(t, topic, partitions, partitions) // one new record per partition
-			eventually(t, 20*time.Second, "the new records", func() bool { d, _ := s.counts(); return d >= n+partitions })
+			require.Eventually(t, func() bool { d, _ := s.counts(); return d >= n+partitions }, 20*time.Second, 10*time.Millisecond, "the new records")
 			st2.stop(t)
 			d, dups := s.counts()
 			require.Equal(t, dupsBefore, dups, "a restart delivers nothing twice")
@@ -97,8 +97,8 @@ func TestCheckpointCaptureScenario(t *testing.T) {
 		return 0, nil
 	}
 	st := startStream(t, testEnv(t, s, 8), inputYAML(c.addr, topic, "cc", "  batch_max_records: 1\n"), 1)
-	eventually(t, 10*time.Second, "five deliveries", func() bool { d, _ := s.counts(); return d == 5 })
-	eventually(t, 10*time.Second, "commit at C", func() bool { return c.lastCommit("cc", topic, 0) == 2 })
+	require.Eventually(t, func() bool { d, _ := s.counts(); return d == 5 }, 10*time.Second, 10*time.Millisecond, "five deliveries")
+	require.Eventually(t, func() bool { return c.lastCommit("cc", topic, 0) == 2 }, 10*time.Second, 10*time.Millisecond, "commit at C")
 	st.stop(t)
 	require.Equal(t, int64(2), c.lastCommit("cc", topic, 0), "no commit past the nacked C")
 
@@ -108,8 +108,8 @@ func TestCheckpointCaptureScenario(t *testing.T) {
 	c.sink = s2
 	c.mu.Unlock()
 	st2 := startStream(t, testEnv(t, s2, 8), inputYAML(c.addr, topic, "cc", "  batch_max_records: 1\n"), 1)
-	eventually(t, 10*time.Second, "C, D, E again", func() bool { d, _ := s2.counts(); return d == 3 })
-	eventually(t, 10*time.Second, "commit at the end", func() bool { return c.lastCommit("cc", topic, 0) == 5 })
+	require.Eventually(t, func() bool { d, _ := s2.counts(); return d == 3 }, 10*time.Second, 10*time.Millisecond, "C, D, E again")
+	require.Eventually(t, func() bool { return c.lastCommit("cc", topic, 0) == 5 }, 10*time.Second, 10*time.Millisecond, "commit at the end")
 	st2.stop(t)
 	s2.mu.Lock()
 	defer s2.mu.Unlock()

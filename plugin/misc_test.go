@@ -59,7 +59,7 @@ func TestDuplicateAckIsIgnored(t *testing.T) {
 		require.NoError(t, acks[i](ctx, nil))
 		require.NoError(t, acks[i](ctx, errors.New("repeat must be ignored")))
 	}
-	eventually(t, 10*time.Second, "commit to the end", func() bool { return c.lastCommit("dup", topic, 0) == 30 })
+	require.Eventually(t, func() bool { return c.lastCommit("dup", topic, 0) == 30 }, 10*time.Second, 10*time.Millisecond, "commit to the end")
 	require.NoError(t, in.Close(ctx))
 }
 
@@ -108,7 +108,7 @@ func TestUnreachableBrokersAtStart(t *testing.T) {
 	defer kc.Close()
 	c := &cluster{Cluster: kc, addr: addr}
 	c.produce(t, "t", 1, 10)
-	eventually(t, 30*time.Second, "records after the broker came up", func() bool { d, _ := s.counts(); return d == 10 })
+	require.Eventually(t, func() bool { d, _ := s.counts(); return d == 10 }, 30*time.Second, 10*time.Millisecond, "records after the broker came up")
 	st.stop(t)
 }
 
@@ -137,7 +137,7 @@ func TestShutdownRacingAcks(t *testing.T) {
 		before := s.batches
 		s.mu.Unlock()
 		st := startStream(t, env, inputYAML(c.addr, topic, "race", "  batch_max_records: 20\n"), 4)
-		eventually(t, 10*time.Second, "some progress", func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.batches > before+10 })
+		require.Eventually(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.batches > before+10 }, 10*time.Second, 10*time.Millisecond, "some progress")
 		st.stop(t)
 	}
 	s.decide = nil
@@ -162,7 +162,7 @@ func TestStartOffsetCommittedSkipsUncommittedPartitions(t *testing.T) {
 
 	s := newSink()
 	st := startStream(t, testEnv(t, s, 4), inputYAML(c.addr, topic, "sc", "  start_offset: committed\n"), 1)
-	eventually(t, 20*time.Second, "partition 0 from its commit", func() bool { return c.lastCommit("sc", topic, 0) == 20 })
+	require.Eventually(t, func() bool { return c.lastCommit("sc", topic, 0) == 20 }, 20*time.Second, 10*time.Millisecond, "partition 0 from its commit")
 	st.stop(t)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -187,7 +187,7 @@ func TestWithdrawnReadGivesTheBatchBack(t *testing.T) {
 	// cancelled ReadBatch would.
 	req := &readReq{reply: make(chan *inflight, 1)}
 	o.readCh <- req
-	eventually(t, 10*time.Second, "the owner to answer", func() bool { return len(req.reply) == 1 })
+	require.Eventually(t, func() bool { return len(req.reply) == 1 }, 10*time.Second, 10*time.Millisecond, "the owner to answer")
 	in.withdraw(o, withdrawReq{req: req})
 
 	b, ack, err := in.ReadBatch(ctx)
@@ -195,13 +195,13 @@ func TestWithdrawnReadGivesTheBatchBack(t *testing.T) {
 	off, _ := b[0].MetaGetMut("kafka_offset")
 	require.Equal(t, 0, off, "the given-back batch goes out first")
 	require.NoError(t, ack(ctx, nil))
-	eventually(t, 10*time.Second, "commit through the first batch", func() bool { return c.lastCommit("wd", topic, 0) == 5 })
+	require.Eventually(t, func() bool { return c.lastCommit("wd", topic, 0) == 5 }, 10*time.Second, 10*time.Millisecond, "commit through the first batch")
 
 	// Withdraw the second batch too, then close: nothing is in the
 	// pipeline, so Close must not sit out the 60s drain_timeout.
 	req = &readReq{reply: make(chan *inflight, 1)}
 	o.readCh <- req
-	eventually(t, 10*time.Second, "the owner to answer", func() bool { return len(req.reply) == 1 })
+	require.Eventually(t, func() bool { return len(req.reply) == 1 }, 10*time.Second, 10*time.Millisecond, "the owner to answer")
 	in.withdraw(o, withdrawReq{req: req})
 	start := time.Now()
 	require.NoError(t, in.Close(context.Background()))

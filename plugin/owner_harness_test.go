@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/watermark-connect/watermark-connect/internal/memmetrics"
 )
 
 // The owner's unit tests run the owner and committer goroutines alone, in a
@@ -152,7 +154,7 @@ func init() {
 			if !ok {
 				return nil, fmt.Errorf("no store %q", id)
 			}
-			return g.(*gaugeStore), nil
+			return g.(*memmetrics.Store), nil
 		}); err != nil {
 		panic(err)
 	}
@@ -160,9 +162,9 @@ func init() {
 
 // testMetrics returns the input's metrics, reporting to a gauge store. Call
 // it outside the bubble: Benthos resources are built there.
-func testMetrics(t *testing.T) (*metrics, *gaugeStore) {
+func testMetrics(t *testing.T) (*metrics, *memmetrics.Store) {
 	t.Helper()
-	g := newGaugeStore()
+	g := memmetrics.New()
 	testStores.Store(t.Name(), g)
 	b := service.NewResourceBuilder()
 	require.NoError(t, b.SetMetricsYAML(fmt.Sprintf("owner_test_metrics: { id: %q }", t.Name())))

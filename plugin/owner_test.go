@@ -125,7 +125,7 @@ func TestOwnerDrainTimesOutAndLaterAcksAreLate(t *testing.T) {
 		offsets := <-reply
 		require.Equal(t, int64(2), offsets["t"][0].Offset, "the watermark stops before b")
 		h.ack(b, nil)
-		require.Equal(t, int64(1), g.get(metricLateAcks, "t", 0), "an ack after the drain is late")
+		require.Equal(t, int64(1), g.Get(metricLateAcks, "t", 0), "an ack after the drain is late")
 	})
 }
 
@@ -202,19 +202,19 @@ func TestOwnerGaugesHaveTheirOwnClock(t *testing.T) {
 		h.ack(a, errors.New("rejected"))
 		time.Sleep(time.Second)
 		synctest.Wait()
-		require.Equal(t, int64(1), g.get(metricStalled, "t", 0), "the stall shows within a second")
-		require.Equal(t, int64(1), g.get(metricPaused, "t", 0))
-		require.Equal(t, int64(1), g.get(metricAge, "t", 0))
+		require.Equal(t, int64(1), g.Get(metricStalled, "t", 0), "the stall shows within a second")
+		require.Equal(t, int64(1), g.Get(metricPaused, "t", 0))
+		require.Equal(t, int64(1), g.Get(metricAge, "t", 0))
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
-		require.Equal(t, int64(3), g.get(metricAge, "t", 0), "the age moves every second")
+		require.Equal(t, int64(3), g.Get(metricAge, "t", 0), "the age moves every second")
 
 		h.cl.mu.Lock()
 		h.cl.ends = kadm.ListedOffsets{"t": {0: {Topic: "t", Partition: 0, Offset: 50}}}
 		h.cl.mu.Unlock()
 		time.Sleep(2 * time.Second) // 5s since start: the first lag refresh
 		synctest.Wait()
-		require.Equal(t, int64(50), g.get(metricLag, "t", 0), "the paused partition's log end is queried every topic_lag_refresh_period")
+		require.Equal(t, int64(50), g.Get(metricLag, "t", 0), "the paused partition's log end is queried every topic_lag_refresh_period")
 		require.Empty(t, h.cl.commits, "no commit tick has passed")
 	})
 }
@@ -232,8 +232,8 @@ func TestOwnerEndedEpochGaugesReadZero(t *testing.T) {
 		h.ack(a, nil)
 		time.Sleep(2 * time.Second) // a commit tick, then a gauge tick after its result
 		synctest.Wait()
-		require.Equal(t, int64(2), g.get(metricCommitted, "t", 0))
-		require.Equal(t, int64(8), g.get(metricLag, "t", 0))
+		require.Equal(t, int64(2), g.Get(metricCommitted, "t", 0))
+		require.Equal(t, int64(8), g.Get(metricLag, "t", 0))
 
 		block := make(chan struct{})
 		h.cl.mu.Lock()
@@ -246,11 +246,11 @@ func TestOwnerEndedEpochGaugesReadZero(t *testing.T) {
 		reply := h.revoke(tp0)
 		<-reply
 		for _, name := range []string{metricCommitted, metricLag, metricPending, metricAge, metricStalled, metricPaused} {
-			require.Zero(t, g.get(name, "t", 0), "%s of a revoked partition", name)
+			require.Zero(t, g.Get(name, "t", 0), "%s of a revoked partition", name)
 		}
 		close(block) // the periodic commit of the ended epoch completes
 		time.Sleep(time.Second)
 		synctest.Wait()
-		require.Zero(t, g.get(metricCommitted, "t", 0), "a commit of an ended epoch sets no gauge")
+		require.Zero(t, g.Get(metricCommitted, "t", 0), "a commit of an ended epoch sets no gauge")
 	})
 }

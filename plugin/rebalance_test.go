@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/watermark-connect/watermark-connect/internal/memmetrics"
 )
 
 // A second member joins while the first holds batches in flight: the first
@@ -30,7 +32,7 @@ func TestRevokeDrainLateAcksAndReassign(t *testing.T) {
 			release := newGate(t)
 			var mu sync.Mutex
 			held := 0
-			gA := newGaugeStore()
+			gA := memmetrics.New()
 			decideA := func(b []rec) (time.Duration, error) {
 				mu.Lock()
 				hold := held < 6
@@ -45,11 +47,11 @@ func TestRevokeDrainLateAcksAndReassign(t *testing.T) {
 			}
 			extra := fmt.Sprintf("  batch_max_records: 20\n  drain_timeout: 500ms\n  group_protocol: %s\n", protocol)
 			stA := startStream(t, testEnvWith(t, s, 8, decideA, gA), inputYAML(c.addr, topic, "reb", extra), 2)
-			eventually(t, 20*time.Second, "member A to hold 6 batches", func() bool {
+			require.Eventually(t, func() bool {
 				mu.Lock()
 				defer mu.Unlock()
 				return held == 6
-			})
+			}, 20*time.Second, 10*time.Millisecond, "member A to hold 6 batches")
 
 			// Member B joins: A revokes some partitions with batches held
 			// past the drain timeout.
@@ -60,12 +62,12 @@ func TestRevokeDrainLateAcksAndReassign(t *testing.T) {
 				bBatches++
 				return 0, nil
 			}
-			stB := startStream(t, testEnvWith(t, s, 8, decideB, newGaugeStore()), inputYAML(c.addr, topic, "reb", extra), 1)
-			eventually(t, 30*time.Second, "member B to consume", func() bool {
+			stB := startStream(t, testEnvWith(t, s, 8, decideB, memmetrics.New()), inputYAML(c.addr, topic, "reb", extra), 1)
+			require.Eventually(t, func() bool {
 				mu.Lock()
 				defer mu.Unlock()
 				return bBatches > 3
-			})
+			}, 30*time.Second, 10*time.Millisecond, "member B to consume")
 
 			// B leaves: its partitions return to A under a new epoch.
 			stB.stop(t)
@@ -78,7 +80,7 @@ func TestRevokeDrainLateAcksAndReassign(t *testing.T) {
 			require.Equal(t, n, distinct, "every record delivered")
 			var late int64
 			for p := range int32(partitions) {
-				late += gA.get(metricLateAcks, topic, p)
+				late += gA.Get(metricLateAcks, topic, p)
 			}
 			require.Positive(t, late, "acks of batches held across the revoke are counted late")
 			t.Logf("protocol %s: %d duplicate deliveries, %d late acks", protocol, dups, late)
@@ -119,7 +121,7 @@ func TestInjectedCommitErrors(t *testing.T) {
 	st.stop(t)
 	var errs int64
 	for p := range int32(partitions) {
-		errs += s.gauges.get(metricCommitErrors, topic, p)
+		errs += s.gauges.Get(metricCommitErrors, topic, p)
 	}
 	require.Positive(t, errs, "commit errors are counted")
 	distinct, _ := s.counts()
@@ -164,27 +166,27 @@ func TestPausedPartitionFetchedAfterComingBack(t *testing.T) {
 		return 0, nil
 	}
 	extra := "  batch_max_records: 10\n  max_pending_batches: 2\n  drain_timeout: 500ms\n"
-	gA := newGaugeStore()
+	gA := memmetrics.New()
 	stA := startStream(t, testEnvWith(t, s, 4, failFirst, gA), inputYAML(c.addr, topic, "back", extra), 1)
-	eventually(t, 20*time.Second, "both partitions stalled and paused on A", func() bool {
-		return gA.get(metricPaused, topic, 0) == 1 && gA.get(metricPaused, topic, 1) == 1
-	})
+	require.Eventually(t, func() bool {
+		return gA.Get(metricPaused, topic, 0) == 1 && gA.Get(metricPaused, topic, 1) == 1
+	}, 20*time.Second, 10*time.Millisecond, "both partitions stalled and paused on A")
 
 	// B takes one partition, consumes it to the end, and leaves.
-	stB := startStream(t, testEnvWith(t, s, 4, nil, newGaugeStore()), inputYAML(c.addr, topic, "back", extra), 1)
+	stB := startStream(t, testEnvWith(t, s, 4, nil, memmetrics.New()), inputYAML(c.addr, topic, "back", extra), 1)
 	ends := c.endOffsets(t, topic, partitions)
-	eventually(t, 30*time.Second, "B to commit one partition to the end", func() bool {
+	require.Eventually(t, func() bool {
 		return c.lastCommit("back", topic, 0) == ends[0] || c.lastCommit("back", topic, 1) == ends[1]
-	})
+	}, 30*time.Second, 10*time.Millisecond, "B to commit one partition to the end")
 	stB.stop(t)
 
 	// New records on both partitions: the one that came back to A must be
 	// fetched and committed to its new end.
 	c.produce(t, topic, partitions, 20)
 	ends = c.endOffsets(t, topic, partitions)
-	eventually(t, 30*time.Second, "the returned partition committed to its new end", func() bool {
+	require.Eventually(t, func() bool {
 		return c.lastCommit("back", topic, 0) == ends[0] || c.lastCommit("back", topic, 1) == ends[1]
-	})
+	}, 30*time.Second, 10*time.Millisecond, "the returned partition committed to its new end")
 	stA.stop(t)
 }
 
@@ -220,13 +222,13 @@ func TestRevokeCommitsDrainedBatches(t *testing.T) {
 		return nil, nil, false
 	})
 	extra := "  batch_max_records: 10\n  drain_timeout: 4s\n  commit_period: 1h\n"
-	stA := startStream(t, testEnvWith(t, s, 8, holdAll, newGaugeStore()), inputYAML(c.addr, topic, "drain", extra), 2)
-	eventually(t, 20*time.Second, "A to hold 8 batches", func() bool { mu.Lock(); defer mu.Unlock(); return held == 8 })
+	stA := startStream(t, testEnvWith(t, s, 8, holdAll, memmetrics.New()), inputYAML(c.addr, topic, "drain", extra), 2)
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return held == 8 }, 20*time.Second, 10*time.Millisecond, "A to hold 8 batches")
 	mu.Lock()
 	bStarted = true
 	mu.Unlock()
-	stB := startStream(t, testEnvWith(t, s, 8, nil, newGaugeStore()), inputYAML(c.addr, topic, "drain", extra), 1)
-	eventually(t, 30*time.Second, "every record delivered", func() bool { d, _ := s.counts(); return d == n })
+	stB := startStream(t, testEnvWith(t, s, 8, nil, memmetrics.New()), inputYAML(c.addr, topic, "drain", extra), 1)
+	require.Eventually(t, func() bool { d, _ := s.counts(); return d == n }, 30*time.Second, 10*time.Millisecond, "every record delivered")
 	stB.stop(t)
 	stA.stop(t)
 	ends := c.endOffsets(t, topic, partitions)

@@ -14,6 +14,8 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/memmetrics"
 )
 
 // BenchmarkThroughput runs kafka_watermark and a baseline input side by side
@@ -127,9 +129,8 @@ func produceBench(b *testing.B, addr string, n int) {
 // consumeAll runs one stream until the drop output has sent n messages and
 // returns the wall time and the process CPU time it took.
 func consumeAll(b *testing.B, env *service.Environment, inputYAML string, n int) (time.Duration, time.Duration) {
-	g := newGaugeStore()
-	env.RegisterMetricsExporter("bench_metrics", service.NewConfigSpec(),
-		func(*service.ParsedConfig, *service.Logger) (service.MetricsExporter, error) { return g, nil })
+	g := memmetrics.New()
+	must(b, g.Register(env, "bench_metrics"))
 	sb := env.NewStreamBuilder()
 	must(b, sb.SetLoggerYAML("level: warn"))
 	must(b, sb.AddInputYAML(inputYAML))
@@ -141,7 +142,7 @@ func consumeAll(b *testing.B, env *service.Environment, inputYAML string, n int)
 	start := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- st.Run(context.Background()) }()
-	for g.get("output_sent", "", 0) < int64(n) && g.getRaw("output_sent /") < int64(n) {
+	for g.Get("output_sent", "", memmetrics.NoPartition) < int64(n) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	elapsed, cpu := time.Since(start), cpuTime()-cpu0
@@ -150,12 +151,6 @@ func consumeAll(b *testing.B, env *service.Environment, inputYAML string, n int)
 	must(b, st.Stop(ctx))
 	<-done
 	return elapsed, cpu
-}
-
-func (g *gaugeStore) getRaw(k string) int64 {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.m[k]
 }
 
 func cpuTime() time.Duration {
