@@ -15,7 +15,7 @@ SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${HOME:=$(getent passwd "$(id -u)" | cut -d: -f6)}"
 export HOME
 
-KAFKA_VERSION=${KAFKA_VERSION:-4.1.1}
+KAFKA_VERSION=${KAFKA_VERSION:-4.3.1}
 KAFKA_HOME_DIR=${KAFKA_HOME_DIR:-$HOME/.cache/watermark-connect/kafka-$KAFKA_VERSION}
 KAFKA_RUN_DIR=${KAFKA_RUN_DIR:-/tmp/watermark-connect-kafka}
 KAFKA_PORT=${KAFKA_PORT:-19092}
