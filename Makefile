@@ -1,5 +1,5 @@
 # Common commands. `make test` is what CI runs (.ci/run).
-.PHONY: demo test unit build bench fuzz broker-start broker-stop
+.PHONY: demo test unit lint build bench fuzz broker-start broker-stop
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -12,6 +12,12 @@ demo:
 # end-to-end tests against a real Kafka broker that this target starts.
 test:
 	bash resources/test.sh
+
+# golangci-lint v2 with the project's .golangci.yml, built from the Go module
+# proxy at a pinned version (cached after the first run). make test runs it.
+GOLANGCI_LINT ?= go run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.6.2
+lint:
+	$(GOLANGCI_LINT) run ./...
 
 # Unit tests only (no broker; -short skips tests/): a quick local loop.
 unit:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's full test suite, as CI runs it (`make test`, from .ci/run):
 #
-#   1. gofmt (fails on unformatted files, committed or not) and go vet;
+#   1. gofmt (fails on unformatted files, committed or not), go vet and
+#      golangci-lint (make lint, .golangci.yml);
 #   2. the unit tests with the race detector: every package but tests/;
 #   3. the monitoring checks (resources/monitoring/test.sh), if present;
 #   4. a real Kafka broker (resources/kafka/broker.sh start), stopped on exit
@@ -37,6 +38,9 @@ fi
 
 stage "go vet"
 go vet ./...
+
+stage "golangci-lint (make lint)"
+make --no-print-directory lint
 
 stage "unit tests: go test -race (all packages but tests/)"
 unit_pkgs=$(go list ./... | grep -v '/tests$')

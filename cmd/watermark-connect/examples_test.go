@@ -62,7 +62,13 @@ func TestDeadLetterExample(t *testing.T) {
 	)
 	k := newTestKafka(t, partitions, "orders")
 	k.produce(t, "orders", partitions, n)
-	poison := func(body string) bool { var i int; fmt.Sscanf(body, "orders-%d", &i); return i%40 == 7 }
+	poison := func(body string) bool {
+		var i int
+		if _, err := fmt.Sscanf(body, "orders-%d", &i); err != nil {
+			return false
+		}
+		return i%40 == 7
+	}
 	c, url := newCollector(t, poison)
 	dlqDir := t.TempDir()
 	p := startBinary(t, []string{"KAFKA_BROKERS=" + k.addr, "ORDERS_URL=" + url, "DLQ_PATH=" + dlqDir},
@@ -133,7 +139,7 @@ func TestStreamsExample(t *testing.T) {
 		for _, s := range series {
 			assert.Equal(ct, s["topic"], s["stream"], "each example stream consumes the topic it is named after: %v", s)
 		}
-		assert.Equal(ct, want, byTopic(series), "committed series at the log end")
+		assert.Equal(ct, want, byTopic(ct, series), "committed series at the log end")
 	}, 20*time.Second, poll)
 	assert.Equal(t, want["orders"], k.committed(t, "orders-stream", "orders"))
 	assert.Equal(t, want["payments"], k.committed(t, "payments-stream", "payments"))

@@ -124,16 +124,18 @@ logger:
 var seriesRE = regexp.MustCompile(`^kafka_watermark_committed_offset\{([^}]*)\}\s+(\S+)`)
 var labelRE = regexp.MustCompile(`(\w+)="([^"]*)"`)
 
-// committedSeries scrapes url and returns every kafka_watermark_committed_offset
-// series as its labels plus "value".
-// byTopic turns committed-offset series into topic -> partition -> offset.
-func byTopic(series []map[string]string) map[string]map[int32]int64 {
+// byTopic turns committed-offset series into topic -> partition -> offset;
+// a series whose partition or value does not parse fails ct.
+func byTopic(ct assert.TestingT, series []map[string]string) map[string]map[int32]int64 {
 	got := map[string]map[int32]int64{}
 	for _, s := range series {
 		var p int32
 		var v float64
-		fmt.Sscan(s["partition"], &p)
-		fmt.Sscan(s["value"], &v)
+		_, errP := fmt.Sscan(s["partition"], &p)
+		_, errV := fmt.Sscan(s["value"], &v)
+		if !assert.NoError(ct, errP, "partition of %v", s) || !assert.NoError(ct, errV, "value of %v", s) {
+			continue
+		}
 		if got[s["topic"]] == nil {
 			got[s["topic"]] = map[int32]int64{}
 		}
@@ -142,6 +144,8 @@ func byTopic(series []map[string]string) map[string]map[int32]int64 {
 	return got
 }
 
+// committedSeries scrapes url and returns every kafka_watermark_committed_offset
+// series as its labels plus "value".
 func committedSeries(url string) ([]map[string]string, error) {
 	resp, err := http.Get(url) //nolint:noctx // bounded by the client's default transport and the caller's deadline
 	if err != nil {
@@ -227,7 +231,7 @@ logger:
 			return
 		}
 		series = s
-		if !assert.Equal(ct, want, byTopic(s), "committed offsets at the log end on %s; scraped %v", url, s) {
+		if !assert.Equal(ct, want, byTopic(ct, s), "committed offsets at the log end on %s; scraped %v", url, s) {
 			ct.Errorf("the broker's committed offsets: orders %v, payments %v",
 				k.committed(ct, "orders-group", "orders-topic"), k.committed(ct, "payments-group", "payments-topic"))
 		}

@@ -86,7 +86,7 @@ func (c *demoCluster) ensureTopic(ctx context.Context, topic string, partitions 
 		c.cl.ForceMetadataRefresh()
 		select {
 		case <-ctx.Done():
-			return 0, false, fmt.Errorf("waiting for the new topic %q: %w (last error: %v)", topic, ctx.Err(), err)
+			return 0, false, fmt.Errorf("waiting for the new topic %q: %w (last error: %w)", topic, ctx.Err(), err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
