@@ -29,9 +29,10 @@ type rec struct {
 // with retries: 0, turns into a nack) or records every record in it and
 // answers 200.
 type sink struct {
-	t     *testing.T
-	srv   *httptest.Server
-	topic string
+	t       *testing.T
+	srv     *httptest.Server
+	topic   string
+	closing chan struct{} // closed when the test shuts the sink down
 
 	minDelay, maxDelay time.Duration
 	// fail decides whether to fail a request; it is called under mu.
@@ -55,7 +56,7 @@ type sink struct {
 }
 
 func newSink(t *testing.T, topic string, partitions int32, minDelay, maxDelay time.Duration) *sink {
-	s := &sink{t: t, topic: topic, minDelay: minDelay, maxDelay: maxDelay,
+	s := &sink{t: t, topic: topic, minDelay: minDelay, maxDelay: maxDelay, closing: make(chan struct{}),
 		counts: make([][]uint16, partitions), prefixes: make([]int64, partitions),
 		maxFirst: make([]int64, partitions), byInstance: map[string]int64{}}
 	for i := range s.maxFirst {
@@ -63,6 +64,7 @@ func newSink(t *testing.T, topic string, partitions int32, minDelay, maxDelay ti
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
 	t.Cleanup(func() {
+		close(s.closing) // ends the handlers' delays; Close waits for the handlers
 		s.srv.CloseClientConnections()
 		s.srv.Close()
 		s.mu.Lock()
@@ -122,7 +124,19 @@ func (s *sink) handle(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Unlock()
-	time.Sleep(wait)
+	// The delay is the sink's behaviour under test (acknowledgements out of
+	// order, a throttled rate), not a wait for anything. It does not end when
+	// the client goes away: a request of a killed process still completes and
+	// counts as delivered, as with a real sink. It ends at shutdown, without
+	// recording the batch.
+	delay := time.NewTimer(wait)
+	defer delay.Stop()
+	select {
+	case <-delay.C:
+	case <-s.closing:
+		http.Error(w, "sink shutting down", http.StatusServiceUnavailable)
+		return
+	}
 
 	s.mu.Lock()
 	if s.fail != nil && s.fail(recs) {
