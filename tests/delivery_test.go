@@ -1,11 +1,15 @@
 package tests
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestOutOfOrderSink: 200k records over 8 partitions through a sink that
@@ -132,29 +136,35 @@ func TestFailedBatchStallsPartition(t *testing.T) {
 
 	// The other partitions complete; the bad one commits exactly up to the
 	// failed batch.
-	var ff, fl int64
-	waitFor(t, 3*time.Minute, "the other partitions to commit their end and the failed partition its failed batch", func() bool {
-		if ff, fl = failed(); ff < 0 {
-			return false
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		ff, _ := failed()
+		if !assert.GreaterOrEqual(c, ff, int64(0), "first offset of the failed batch (-1: no batch failed yet)") {
+			return
 		}
-		c, err := k.committed(testCtx(t, 5*time.Second), group, topic)
-		if err != nil {
-			return false
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		got, err := k.committed(ctx, group, topic)
+		if !assert.NoError(c, err, "fetch offsets") {
+			return
 		}
 		for pt, e := range end {
 			want := e
 			if pt == bad {
 				want = ff
 			}
-			if c[pt] != want {
-				return false
-			}
+			assert.Equalf(c, want, got[pt], "commit of partition %d", pt)
 		}
-		return true
-	})
+	}, 3*time.Minute, 100*time.Millisecond, "the other partitions to commit their end and partition %d its failed batch", bad)
+	ff, fl := failed()
 	t.Logf("failed batch %d/%d-%d; other partitions complete", bad, ff, fl)
-	// Hold: the stall lasts. Keep watching for ten commit periods.
-	time.Sleep(2 * time.Second)
+	// The stall lasts: for ten commit periods the partition's commit stays
+	// at the failed batch (the watcher keeps checking it too).
+	assert.Never(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		got, err := k.committed(ctx, group, topic)
+		return err == nil && got[bad] != ff
+	}, 2*time.Second, 100*time.Millisecond, "partition %d: the commit moved off the failed batch at %d during the stall", bad, ff)
 	if c := k.mustCommitted(group, topic); c[bad] != ff {
 		t.Errorf("partition %d: commit moved to %d during the stall, want %d", bad, c[bad], ff)
 	}
@@ -251,14 +261,22 @@ func TestCrashRestart(t *testing.T) {
 	// delivered); a commit it sent just before dying may still land. Wait
 	// for both to settle.
 	s.waitIdle(t, 30*time.Second)
-	var atKill map[int32]int64
-	waitFor(t, 30*time.Second, "the commits to settle after the kill", func() bool {
-		a := k.mustCommitted(group, topic)
-		time.Sleep(300 * time.Millisecond)
-		b := k.mustCommitted(group, topic)
-		atKill = b
-		return equalOffsets(a, b)
-	})
+	// Settled: the same commits fetched at least 300ms apart.
+	const settle = 300 * time.Millisecond
+	var atKill map[int32]int64 // the last commits fetched
+	var since time.Time        // when atKill was first fetched
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		got, err := k.committed(ctx, group, topic)
+		if !assert.NoError(c, err, "fetch offsets") {
+			return
+		}
+		if atKill == nil || !equalOffsets(got, atKill) {
+			atKill, since = got, time.Now()
+		}
+		assert.GreaterOrEqualf(c, time.Since(since), settle, "commits %s unchanged for", fmtOffsets(atKill))
+	}, 30*time.Second, 100*time.Millisecond, "the commits to settle after the kill")
 	d1 := s.snapshot()
 	// The bound: records delivered at or above the commit.
 	var bound, committedTotal int64

@@ -405,19 +405,6 @@ func (p *proc) assertClean() {
 // ---------------------------------------------------------------------------
 // Small helpers.
 
-// waitFor polls cond every 50ms until it holds or timeout passes; then it
-// fails the test with what.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // suffix returns a random name suffix, so reruns against the same broker
 // never meet old topics or groups.
 func suffix() string {

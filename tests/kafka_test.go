@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -51,13 +53,15 @@ func (k *kafka) createTopic(name string, partitions int32) {
 	if err != nil {
 		k.t.Fatalf("create topic %s: %v", name, err)
 	}
-	waitFor(k.t, 30*time.Second, "topic "+name+" to have leaders", func() bool {
+	require.EventuallyWithT(k.t, func(c *assert.CollectT) {
 		ends, err := k.adm.ListEndOffsets(ctx, name)
-		if err != nil || ends.Error() != nil {
-			return false
+		if err == nil {
+			err = ends.Error()
 		}
-		return len(ends[name]) == int(partitions)
-	})
+		if assert.NoError(c, err, "list end offsets") {
+			assert.Len(c, ends[name], int(partitions), "partitions listed")
+		}
+	}, 30*time.Second, 50*time.Millisecond, "topic %s to have leaders", name)
 }
 
 // value is the payload of the record at offset i of partition p: the sink
@@ -145,29 +149,24 @@ func (k *kafka) mustCommitted(group, topic string) map[int32]int64 {
 // partition.
 func (k *kafka) waitCommitted(group, topic string, want map[int32]int64, timeout time.Duration) {
 	k.t.Helper()
-	var last map[int32]int64
-	deadline := time.Now().Add(timeout)
-	for {
+	var last map[int32]int64 // the last commits fetched, for the failure message
+	require.EventuallyWithT(k.t, func(c *assert.CollectT) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		c, err := k.committed(ctx, group, topic)
-		cancel()
-		if err == nil {
-			last = c
-			if equalOffsets(c, want) {
-				return
-			}
+		defer cancel()
+		got, err := k.committed(ctx, group, topic)
+		if !assert.NoErrorf(c, err, "fetch offsets (last commits seen %s)", fmtOffsets(last)) {
+			return
 		}
-		if time.Now().After(deadline) {
-			k.t.Fatalf("group %s: commits did not reach %v within %v; last seen %v (err %v)", group, fmtOffsets(want), timeout, fmtOffsets(last), err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		last = got
+		assert.Truef(c, equalOffsets(got, want), "commits %s", fmtOffsets(got))
+	}, timeout, 100*time.Millisecond, "group %s: commits to reach %s within %v", group, fmtOffsets(want), timeout)
 }
 
 // groupType returns the group's type as ListGroups reports it ("classic" or
 // "consumer"), or "" while the group does not exist.
 func (k *kafka) groupType(group string) (string, error) {
-	ctx := testCtx(k.t, 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	groups, err := k.adm.ListGroups(ctx)
 	if err != nil {
 		return "", err

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestRebalance: three instances of the binary in one group, started one by
@@ -45,25 +48,30 @@ func testRebalance(t *testing.T, proto string) {
 	a := start("A")
 	s.waitTotal(t, total/10, 2*time.Minute)
 	var gt string
-	waitFor(t, 30*time.Second, "the group to be listed", func() bool {
-		var err error
-		gt, err = k.groupType(group)
-		return err == nil && gt != ""
-	})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		got, err := k.groupType(group)
+		if assert.NoError(c, err, "list groups") {
+			assert.NotEmpty(c, got, "group type")
+		}
+		gt = got
+	}, 30*time.Second, 50*time.Millisecond, "group %s to be listed", group)
 	if gt != proto {
 		t.Fatalf("group %s has type %q, want %q (group_protocol: %s)", group, gt, proto, proto)
 	}
 	t.Logf("group %s is a %q group", group, gt)
 
 	b := start("B")
-	waitFor(t, 90*time.Second, "B to be assigned partitions and deliver", func() bool { return s.instanceCount("B") > 0 })
+	require.Eventually(t, func() bool { return s.instanceCount("B") > 0 }, 90*time.Second, 50*time.Millisecond,
+		"B to be assigned partitions and deliver")
 	t.Logf("B delivering after %v", time.Since(began).Round(time.Millisecond))
 	c := start("C")
-	waitFor(t, 90*time.Second, "C to be assigned partitions and deliver", func() bool { return s.instanceCount("C") > 0 })
+	require.Eventually(t, func() bool { return s.instanceCount("C") > 0 }, 90*time.Second, 50*time.Millisecond,
+		"C to be assigned partitions and deliver")
 	t.Logf("C delivering after %v", time.Since(began).Round(time.Millisecond))
 	// B must still be working when it is stopped: wait for its next batch.
 	bNow := s.instanceCount("B")
-	waitFor(t, 60*time.Second, "B to deliver after C joined", func() bool { return s.instanceCount("B") > bNow })
+	require.Eventually(t, func() bool { return s.instanceCount("B") > bNow }, 60*time.Second, 50*time.Millisecond,
+		"B to deliver after C joined")
 
 	atSignal, signalled := s.total.Load(), time.Since(began)
 	b.stop(60 * time.Second)

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // secureInput is the kafka_watermark fields for the SASL_SSL listener.
@@ -105,7 +108,8 @@ func TestSecurity(t *testing.T) {
 		conf := pipeline{brokers: brokers, topic: topic, group: group, sinkURL: s.url(), logLevel: "TRACE", input: input}
 		start := time.Now()
 		p := startProc(t, name, conf.yaml())
-		waitFor(t, 60*time.Second, "a connection error", func() bool { return len(connectErrors(p)) > 0 })
+		require.Eventually(t, func() bool { return len(connectErrors(p)) > 0 }, 60*time.Second, 50*time.Millisecond,
+			"a connection error")
 		first := connectErrors(p)[0]
 		t.Logf("first error after %v: %s", first.at.Sub(start).Round(time.Millisecond), first.text)
 		if d := first.at.Sub(start); d > 20*time.Second {
@@ -118,17 +122,31 @@ func TestSecurity(t *testing.T) {
 		}
 		// Retries: several attempts, spaced out (Benthos's connect backoff
 		// grows from 100ms to 1s), not a hot loop.
-		waitFor(t, 60*time.Second, "four connection attempts", func() bool { return len(connectErrors(p)) >= 4 })
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.GreaterOrEqual(c, len(connectErrors(p)), 4, "connection attempts")
+		}, 60*time.Second, 50*time.Millisecond, "four connection attempts")
+		// Count the attempts in the 3s that follow, once an attempt after
+		// them shows the window is complete (or the process is gone, which
+		// fails below).
 		window := time.Now()
-		time.Sleep(3 * time.Second)
+		windowEnd := window.Add(3 * time.Second)
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			if !p.running() {
+				return
+			}
+			ls := connectErrors(p)
+			last := ls[len(ls)-1].at
+			assert.Truef(c, last.After(windowEnd), "%d connection attempts, the last %v after the window opened",
+				len(ls), last.Sub(window).Round(time.Millisecond))
+		}, 30*time.Second, 50*time.Millisecond, "a connection attempt after the 3s window")
 		attempts := connectErrors(p)
 		var inWindow int
 		for _, l := range attempts {
-			if l.at.After(window) {
+			if l.at.After(window) && !l.at.After(windowEnd) {
 				inWindow++
 			}
 		}
-		t.Logf("%d connection attempts so far, %d in the last 3s", len(attempts), inWindow)
+		t.Logf("%d connection attempts so far, %d in the 3s window", len(attempts), inWindow)
 		if inWindow < 1 || inWindow > 15 {
 			t.Errorf("%d connection attempts in 3s: want retries with backoff (about 3 to 6)", inWindow)
 		}

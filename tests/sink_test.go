@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // rec is one record as the pipeline's mapping renders it.
@@ -273,15 +276,17 @@ func (sn snapshot) coverage(t *testing.T, end map[int32]int64) (dups int64) {
 // waitTotal waits until at least n records were acknowledged.
 func (s *sink) waitTotal(t *testing.T, n int64, timeout time.Duration) {
 	t.Helper()
-	waitFor(t, timeout, fmt.Sprintf("the sink to acknowledge %d records (has %d)", n, s.total.Load()), func() bool {
-		return s.total.Load() >= n
-	})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.GreaterOrEqual(c, s.total.Load(), n, "records acknowledged")
+	}, timeout, 50*time.Millisecond, "the sink to acknowledge %d records within %v", n, timeout)
 }
 
 // waitIdle waits until no request is being handled.
 func (s *sink) waitIdle(t *testing.T, timeout time.Duration) {
 	t.Helper()
-	waitFor(t, timeout, "the sink to finish its requests", func() bool { return s.inflight.Load() == 0 })
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Zero(c, s.inflight.Load(), "requests in flight")
+	}, timeout, 50*time.Millisecond, "the sink to finish its requests within %v", timeout)
 }
 
 func (s *sink) instanceCount(name string) int64 {
