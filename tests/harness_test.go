@@ -411,7 +411,8 @@ func suffix() string {
 	return fmt.Sprintf("%d-%06x", time.Now().Unix()%100000, rand.IntN(1<<24))
 }
 
-// figure prints a line the lead greps for, and logs it.
+// figure prints an "E2E-FIGURE " line (resources/test.sh collects them at
+// the end of the suite), and logs it.
 func figure(t *testing.T, format string, args ...any) {
 	t.Helper()
 	line := "E2E-FIGURE " + fmt.Sprintf(format, args...)

@@ -100,7 +100,7 @@ func (s *sink) handle(w http.ResponseWriter, r *http.Request) {
 	if err := json.NewDecoder(r.Body).Decode(&recs); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || r.Context().Err() != nil {
 			// The client died mid-request (the crash test kills it): the
-			// batch was never acknowledged, which is the point.
+			// batch was never acknowledged, so nothing is recorded.
 			s.aborted.Add(1)
 			return
 		}
