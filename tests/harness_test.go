@@ -194,7 +194,7 @@ func binary(t *testing.T) string {
 		cmd.Dir = repoRoot
 		start := time.Now()
 		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+			binErr = fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
 			return
 		}
 		fmt.Printf("e2e: built %s in %v\n", binPath, time.Since(start).Round(time.Millisecond))
