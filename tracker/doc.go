@@ -5,8 +5,10 @@
 //
 // A batch is a run of records of one partition, handed to the pipeline as a
 // unit. The driver registers every batch in the order it is issued with a
-// sequence number (0, 1, 2, ...) and the offset of its last record. Sinks
-// resolve batches in any order, as Delivered or Failed.
+// sequence number (0, 1, 2, ...) and the offset of its last record, which
+// strictly increases from batch to batch; a gap in the sequence or a last
+// offset that does not increase is a driver bug and panics. Sinks resolve
+// batches in any order, as Delivered or Failed.
 //
 // The watermark is one past the last offset of the contiguous prefix of
 // delivered batches: the offset a consumer resumes from, and so the only offset

@@ -1,6 +1,7 @@
 package tracker
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -67,6 +68,12 @@ func (m *model) pending() int { return int(m.n - m.done) }
 //   - The watermark never passes the first offset of the earliest batch not
 //     delivered (it is at most that batch's predecessor's last offset + 1).
 //   - Stalled and Pending equal the model's; a stall never clears.
+//   - Register panics on a last offset that does not exceed the previous
+//     registration's, and the rejected registration changes nothing.
+//
+// Registrations carry strictly increasing last offsets; a register op with
+// the high bit of its argument set first tries the same seq with a last
+// offset equal to or below the previous one, which must be rejected.
 func checkOps(t *testing.T, ops []byte) {
 	t.Helper()
 	tr := NewWithCapacity(2) // small, so growth is exercised
@@ -77,7 +84,19 @@ func checkOps(t *testing.T, ops []byte) {
 		kind, arg := ops[i]%8, ops[i+1]
 		switch kind {
 		case 0, 1, 2: // register, with an offset gap of 0..3
-			lastOffset += 1 + int64(arg%4)
+			if arg&0x80 != 0 && m.n > 0 {
+				// Equal to, or up to 3 below, the previous last offset.
+				bad := lastOffset - int64((arg>>2)%4)
+				next, pending := tr.NextSeq(), tr.Pending()
+				want := fmt.Sprintf("seq %d, previous last offset %d, received %d", m.n, lastOffset, bad)
+				if msg := registerPanic(tr, m.n, bad); msg != "tracker: register with non-increasing last offset: "+want {
+					t.Fatalf("op %d: Register(%d, %d) after last offset %d panicked with %q, want one naming %q", i/2, m.n, bad, lastOffset, msg, want)
+				}
+				if tr.NextSeq() != next || tr.Pending() != pending {
+					t.Fatalf("op %d: rejected Register changed NextSeq/Pending from %d/%d to %d/%d", i/2, next, pending, tr.NextSeq(), tr.Pending())
+				}
+			}
+			lastOffset += 1 + int64(arg%4) // strictly increasing
 			seq := m.register(lastOffset)
 			tr.Register(seq, lastOffset)
 		case 3, 4, 5, 6: // resolve, mostly delivered; may name a stale or unknown seq
@@ -124,6 +143,18 @@ func checkOps(t *testing.T, ops []byte) {
 	}
 }
 
+// registerPanic calls tr.Register and returns its panic message, or "" if it
+// did not panic.
+func registerPanic(tr *PartitionTracker, seq uint64, lastOffset int64) (msg string) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg = fmt.Sprint(r)
+		}
+	}()
+	tr.Register(seq, lastOffset)
+	return ""
+}
+
 func TestModelRandomInterleavings(t *testing.T) {
 	for seed := range uint64(2000) {
 		r := rand.New(rand.NewPCG(seed, 0x5eed))
@@ -141,11 +172,15 @@ func TestModelRandomInterleavings(t *testing.T) {
 //   - same Resolve outcome and same Advance result;
 //   - the watermark strictly increases whenever it moves;
 //   - the watermark never passes the first undelivered batch;
-//   - same Stalled flag (and a stall never clears) and same Pending count.
+//   - same Stalled flag (and a stall never clears) and same Pending count;
+//   - registered last offsets strictly increase: Register panics on one that
+//     does not exceed the previous registration's (consumed or not), naming
+//     both offsets, and leaves the tracker unchanged.
 func FuzzTracker(f *testing.F) {
 	f.Add([]byte{0, 0, 3, 0, 7, 0})
 	f.Add([]byte{0, 0, 0, 1, 0, 2, 4, 1, 3, 0, 4, 1, 5, 2, 7, 0})
 	f.Add([]byte{0, 0, 0, 0, 6, 0, 7, 0, 0, 0, 3, 1, 7, 0})
+	f.Add([]byte{0, 1, 1, 0x80, 3, 0, 7, 0, 2, 0x87, 0, 0x8b, 4, 1, 7, 0})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		checkOps(t, ops)
 	})

@@ -41,7 +41,11 @@ const (
 	// consumed resolution. State is unchanged.
 	AlreadyAdvanced
 	// Unregistered means the sequence is ahead of every registration seen.
-	// The caller drains its pending registrations and retries.
+	// State is unchanged. A driver that registers every batch before handing
+	// it out never sees it: the kafka_watermark input registers on its owner
+	// goroutine before a batch leaves, so an ack cannot overtake its
+	// registration. There an Unregistered outcome is a driver bug, which the
+	// input logs as an internal error and drops; it does not retry.
 	Unregistered
 )
 
@@ -77,10 +81,15 @@ const defaultCapacity = 64
 // PartitionTracker tracks the batches of one partition between registration
 // and the watermark.
 //
+// The zero value is an empty tracker ready to use and behaves exactly like
+// one from New: it expects sequence 0 first, and its first Register allocates
+// the default-capacity ring.
+//
 // It is not safe for concurrent use: one goroutine owns it.
 type PartitionTracker struct {
 	// ring holds the window [head, next) at index seq&mask. Its length is a
-	// power of two and at least next-head.
+	// power of two and at least next-head; it is nil (and mask 0) until the
+	// first Register of a zero-value tracker.
 	ring []slot
 	mask uint64
 
@@ -89,6 +98,10 @@ type PartitionTracker struct {
 	head uint64
 	// next is the sequence the next Register must carry. head <= next.
 	next uint64
+	// last is the last offset of the most recent registration, whether or
+	// not Advance has consumed it; valid once next > 0. Each registration
+	// must exceed it.
+	last int64
 
 	// watermark is the last offset Advance returned; valid once head > 0
 	// (a batch has been consumed). It strictly increases.
@@ -118,25 +131,43 @@ func NewWithCapacity(n int) *PartitionTracker {
 
 // Register records batch seq, whose last record has offset lastOffset.
 // Sequences start at 0 and must be contiguous; a gap is a driver bug and
-// panics. Registering after a stall is legal: batches already in flight still
-// arrive, they just never advance the watermark.
+// panics. Last offsets must strictly increase: lastOffset must exceed the last
+// offset of the previous registration, even one Advance has already consumed
+// (the first registration accepts any value). The watermark's monotonicity
+// depends on it, so a decrease or a repeat is a driver bug too and panics the
+// same way. A registration that panics leaves the tracker unchanged.
+// Registering after a stall is legal: batches already in flight still arrive,
+// they just never advance the watermark.
 func (t *PartitionTracker) Register(seq uint64, lastOffset int64) {
-	if seq != t.next || seq-t.head > t.mask {
-		t.registerSlow(seq)
+	// len(t.ring) rather than t.mask+1, so that the nil ring of a zero
+	// value reads as full and takes the slow path.
+	if seq != t.next || seq-t.head >= uint64(len(t.ring)) || lastOffset <= t.last {
+		t.registerSlow(seq, lastOffset)
 	}
 	t.ring[seq&t.mask] = slot{lastOffset: lastOffset}
+	t.last = lastOffset
 	t.next = seq + 1
 }
 
-// registerSlow panics on a sequence gap and grows a full ring. It and the
-// other slow paths stay out of line so the common cases inline.
+// registerSlow panics on a sequence gap or a non-increasing last offset,
+// accepts any last offset for the first registration, allocates the ring of a
+// zero value and grows a full one. It and the other slow paths stay out of
+// line so the common cases stay small.
 //
 //go:noinline
-func (t *PartitionTracker) registerSlow(seq uint64) {
+func (t *PartitionTracker) registerSlow(seq uint64, lastOffset int64) {
 	if seq != t.next {
 		panic(fmt.Sprintf("tracker: register out of sequence: expected seq %d, received %d", t.next, seq))
 	}
-	t.grow()
+	if t.next > 0 && lastOffset <= t.last {
+		panic(fmt.Sprintf("tracker: register with non-increasing last offset: seq %d, previous last offset %d, received %d", seq, t.last, lastOffset))
+	}
+	switch {
+	case t.ring == nil:
+		t.ring, t.mask = make([]slot, defaultCapacity), defaultCapacity-1
+	case seq-t.head >= uint64(len(t.ring)):
+		t.grow()
+	}
 }
 
 // grow doubles the ring, keeping each live slot at index seq&mask.

@@ -1,6 +1,7 @@
 package tracker
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -184,6 +185,109 @@ func TestRegistrationGapPanics(t *testing.T) {
 	}
 }
 
+func TestNonIncreasingLastOffsetPanics(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		offsets []int64 // registered as seq 0, 1, 2, ...
+		advance int     // resolve and advance this many batches first
+		msg     string
+	}{
+		{"decrease", []int64{9, 19, 15}, 0, "seq 2, previous last offset 19, received 15"},
+		{"equal", []int64{9, 19, 19}, 0, "seq 2, previous last offset 19, received 19"},
+		{"equal second", []int64{9, 9}, 0, "seq 1, previous last offset 9, received 9"},
+		{"decrease below zero", []int64{0, -1}, 0, "seq 1, previous last offset 0, received -1"},
+		// The previous registration counts even once Advance consumed it.
+		{"decrease after advance", []int64{9, 19, 5}, 2, "seq 2, previous last offset 19, received 5"},
+		{"equal after advance", []int64{9, 19, 19}, 2, "seq 2, previous last offset 19, received 19"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := NewWithCapacity(2) // the advance cases also wrap the ring
+			bad := len(tc.offsets) - 1
+			for seq, off := range tc.offsets[:bad] {
+				tr.Register(uint64(seq), off)
+			}
+			for seq := range tc.advance {
+				mustResolve(t, tr, uint64(seq), Delivered, Applied)
+			}
+			tr.Advance()
+			next, pending := tr.NextSeq(), tr.Pending()
+			func() {
+				defer func() {
+					r := recover()
+					msg, _ := r.(string)
+					if !strings.Contains(msg, "non-increasing last offset") || !strings.Contains(msg, tc.msg) {
+						t.Fatalf("panic = %v, want one about a non-increasing last offset containing %q", r, tc.msg)
+					}
+				}()
+				tr.Register(uint64(bad), tc.offsets[bad])
+			}()
+			// The rejected registration changed nothing: the same seq with
+			// a good offset is still the one expected.
+			if tr.NextSeq() != next || tr.Pending() != pending {
+				t.Fatalf("after the panic NextSeq() = %d, Pending() = %d, want %d, %d", tr.NextSeq(), tr.Pending(), next, pending)
+			}
+			tr.Register(uint64(bad), tc.offsets[bad-1]+1)
+			if off, ok := tr.LastOffset(uint64(bad)); !ok || off != tc.offsets[bad-1]+1 {
+				t.Fatalf("LastOffset(%d) = (%d, %v), want (%d, true)", bad, off, ok, tc.offsets[bad-1]+1)
+			}
+		})
+	}
+}
+
+func TestFirstRegistrationAcceptsAnyLastOffset(t *testing.T) {
+	for _, first := range []int64{math.MinInt64, -1, 0, 41, math.MaxInt64 - 1} {
+		for name, tr := range map[string]*PartitionTracker{"New": New(), "zero": new(PartitionTracker)} {
+			tr.Register(0, first)
+			tr.Register(1, first+1)
+			mustResolve(t, tr, 0, Delivered, Applied)
+			mustResolve(t, tr, 1, Delivered, Applied)
+			if got, moved := tr.Advance(); !moved || got != first+2 {
+				t.Fatalf("%s, first %d: Advance() = (%d, %v), want (%d, true)", name, first, got, moved, first+2)
+			}
+		}
+	}
+}
+
+func TestZeroValueIsUsable(t *testing.T) {
+	var tr PartitionTracker
+	// Before any registration every query answers without touching the ring.
+	if tr.NextSeq() != 0 || tr.Pending() != 0 || tr.Stalled() {
+		t.Fatalf("zero value: NextSeq() = %d, Pending() = %d, Stalled() = %v, want 0, 0, false", tr.NextSeq(), tr.Pending(), tr.Stalled())
+	}
+	if _, ok := tr.Watermark(); ok {
+		t.Fatal("zero value: Watermark() ok = true, want false")
+	}
+	if _, ok := tr.LastOffset(0); ok {
+		t.Fatal("zero value: LastOffset(0) ok = true, want false")
+	}
+	mustResolve(t, &tr, 0, Delivered, Unregistered)
+	mustAdvance(t, &tr, 0, false)
+
+	// The first Register allocates the same ring New does.
+	tr.Register(0, 9)
+	if len(tr.ring) != defaultCapacity || len(tr.ring) != len(New().ring) {
+		t.Fatalf("ring length after the first Register = %d, want %d (as New)", len(tr.ring), defaultCapacity)
+	}
+	tr.Register(1, 19)
+	tr.Register(2, 29)
+	mustResolve(t, &tr, 1, Delivered, Applied)
+	mustAdvance(t, &tr, 0, false)
+	mustResolve(t, &tr, 0, Delivered, Applied)
+	mustAdvance(t, &tr, 20, true)
+
+	// Past the default capacity it grows like any other tracker.
+	for seq := uint64(3); seq < 3+2*defaultCapacity; seq++ {
+		tr.Register(seq, int64(seq*10+9))
+	}
+	for seq := uint64(2); seq < 3+2*defaultCapacity; seq++ {
+		mustResolve(t, &tr, seq, Delivered, Applied)
+	}
+	mustAdvance(t, &tr, int64((2+2*defaultCapacity)*10+10), true)
+	if tr.Pending() != 0 || tr.Stalled() {
+		t.Fatalf("Pending() = %d, Stalled() = %v, want 0, false", tr.Pending(), tr.Stalled())
+	}
+}
+
 func TestScrambledOrderIsMonotonic(t *testing.T) {
 	tr := NewWithCapacity(1) // force growth too
 	const n = 100
@@ -255,15 +359,18 @@ func TestInvalidStatusPanics(t *testing.T) {
 }
 
 func TestSteadyStateDoesNotAllocate(t *testing.T) {
-	tr := NewWithCapacity(64)
-	var seq uint64
-	allocs := testing.AllocsPerRun(1000, func() {
-		tr.Register(seq, int64(seq))
-		tr.Resolve(seq, Delivered)
-		tr.Advance()
-		seq++
-	})
-	if allocs != 0 {
-		t.Fatalf("allocations per batch = %v, want 0", allocs)
+	// AllocsPerRun warms up with one call, in which the zero value
+	// allocates its ring; after that neither may allocate.
+	for name, tr := range map[string]*PartitionTracker{"New": NewWithCapacity(64), "zero": new(PartitionTracker)} {
+		var seq uint64
+		allocs := testing.AllocsPerRun(1000, func() {
+			tr.Register(seq, int64(seq))
+			tr.Resolve(seq, Delivered)
+			tr.Advance()
+			seq++
+		})
+		if allocs != 0 {
+			t.Fatalf("%s: allocations per batch = %v, want 0", name, allocs)
+		}
 	}
 }
