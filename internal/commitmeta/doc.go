@@ -1,0 +1,86 @@
+// Package commitmeta encodes and decodes the Kafka offset-commit metadata of
+// one partition: the string the broker stores next to a committed offset and
+// hands back on OffsetFetch (and to every admin tool). The input writes, with
+// each commit, which records above the committed offset were already
+// delivered, so that the next owner of the partition, after a crash or a
+// rebalance, skips them instead of delivering them again.
+//
+// # Vocabulary
+//
+// The base is the committed offset: the watermark, one past the contiguous
+// delivered prefix, and so the first offset that is not known to be
+// delivered. A delivered range is a half-open run of absolute offsets
+// [From, To) above the base whose records all reached the output. The ranges
+// are the islands past the watermark; they let a consumer skip, never commit.
+//
+// # Format
+//
+// Metadata is printable ASCII (0x20-0x7E), readable in any admin tool:
+//
+//	wm1 o=1200 e=3 d=10.50,20.40
+//
+// Byte by byte:
+//
+//   - "wm" is the magic and "1" the version, in decimal, followed by one
+//     space. A string that does not start with "wm", digits and a space is
+//     not ours (another client's metadata, kgo's member ID, or "").
+//   - Then fields separated by single spaces, no leading, trailing or double
+//     space. A field is key=value: the key is one or more of [a-z], the value
+//     zero or more of 0x21-0x7E (no space). Each key appears at most once;
+//     fields may come in any order (the encoder writes o, e, d, then extra).
+//   - o=<base>: required. The committed offset, a decimal int64 >= 0.
+//   - e=<epoch>: required. The leader epoch of the record before the base, a
+//     decimal int32 >= 0, or -1 when unknown.
+//   - d=<gap>.<len>,<gap>.<len>,...: optional, may be empty. The delivered
+//     ranges in order. The first gap is From - base, each later gap is From
+//     minus the previous To; len is To - From. Gaps and lengths are >= 1, so
+//     ranges are strictly above the base, sorted, non-overlapping and
+//     non-adjacent (the writer merges adjacent ranges before Encode, which
+//     panics on them). The example means base 1200, epoch 3, delivered [1210,1260)
+//     and [1280,1320).
+//   - Any other key is ignored by Decode and returned by DecodeFields: room
+//     for later fields (the stall provenance, s=...) without a new version.
+//     At most MaxUnknownFields such fields are accepted.
+//
+// Numbers are decimal with no sign (except e=-1), no leading zeros (except
+// "0" itself) and no overflow: a value past int64 (int32 for e), or a gap or
+// length that carries an offset past math.MaxInt64, is malformed. So every
+// Meta has exactly one encoding of o, e and d.
+//
+// # Guarantees of a decoded Meta
+//
+// Decode is written for untrusted input: anyone can commit metadata to a
+// group. It never panics, refuses metadata longer than MaxDecodeBytes, does
+// work linear in its input and allocates at most four times its length (the
+// ranges; the error or the fields are small), and either fails or returns a
+// Meta that holds:
+//
+//   - Base >= 0 and Epoch >= -1;
+//   - every range has Base < From < To <= math.MaxInt64;
+//   - ranges are sorted and neither overlap nor touch: each From is greater
+//     than the previous To;
+//   - Records() is exact (it cannot saturate).
+//
+// What Decode cannot check is that the string belongs to the offset it was
+// committed with. A consumer must use Delivered only when Base equals that
+// offset: this is why the base is repeated in the metadata, so that an offset
+// an admin tool resets while keeping the old metadata invalidates the ranges
+// instead of skipping records the operator asked to replay. On any error the
+// consumer resumes at the committed offset and redelivers (at-least-once).
+//
+// The ranges name offsets, not records: they assume the log above Base was
+// not truncated and rewritten since, which only an unclean leader election
+// does. Epoch lets a consumer validate the base with OffsetForLeaderEpoch,
+// not the ranges above it.
+//
+// The broker rejects a commit whose metadata exceeds its
+// offset.metadata.max.bytes (4096 by default), so the maxBytes given to
+// Encode must not exceed it.
+//
+// # Concurrency
+//
+// Meta and Range are values with no hidden state. A Meta is safe for
+// concurrent use by readers once built; its Delivered slice must not be
+// modified while others read it. Encode, AppendEncode, Decode and
+// DecodeFields are pure functions, safe to call from any goroutine.
+package commitmeta
