@@ -46,6 +46,10 @@ func (o *owner) resolve(b *inflight, err error) {
 	switch out := p.tracker.Resolve(b.seq, status); out {
 	case tracker.Applied:
 		p.unresolved--
+		if err == nil {
+			p.window.deliver(b.seq)
+			p.dirty = true
+		}
 		if err != nil {
 			o.log.Errorf("kafka_watermark: batch %s/%d offsets %d-%d failed after %d attempt(s): %v",
 				p.tp.topic, p.tp.partition, b.raw.first, b.raw.last, b.attempt+1, err)
@@ -75,6 +79,8 @@ func (o *owner) advance(p *partState) {
 	if wm, moved := p.tracker.Advance(); moved {
 		p.lastMoved = time.Now()
 		p.epochs.trim(wm - 1)
+		p.window.trim(p.tracker.NextSeq() - uint64(p.tracker.Pending()))
+		p.dirty = true
 	}
 	if !wasStalled && p.tracker.Stalled() {
 		o.logStall(p)

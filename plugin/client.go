@@ -58,10 +58,13 @@ func (in *Input) clientOpts(o *owner) []kgo.Opt {
 	case startLatest:
 		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
 	case startCommitted:
-		opts = append(opts, kgo.ConsumeResetOffset(kgo.NoResetOffset()), kgo.OnOffsetsFetched(in.requireCommitted))
+		opts = append(opts, kgo.ConsumeResetOffset(kgo.NoResetOffset()))
 	default:
 		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	}
+	opts = append(opts, kgo.OnOffsetsFetched(func(ctx context.Context, cl *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
+		return in.onOffsetsFetched(ctx, o, cl, resp)
+	}))
 	if c.tls != nil {
 		opts = append(opts, kgo.DialTLSConfig(c.tls))
 	}
@@ -88,28 +91,49 @@ func saslMechanism(s saslConfig) sasl.Mechanism {
 	}
 }
 
-// requireCommitted implements start_offset: committed. A partition with no
-// committed offset is paused and reported, never consumed from a guessed
+// onOffsetsFetched runs on kgo's group goroutine when newly assigned
+// partitions' committed offsets arrive, after OnPartitionsAssigned and before
+// their fetch positions are set, so no record of theirs can reach the owner
+// first. It hands the offsets and their metadata to the owner (the delivered
+// ranges to skip), and implements start_offset: committed: a partition with
+// no committed offset is paused and reported, never consumed from a guessed
 // position.
-func (in *Input) requireCommitted(_ context.Context, cl *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
+func (in *Input) onOffsetsFetched(ctx context.Context, o *owner, cl *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
+	commits := map[topicPartition]fetchedCommit{}
 	missing := map[string][]int32{}
+	each := func(topic string, partition int32, offset int64, meta *string) {
+		fc := fetchedCommit{offset: offset}
+		if meta != nil {
+			fc.meta = *meta
+		}
+		commits[topicPartition{topic, partition}] = fc
+		if offset < 0 {
+			missing[topic] = append(missing[topic], partition)
+		}
+	}
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
-			if p.Offset < 0 {
-				missing[t.Topic] = append(missing[t.Topic], p.Partition)
-			}
+			each(t.Topic, p.Partition, p.Offset, p.Metadata)
 		}
 	}
 	for _, g := range resp.Groups {
 		for _, t := range g.Topics {
 			for _, p := range t.Partitions {
-				if p.Offset < 0 {
-					missing[t.Topic] = append(missing[t.Topic], p.Partition)
-				}
+				each(t.Topic, p.Partition, p.Offset, p.Metadata)
 			}
 		}
 	}
-	if len(missing) > 0 {
+	req := fetchedReq{commits: commits, done: make(chan struct{})}
+	select {
+	case o.fetchedCh <- req:
+		select {
+		case <-req.done:
+		case <-o.stopped():
+		}
+	case <-o.stopped():
+	case <-ctx.Done():
+	}
+	if in.conf.startOffset == startCommitted && len(missing) > 0 {
 		cl.PauseFetchPartitions(missing)
 		in.log.Errorf("kafka_watermark: %s is %q and these partitions have no committed offset for group %q, so they are not consumed: %v",
 			fieldStartOffset, startCommitted, in.conf.group, missing)

@@ -14,33 +14,43 @@ import (
 
 // commitJob is one periodic commit, run by the committer goroutine because
 // kgo's CommitOffsets may block while a rebalance or a sync commit is under
-// way, and the owner must never block.
+// way, and the owner must never block. plans is what each partition's
+// success means for its state.
 type commitJob struct {
-	offsets epochOffsets
-	parts   map[topicPartition]*partState
+	set   commitSet
+	parts map[topicPartition]*partState
+	plans map[topicPartition]*planned
 }
 
-// commit starts a periodic commit of every live partition whose watermark is
-// ahead of its last commit. One periodic commit is in flight at a time; a
-// partition left out by a failure is retried on the next tick, since its
-// watermark is still ahead.
+// commit starts a periodic commit of every live partition whose watermark or
+// delivered ranges changed what the broker holds. One periodic commit is in
+// flight at a time; a partition left out by a failure is planned again on
+// the next tick.
 func (o *owner) commit() {
 	if o.committing || o.closed {
 		return
 	}
-	job := commitJob{offsets: epochOffsets{}, parts: map[topicPartition]*partState{}}
+	job := commitJob{parts: map[topicPartition]*partState{}, plans: map[topicPartition]*planned{}}
 	for tp, p := range o.parts {
-		if p.draining {
-			continue // its final watermark is committed synchronously by the drain
+		if p.draining || !p.dirty {
+			continue // a draining partition's final commit is the drain's
 		}
-		if eo, ok := p.commitCandidate(); ok {
-			setOffset(job.offsets, tp, eo)
+		p.dirty = false
+		if c, ok := o.plan(p, o.metaMax); ok && p.differs(c) {
+			job.plans[tp] = &c
 			job.parts[tp] = p
-			p.committing = eo.Offset
 		}
 	}
 	if len(job.parts) == 0 {
 		return
+	}
+	o.budgetMeta(job.plans)
+	for tp, c := range job.plans {
+		p := job.parts[tp]
+		o.noteCut(p, *c)
+		job.set.add(tp, c.eo, c.meta, o.conf.commitMetadata)
+		p.committing, p.committingMeta = c.eo.Offset, c.meta
+		p.handedSinceSnap = 0
 	}
 	o.committing = true
 	o.commitJobs <- job // capacity 1 and one job at a time: never blocks
@@ -52,9 +62,9 @@ func (o *owner) committer() {
 		select {
 		case job := <-o.commitJobs:
 			start := time.Now()
-			errs, err := commitAndWait(o.ioCtx, o.cl, job.offsets, false)
+			res := commitAndWait(o.ioCtx, o.cl, job.set, false)
 			select {
-			case o.commitCh <- commitDone{offsets: job.offsets, parts: job.parts, errs: errs, err: err, took: time.Since(start)}:
+			case o.commitCh <- commitDone{commitJob: job, result: res, took: time.Since(start)}:
 			case <-o.stopped():
 				return
 			}
@@ -64,35 +74,51 @@ func (o *owner) committer() {
 	}
 }
 
-// commitAndWait commits offsets and waits for the response. It returns the
-// request-level error, or the error of each partition the broker refused:
-// kgo reports those inside the response with a nil error.
+// commitResult is what the broker said to a commit: the request's error, or
+// each refused partition's. metaRefused holds the length of every metadata
+// string the broker refused as too large; those partitions were committed
+// again at once without metadata, and errs holds that second answer.
+type commitResult struct {
+	errs        map[topicPartition]error
+	err         error
+	metaRefused map[topicPartition]int
+}
+
+// commitAndWait commits set and waits for the response. kgo reports
+// per-partition errors inside the response with a nil error; this returns
+// them per partition.
+//
+// A partition whose metadata the broker refuses
+// (OFFSET_METADATA_TOO_LARGE: its offset.metadata.max.bytes is below ours)
+// is committed again without metadata at once: metadata never stops commits.
 //
 // final selects kgo's CommitOffsetsSync, which a rebalance callback must
 // use: it cannot be cancelled by other commits and does not wait for the
 // rebalance it is part of. Periodic commits use CommitOffsets, which yields
 // to a rebalance in progress.
-func commitAndWait(ctx context.Context, cl groupClient, offsets epochOffsets, final bool) (map[topicPartition]error, error) {
-	var (
-		errs   map[topicPartition]error
-		reqErr error
-		done   = make(chan struct{})
-	)
-	onDone := func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		defer close(done)
-		if err != nil {
-			reqErr = err
-			return
+func commitAndWait(ctx context.Context, cl groupClient, set commitSet, final bool) commitResult {
+	res := cl.Commit(ctx, set, final)
+	var again commitSet
+	for tp, err := range res.errs {
+		if errors.Is(err, kerr.OffsetMetadataTooLarge) && set.meta[tp] != "" {
+			if res.metaRefused == nil {
+				res.metaRefused = map[topicPartition]int{}
+			}
+			res.metaRefused[tp] = len(set.meta[tp])
+			again.add(tp, set.offsets[tp.topic][tp.partition], "", true)
 		}
-		errs = responseErrors(offsets, resp)
 	}
-	if final {
-		cl.CommitOffsetsSync(ctx, offsets, onDone)
-	} else {
-		cl.CommitOffsets(ctx, offsets, onDone)
+	if !again.empty() {
+		retry := cl.Commit(ctx, again, final)
+		eachResult(again.offsets, retry.errs, retry.err, func(tp topicPartition, _ kgo.EpochOffset, err error) {
+			if err != nil {
+				res.errs[tp] = err
+			} else {
+				delete(res.errs, tp)
+			}
+		})
 	}
-	<-done
-	return errs, reqErr
+	return res
 }
 
 // responseErrors maps each requested partition to its error in resp; a
@@ -158,24 +184,35 @@ func eachResult(offsets epochOffsets, errs map[topicPartition]error, err error, 
 }
 
 // onCommitDone applies a periodic commit's result. A failed commit changes
-// no tracker: the watermark stays ahead and the next tick tries again. The
-// result of an epoch that has ended since changes nothing but counters.
+// no tracker: the partition is planned again next tick. The result of an
+// epoch that has ended since changes nothing but counters.
 func (o *owner) onCommitDone(c commitDone) {
 	o.committing = false
 	o.m.commitLatency.Timing(c.took.Nanoseconds())
+	o.noteMetaRefused(c.result.metaRefused)
 	var failed []string
-	eachResult(c.offsets, c.errs, c.err, func(tp topicPartition, eo kgo.EpochOffset, err error) {
+	eachResult(c.set.offsets, c.result.errs, c.result.err, func(tp topicPartition, eo kgo.EpochOffset, err error) {
 		p := c.parts[tp]
 		live := o.parts[tp] == p
 		if live {
-			p.committing = -1
+			p.committing, p.committingMeta = -1, ""
 		}
 		if msg := o.m.countCommit(tp, eo, err); msg != "" {
 			failed = append(failed, msg)
+			if live {
+				p.dirty = true
+			}
 			return
 		}
 		if live {
 			p.committed, p.hasCommitted = eo.Offset, true
+			p.committedMeta = c.set.meta[tp]
+			if _, refused := c.result.metaRefused[tp]; refused {
+				// Committed without its ranges: send them again, smaller.
+				p.committedMeta = ""
+				p.dirty = true
+			}
+			p.exposure = c.plans[tp].exposure + p.handedSinceSnap
 			o.m.committed.Set(eo.Offset, p.labels[0], p.labels[1])
 		}
 	})
@@ -184,19 +221,31 @@ func (o *owner) onCommitDone(c commitDone) {
 	}
 }
 
-// finalCommit commits a revoke's or a close's final watermarks and waits, on
+// noteMetaRefused lowers the metadata size after a broker refused some as
+// too large, and says so once per refusal.
+func (o *owner) noteMetaRefused(lengths map[topicPartition]int) {
+	for _, n := range lengths {
+		if n <= o.metaMax {
+			o.metaMax = n / 2
+			o.log.Warnf("kafka_watermark: the broker refused %d bytes of commit metadata as too large (its offset.metadata.max.bytes is below %s %d); committed again without it, and from now on at most %d bytes",
+				n, fieldCommitMetadataMaxBytes, o.conf.commitMetadataMaxBytes, o.metaMax)
+		}
+	}
+}
+
+// finalCommit commits a revoke's or a close's final offsets and waits, on
 // the caller's goroutine (a rebalance callback or Close), never the owner's.
 // The epochs have ended, so no gauge is set: a partition this member no
 // longer owns reads 0.
-func (o *owner) finalCommit(ctx context.Context, offsets epochOffsets, why string) error {
-	if len(offsets) == 0 {
+func (o *owner) finalCommit(ctx context.Context, set commitSet, why string) error {
+	if set.empty() {
 		return nil
 	}
 	start := time.Now()
-	errs, err := commitAndWait(ctx, o.cl, offsets, true)
+	res := commitAndWait(ctx, o.cl, set, true)
 	o.m.commitLatency.Timing(time.Since(start).Nanoseconds())
 	var failed []string
-	eachResult(offsets, errs, err, func(tp topicPartition, eo kgo.EpochOffset, err error) {
+	eachResult(set.offsets, res.errs, res.err, func(tp topicPartition, eo kgo.EpochOffset, err error) {
 		if msg := o.m.countCommit(tp, eo, err); msg != "" {
 			failed = append(failed, msg)
 		}

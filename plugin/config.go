@@ -40,6 +40,9 @@ type config struct {
 	nackRetries            int
 	nackBackoff            time.Duration
 	nackMaxBackoff         time.Duration
+
+	commitMetadata         bool
+	commitMetadataMaxBytes int
 }
 
 type saslConfig struct {
@@ -126,6 +129,9 @@ func parseConfig(pc *service.ParsedConfig) (*config, error) {
 	num(&c.nackRetries, fieldNackRetry, fieldNackMaxRetries)
 	dur(&c.nackBackoff, fieldNackRetry, fieldNackInitialBack)
 	dur(&c.nackMaxBackoff, fieldNackRetry, fieldNackMaxBack)
+	c.commitMetadata, err = pc.FieldBool(fieldCommitMetadata)
+	errs = append(errs, err)
+	num(&c.commitMetadataMaxBytes, fieldCommitMetadataMaxBytes)
 
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -207,6 +213,10 @@ func (c *config) validate() error {
 			bad("%s (%d) must be between 1 and %d bytes", name, v, int64(maxInt32))
 		}
 	}
+	if c.commitMetadataMaxBytes < minCommitMetadataBytes || c.commitMetadataMaxBytes > maxCommitMetadataBytes {
+		bad("%s (%d) must be between %d and %d bytes (the broker's offset.metadata.max.bytes is 4096 by default)",
+			fieldCommitMetadataMaxBytes, c.commitMetadataMaxBytes, minCommitMetadataBytes, maxCommitMetadataBytes)
+	}
 	if c.nackRetries < 0 {
 		bad("%s.%s (%d) must be at least 0", fieldNackRetry, fieldNackMaxRetries, c.nackRetries)
 	}
@@ -228,6 +238,13 @@ func (c *config) validate() error {
 }
 
 const maxInt32 = 1<<31 - 1
+
+// Bounds of commit_metadata_max_bytes: room for a header and a few ranges,
+// and no more than a broker would sensibly be configured to keep.
+const (
+	minCommitMetadataBytes = 64
+	maxCommitMetadataBytes = 1 << 20
+)
 
 // parseBytes reads a byte size such as "1MiB", "512KB" or "1048576".
 func parseBytes(field, s string) (int64, error) {

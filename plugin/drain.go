@@ -8,7 +8,7 @@ import (
 // final step of a close.
 type drain struct {
 	parts []*partState
-	reply chan epochOffsets
+	reply chan commitSet
 	timer *time.Timer // a revoke's drain_timeout; a close does not wait
 }
 
@@ -34,7 +34,7 @@ func (o *owner) onClose(r closeReq) {
 			queued = false
 		}
 	}
-	var held []chan epochOffsets
+	var held []chan commitSet
 	for _, d := range o.drains {
 		d.timer.Stop()
 		held = append(held, d.reply)
@@ -45,9 +45,9 @@ func (o *owner) onClose(r closeReq) {
 		o.beginDrain(p)
 		parts = append(parts, p)
 	}
-	offsets := o.endEpochs(parts, true)
+	final := o.endEpochs(parts, true)
 	o.closed = true
-	r.reply <- closeReply{offsets: offsets, held: held}
+	r.reply <- closeReply{final: final, held: held}
 }
 
 // beginDrain stops handing out p and drops its unregistered batches.
@@ -56,6 +56,7 @@ func (o *owner) onClose(r closeReq) {
 func (o *owner) beginDrain(p *partState) {
 	p.draining = true
 	p.ready = nil
+	p.skipQueued = 0
 	p.retry = nil
 }
 
@@ -101,13 +102,21 @@ func (o *owner) finishDrain(d *drain) {
 	}
 }
 
-// endEpochs returns the final watermarks of parts that are ahead of their
-// last commit, and ends their epochs.
-func (o *owner) endEpochs(parts []*partState, closing bool) epochOffsets {
-	offsets := epochOffsets{}
+// endEpochs returns the final commits of parts that would change what the
+// broker holds, and ends their epochs.
+func (o *owner) endEpochs(parts []*partState, closing bool) commitSet {
+	var final commitSet
+	plans := map[topicPartition]*planned{}
 	for _, p := range parts {
-		if eo, ok := p.finalOffset(); ok {
-			setOffset(offsets, p.tp, eo)
+		if c, ok := o.plan(p, o.metaMax); ok && p.differs(c) {
+			plans[p.tp] = &c
+		}
+	}
+	o.budgetMeta(plans)
+	for _, p := range parts {
+		if c := plans[p.tp]; c != nil {
+			o.noteCut(p, *c)
+			final.add(p.tp, c.eo, c.meta, o.conf.commitMetadata)
 		}
 		if n := p.unresolved - p.retrying; n > 0 {
 			wm, _ := p.tracker.Watermark()
@@ -121,5 +130,5 @@ func (o *owner) endEpochs(parts []*partState, closing bool) epochOffsets {
 		}
 		o.forget(p)
 	}
-	return offsets
+	return final
 }

@@ -15,20 +15,21 @@ import (
 // gaugeValues is what one partition's gauges show. A field of -1 has not
 // been shown in this epoch (unshown), so the first refresh sets every gauge.
 type gaugeValues struct {
-	pending, stalled, paused, age, lag int64
+	pending, stalled, paused, age, lag, exposure int64
 }
 
-var unshown = gaugeValues{-1, -1, -1, -1, -1}
+var unshown = gaugeValues{-1, -1, -1, -1, -1, -1}
 
 // values computes what p's gauges should show now. lag stays -1 (not shown)
 // until both a resume point and a log end are known.
 func (p *partState) values(now time.Time) gaugeValues {
 	v := gaugeValues{
-		pending: int64(p.tracker.Pending()),
-		stalled: b2i(p.tracker.Stalled()),
-		paused:  b2i(p.paused),
-		age:     int64(p.watermarkAge(now) / time.Second),
-		lag:     -1,
+		pending:  int64(p.tracker.Pending()),
+		stalled:  b2i(p.tracker.Stalled()),
+		paused:   b2i(p.paused),
+		age:      int64(p.watermarkAge(now) / time.Second),
+		lag:      -1,
+		exposure: p.exposure,
 	}
 	if base, ok := p.resumePoint(); ok && p.highWatermark >= 0 {
 		v.lag = max(p.highWatermark-base, 0)
@@ -61,6 +62,9 @@ func (m *metrics) show(p *partState, v gaugeValues) {
 	if v.lag != was.lag && v.lag >= 0 {
 		m.lag.Set(v.lag, l[0], l[1])
 	}
+	if v.exposure != was.exposure {
+		m.exposure.Set(v.exposure, l[0], l[1])
+	}
 	p.shown = v
 }
 
@@ -70,7 +74,7 @@ func (m *metrics) show(p *partState, v gaugeValues) {
 // again (onCommitDone and onEnds check the epoch, finalCommit sets none).
 func (m *metrics) retire(p *partState) {
 	l := p.labels
-	for _, g := range []*service.MetricGauge{m.pending, m.stalled, m.paused, m.age, m.lag, m.committed} {
+	for _, g := range []*service.MetricGauge{m.pending, m.stalled, m.paused, m.age, m.lag, m.exposure, m.committed} {
 		g.Set(0, l[0], l[1])
 	}
 	p.shown = gaugeValues{}

@@ -42,7 +42,11 @@ func (o *owner) serve() {
 			p.ready = p.ready[1:]
 			seq := p.tracker.NextSeq()
 			p.tracker.Register(seq, rb.last)
+			p.window.add(seq, rb.last, len(rb.records), false)
 			p.unresolved++
+			n := int64(len(rb.records))
+			p.exposure += n
+			p.handedSinceSnap += n
 			b = &inflight{part: p, seq: seq, raw: rb}
 			if p.tracker.Pending() >= o.conf.maxPending && !p.paused {
 				p.paused = true
@@ -51,6 +55,7 @@ func (o *owner) serve() {
 		}
 		o.parked[0].reply <- b
 		o.parked = o.parked[1:]
+		o.passSkipped(p)
 		o.schedule(p)
 	}
 }
@@ -102,9 +107,11 @@ func (o *owner) onPoll(fetches kgo.Fetches) {
 		}
 		if fp.HighWatermark >= 0 {
 			p.highWatermark = fp.HighWatermark
+			o.dropSkipsPastEnd(p, fp.HighWatermark)
 		}
 		if len(fp.Records) > 0 {
 			p.enqueue(fp.Records, o.conf.batchMaxRecords, o.conf.batchMaxBytes)
+			o.passSkipped(p)
 			o.schedule(p)
 		}
 	})

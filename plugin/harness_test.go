@@ -15,6 +15,7 @@ import (
 
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 
+	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
 	"github.com/watermark-connect/watermark-connect/internal/memmetrics"
 )
 
@@ -26,20 +27,23 @@ type cluster struct {
 
 	mu      sync.Mutex
 	commits map[string][]int64  // "group/topic/partition" -> offsets in arrival order
+	metas   map[string]string   // "group/topic/partition" -> the last commit's metadata
 	sink    *sink               // what the audit checks commits against
 	errs    []string            // audit failures
 	names   map[[16]byte]string // topic ID -> name: OffsetCommit v10+ names topics by ID
 }
 
 // newCluster starts a cluster with the given topics. Every commit the
-// cluster receives is checked, at that moment, to be (1) at most the first
+// cluster receives is checked, at that moment, to carry delivered ranges
+// that the sink acknowledged successfully, every offset of them, and to be
+// (1) at most the first
 // offset of the partition that the sink has not acknowledged successfully,
 // and (2) not below the previous commit for the partition.
 func newCluster(t *testing.T, partitions int32, topics ...string) *cluster {
 	t.Helper()
 	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, topics...))
 	require.NoError(t, err)
-	c := &cluster{Cluster: kc, addr: kc.ListenAddrs()[0], commits: map[string][]int64{}, names: map[[16]byte]string{}}
+	c := &cluster{Cluster: kc, addr: kc.ListenAddrs()[0], commits: map[string][]int64{}, metas: map[string]string{}, names: map[[16]byte]string{}}
 	c.learnTopics(t)
 	kc.ControlKey(int16(kmsg.OffsetCommit), func(r kmsg.Request) (kmsg.Response, error, bool) {
 		c.audit(r.(*kmsg.OffsetCommitRequest))
@@ -69,12 +73,22 @@ func (c *cluster) audit(req *kmsg.OffsetCommitRequest) {
 			if prev := c.commits[key]; len(prev) > 0 && p.Offset < prev[len(prev)-1] {
 				c.errs = append(c.errs, fmt.Sprintf("commit %s = %d went backwards from %d", key, p.Offset, prev[len(prev)-1]))
 			}
+			var meta string
+			if p.Metadata != nil {
+				meta = *p.Metadata
+			}
 			if c.sink != nil {
 				if first := c.sink.firstUnacked(topic, p.Partition); p.Offset > first {
 					c.errs = append(c.errs, fmt.Sprintf("commit %s = %d passes offset %d, not acknowledged successfully", key, p.Offset, first))
 				}
+				if m, err := commitmeta.Decode(meta); err == nil {
+					if off, ok := c.sink.firstUnackedIn(topic, p.Partition, m.Delivered); ok {
+						c.errs = append(c.errs, fmt.Sprintf("commit %s = %d with metadata %q: offset %d is in a delivered range but was not acknowledged successfully", key, p.Offset, meta, off))
+					}
+				}
 			}
 			c.commits[key] = append(c.commits[key], p.Offset)
+			c.metas[key] = meta
 		}
 	}
 }
@@ -106,6 +120,13 @@ func (c *cluster) learnTopics(t *testing.T) {
 			c.names[tp.TopicID] = *tp.Topic
 		}
 	}
+}
+
+// lastMeta returns the metadata of the last commit of a partition.
+func (c *cluster) lastMeta(group, topic string, p int32) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.metas[fmt.Sprintf("%s/%s/%d", group, topic, p)]
 }
 
 // lastCommit returns the last offset committed for a partition, or -1.
@@ -190,6 +211,37 @@ func (s *sink) firstUnacked(topic string, p int32) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.contig[fmt.Sprintf("%s/%d", topic, p)]
+}
+
+// preAck records offsets below upTo as acknowledged: delivered before the
+// test's sink existed.
+func (s *sink) preAck(topic string, p int32, upTo int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := fmt.Sprintf("%s/%d", topic, p)
+	if s.acked[key] == nil {
+		s.acked[key] = map[int64]bool{}
+	}
+	for off := range upTo {
+		s.acked[key][off] = true
+	}
+	s.contig[key] = upTo
+}
+
+// firstUnackedIn returns the first offset in ranges that the sink has not
+// acknowledged successfully, if any.
+func (s *sink) firstUnackedIn(topic string, p int32, ranges []commitmeta.Range) (int64, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	acked := s.acked[fmt.Sprintf("%s/%d", topic, p)]
+	for _, r := range ranges {
+		for off := r.From; off < r.To; off++ {
+			if !acked[off] {
+				return off, true
+			}
+		}
+	}
+	return 0, false
 }
 
 func (s *sink) write(ctx context.Context, b service.MessageBatch, decide func([]rec) (time.Duration, error)) error {

@@ -228,13 +228,13 @@ func (in *Input) Close(ctx context.Context) error {
 	var errs []error
 	// One commit for every partition, those that revokes were draining
 	// included; only then do those revokes return, with nothing to commit.
-	if err := o.finalCommit(ctx, last.offsets, "shutdown"); err != nil {
+	if err := o.finalCommit(ctx, last.final, "shutdown"); err != nil {
 		// Benthos discards Close's error: say it here.
 		in.log.Warnf("%v", err)
 		errs = append(errs, err)
 	}
 	for _, reply := range last.held {
-		reply <- nil
+		reply <- commitSet{}
 	}
 	// Leaving runs the revoke callback, which the closed owner answers at
 	// once with nothing to commit.

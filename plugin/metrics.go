@@ -22,14 +22,18 @@ const (
 	metricCommitLatency = "kafka_watermark_commit_latency_ns"
 	metricLateAcks      = "kafka_watermark_late_acks_total"
 	metricDuplicateAcks = "kafka_watermark_duplicate_acks_total"
+	metricMetaTruncated = "kafka_watermark_commit_metadata_truncated_total"
+	metricSkipped       = "kafka_watermark_skipped_records_total"
+	metricExposure      = "kafka_watermark_replay_exposure_records"
 )
 
 // metrics holds the input's metric handles. Benthos metric handles are safe
 // for concurrent use, so ack goroutines may count duplicates directly.
 type metrics struct {
-	committed, pending, stalled, paused, age, lag *service.MetricGauge
-	commits, commitErrors, lateAcks, dupAcks      *service.MetricCounter
-	commitLatency                                 *service.MetricTimer
+	committed, pending, stalled, paused, age, lag, exposure *service.MetricGauge
+	commits, commitErrors, lateAcks, dupAcks                *service.MetricCounter
+	metaTruncated, skipped                                  *service.MetricCounter
+	commitLatency                                           *service.MetricTimer
 }
 
 func newMetrics(m *service.Metrics) *metrics {
@@ -41,6 +45,9 @@ func newMetrics(m *service.Metrics) *metrics {
 		paused:        m.NewGauge(metricPaused, l...),
 		age:           m.NewGauge(metricAge, l...),
 		lag:           m.NewGauge(metricLag, l...),
+		exposure:      m.NewGauge(metricExposure, l...),
+		metaTruncated: m.NewCounter(metricMetaTruncated, l...),
+		skipped:       m.NewCounter(metricSkipped, l...),
 		commits:       m.NewCounter(metricCommits, l...),
 		commitErrors:  m.NewCounter(metricCommitErrors, l...),
 		lateAcks:      m.NewCounter(metricLateAcks, l...),

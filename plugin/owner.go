@@ -34,12 +34,19 @@ type (
 		done chan struct{}
 	}
 
-	// revokeReq asks for the final watermarks of tps after a drain; lost
+	// revokeReq asks for the final commits of tps after a drain; lost
 	// requests skip the drain and commit nothing.
 	revokeReq struct {
 		tps   []topicPartition
 		lost  bool
-		reply chan epochOffsets
+		reply chan commitSet
+	}
+
+	// fetchedReq hands over the committed offsets and metadata of newly
+	// assigned partitions (kgo's OnOffsetsFetched), before any fetch.
+	fetchedReq struct {
+		commits map[topicPartition]fetchedCommit
+		done    chan struct{}
 	}
 
 	closeReq struct{ reply chan closeReply }
@@ -50,8 +57,8 @@ type (
 	// own commit, so a revoke can never commit after Close), and nothing
 	// more.
 	closeReply struct {
-		offsets epochOffsets
-		held    []chan epochOffsets
+		final commitSet
+		held  []chan commitSet
 	}
 
 	// withdrawReq withdraws a parked read whose context ended, or gives
@@ -62,11 +69,9 @@ type (
 	}
 
 	commitDone struct {
-		offsets epochOffsets
-		parts   map[topicPartition]*partState
-		errs    map[topicPartition]error
-		err     error
-		took    time.Duration
+		commitJob
+		result commitResult
+		took   time.Duration
 	}
 
 	retryDue struct{ b *inflight }
@@ -94,6 +99,7 @@ type owner struct {
 	pollCh     chan pollResult
 	pollWant   chan struct{} // capacity 1: a token asking the poll loop for more
 	assignCh   chan assignReq
+	fetchedCh  chan fetchedReq
 	revokeCh   chan revokeReq
 	closeCh    chan closeReq
 	commitCh   chan commitDone
@@ -119,6 +125,11 @@ type owner struct {
 	// endsInFlight: a log-end query for paused partitions is running
 	// (lag.go); at most one at a time.
 	endsInFlight bool
+	// metaMax is the most bytes of metadata one partition's commit
+	// carries: commit_metadata_max_bytes, halved each time a broker
+	// refuses metadata as too large (its offset.metadata.max.bytes is
+	// smaller).
+	metaMax int
 }
 
 func newOwner(conf *config, log *service.Logger, m *metrics) *owner {
@@ -134,6 +145,7 @@ func newOwner(conf *config, log *service.Logger, m *metrics) *owner {
 		pollCh:     make(chan pollResult),
 		pollWant:   make(chan struct{}, 1),
 		assignCh:   make(chan assignReq),
+		fetchedCh:  make(chan fetchedReq),
 		revokeCh:   make(chan revokeReq),
 		closeCh:    make(chan closeReq),
 		commitCh:   make(chan commitDone, 1),
@@ -144,6 +156,7 @@ func newOwner(conf *config, log *service.Logger, m *metrics) *owner {
 		ioCtx:      ctx,
 		stopIO:     stop,
 		parts:      map[topicPartition]*partState{},
+		metaMax:    conf.commitMetadataMaxBytes,
 	}
 }
 
@@ -179,6 +192,9 @@ func (o *owner) run() {
 			close(res.done)
 		case r := <-o.assignCh:
 			o.onAssign(r.tps)
+			close(r.done)
+		case r := <-o.fetchedCh:
+			o.onFetched(r.commits)
 			close(r.done)
 		case r := <-o.revokeCh:
 			o.onRevoke(r)

@@ -10,8 +10,8 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/watermark-connect/watermark-connect/internal/memmetrics"
 )
@@ -33,10 +33,17 @@ type fakeClient struct {
 	codes       map[topicPartition]int16
 	ends        kadm.ListedOffsets
 	endsQueries int
+	// onCommit, when set, sees every partition commit the broker accepts,
+	// under the client's lock.
+	onCommit func(tp topicPartition, eo kgo.EpochOffset, meta string)
+	// metaLimit, when set, refuses longer metadata as a broker with a
+	// smaller offset.metadata.max.bytes does.
+	metaLimit int
 }
 
 type fakeCommit struct {
 	offsets epochOffsets
+	meta    map[topicPartition]string
 	sync    bool
 }
 
@@ -69,7 +76,7 @@ func (f *fakeClient) isPaused(tp topicPartition) bool {
 
 func (f *fakeClient) SetOffsets(map[string]map[int32]kgo.EpochOffset) {}
 
-func (f *fakeClient) commit(ctx context.Context, offsets epochOffsets, sync bool, onDone func(*kgo.Client, *kmsg.OffsetCommitRequest, *kmsg.OffsetCommitResponse, error)) {
+func (f *fakeClient) Commit(ctx context.Context, set commitSet, sync bool) commitResult {
 	f.mu.Lock()
 	block := f.block
 	f.mu.Unlock()
@@ -77,34 +84,27 @@ func (f *fakeClient) commit(ctx context.Context, offsets epochOffsets, sync bool
 		select {
 		case <-block:
 		case <-ctx.Done():
-			onDone(nil, nil, nil, ctx.Err())
-			return
+			return commitResult{err: ctx.Err()}
 		}
 	}
 	f.mu.Lock()
-	f.commits = append(f.commits, fakeCommit{offsets: offsets, sync: sync})
-	resp := kmsg.NewPtrOffsetCommitResponse()
-	for t, ps := range offsets {
-		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic = t
-		for p := range ps {
-			rp := kmsg.NewOffsetCommitResponseTopicPartition()
-			rp.Partition = p
-			rp.ErrorCode = f.codes[topicPartition{t, p}]
-			rt.Partitions = append(rt.Partitions, rp)
+	defer f.mu.Unlock()
+	f.commits = append(f.commits, fakeCommit{offsets: set.offsets, meta: set.meta, sync: sync})
+	res := commitResult{errs: map[topicPartition]error{}}
+	eachResult(set.offsets, nil, nil, func(tp topicPartition, eo kgo.EpochOffset, _ error) {
+		if f.metaLimit > 0 && len(set.meta[tp]) > f.metaLimit {
+			res.errs[tp] = kerr.OffsetMetadataTooLarge
+			return
 		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-	f.mu.Unlock()
-	onDone(nil, nil, resp, nil)
-}
-
-func (f *fakeClient) CommitOffsets(ctx context.Context, o map[string]map[int32]kgo.EpochOffset, onDone func(*kgo.Client, *kmsg.OffsetCommitRequest, *kmsg.OffsetCommitResponse, error)) {
-	f.commit(ctx, o, false, onDone)
-}
-
-func (f *fakeClient) CommitOffsetsSync(ctx context.Context, o map[string]map[int32]kgo.EpochOffset, onDone func(*kgo.Client, *kmsg.OffsetCommitRequest, *kmsg.OffsetCommitResponse, error)) {
-	f.commit(ctx, o, true, onDone)
+		if code := f.codes[tp]; code != 0 {
+			res.errs[tp] = kerr.ErrorForCode(code)
+			return
+		}
+		if f.onCommit != nil {
+			f.onCommit(tp, eo, set.meta[tp])
+		}
+	})
+	return res
 }
 
 func (f *fakeClient) ListEndOffsets(context.Context, ...string) (kadm.ListedOffsets, error) {
@@ -251,8 +251,8 @@ func (h *ownerHarness) ack(b *inflight, err error) {
 
 // revoke starts a revoke of tps and returns the channel its final offsets
 // arrive on.
-func (h *ownerHarness) revoke(tps ...topicPartition) chan epochOffsets {
-	r := revokeReq{tps: tps, reply: make(chan epochOffsets, 1)}
+func (h *ownerHarness) revoke(tps ...topicPartition) chan commitSet {
+	r := revokeReq{tps: tps, reply: make(chan commitSet, 1)}
 	h.o.revokeCh <- r
 	synctest.Wait()
 	return r.reply
@@ -263,4 +263,24 @@ func (h *ownerHarness) revoke(tps ...topicPartition) chan epochOffsets {
 func (h *ownerHarness) state(fn func(o *owner)) {
 	synctest.Wait()
 	fn(h.o)
+}
+
+// fetched hands the owner the group's committed offsets and metadata, as
+// kgo's OnOffsetsFetched does after an assignment.
+func (h *ownerHarness) fetched(commits map[topicPartition]fetchedCommit) {
+	r := fetchedReq{commits: commits, done: make(chan struct{})}
+	h.o.fetchedCh <- r
+	<-r.done
+}
+
+// readAll reads every batch the owner can hand out now.
+func (h *ownerHarness) readAll() []*inflight {
+	var out []*inflight
+	for {
+		b, ok := h.tryRead()
+		if !ok {
+			return out
+		}
+		out = append(out, b)
+	}
 }

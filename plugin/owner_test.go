@@ -78,8 +78,10 @@ func TestOwnerRetryArithmeticAndDrainSkipsRetries(t *testing.T) {
 		// was in the pipeline, and it is resolved.
 		reply := h.revoke(tp0)
 		select {
-		case offsets := <-reply:
-			require.Empty(t, offsets, "nothing is committable before the retried batch")
+		case final := <-reply:
+			require.Equal(t, epochOffsets{"t": {0: {Epoch: -1, Offset: 0}}}, final.offsets,
+				"the watermark never moved: the start offset is committed, for its delivered ranges")
+			require.Equal(t, "wm1 o=0 e=-1 d=2.2 l=0", final.meta[tp0], "b (offsets 2-3) is delivered; a is not")
 		default:
 			t.Fatal("the drain waited for a batch that is not in the pipeline")
 		}
@@ -122,8 +124,8 @@ func TestOwnerDrainTimesOutAndLaterAcksAreLate(t *testing.T) {
 		require.Empty(t, reply, "the drain waits for b until drain_timeout")
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
-		offsets := <-reply
-		require.Equal(t, int64(2), offsets["t"][0].Offset, "the watermark stops before b")
+		final := <-reply
+		require.Equal(t, int64(2), final.offsets["t"][0].Offset, "the watermark stops before b")
 		h.ack(b, nil)
 		require.Equal(t, int64(1), g.Get(metricLateAcks, "t", 0), "an ack after the drain is late")
 	})
@@ -148,7 +150,7 @@ func TestOwnerCloseAnswersRevokeDrains(t *testing.T) {
 		r := closeReq{reply: make(chan closeReply, 1)}
 		h.o.closeCh <- r
 		last := <-r.reply
-		require.Equal(t, epochOffsets{"t": {0: {Epoch: 0, Offset: 2}}}, last.offsets,
+		require.Equal(t, epochOffsets{"t": {0: {Epoch: 0, Offset: 2}}}, last.final.offsets,
 			"Close commits every partition, the one being revoked included (tp1 has nothing delivered yet)")
 		require.Len(t, last.held, 1, "the revoke's reply is handed to Close")
 		h.ack(a1, nil) // late now
@@ -252,5 +254,127 @@ func TestOwnerEndedEpochGaugesReadZero(t *testing.T) {
 		time.Sleep(time.Second)
 		synctest.Wait()
 		require.Zero(t, g.Get(metricCommitted, "t", 0), "a commit of an ended epoch sets no gauge")
+	})
+}
+
+func firsts(bs []*inflight) []int64 {
+	var out []int64
+	for _, b := range bs {
+		out = append(out, b.raw.first)
+	}
+	return out
+}
+
+func TestOwnerSkipsTheDeliveredRangesOfItsStartingCommit(t *testing.T) {
+	m, g := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "batch_max_records: 2\ncommit_period: 1s\n"), m)
+		h.assign(tp0)
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, meta: "wm1 o=0 e=0 d=2.4 l=0"}})
+		h.fetch(tp0, 10, records(tp0, 0, 10)...)
+		bs := h.readAll()
+		require.Equal(t, []int64{0, 6, 8}, firsts(bs), "offsets 2-5 are not handed out")
+		require.Equal(t, int64(4), g.Get(metricSkipped, "t", 0))
+		for _, b := range bs {
+			h.ack(b, nil)
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Equal(t, []kgo.EpochOffset{{Epoch: 0, Offset: 10}}, h.cl.committed(tp0), "the watermark passes the skipped batches")
+	})
+}
+
+// The ranges name offsets: after an unclean leader election the log above
+// the commit can hold other records. A record whose leader epoch is newer
+// than the one the metadata was written under is not skipped.
+func TestOwnerDoesNotSkipRecordsOfANewerLeaderEpoch(t *testing.T) {
+	m, g := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "batch_max_records: 2\n"), m)
+		h.assign(tp0)
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, meta: "wm1 o=0 e=0 d=2.2,2.2 l=0"}})
+		recs := records(tp0, 0, 10)
+		for _, r := range recs[3:] {
+			r.LeaderEpoch = 1
+		}
+		h.fetch(tp0, 10, recs...)
+		require.Equal(t, []int64{0, 3, 5, 7, 9}, firsts(h.readAll()), "offset 2 (epoch 0) is skipped; from offset 3 (epoch 1) on nothing is")
+		require.Equal(t, int64(1), g.Get(metricSkipped, "t", 0))
+	})
+}
+
+// Metadata is untrusted: any that does not describe the commit it came with
+// is ignored, and nothing is skipped.
+func TestOwnerIgnoresMetadataItCannotTrust(t *testing.T) {
+	for _, meta := range []string{
+		"wm1 o=0 e=0 d=2.4",      // no leader epoch of the ranges
+		"wm1 o=1 e=0 d=2.4 l=0",  // written for offset 1
+		"wm1 o=0 e=0 d=2.4 l=x",  // a bad leader epoch
+		"wm1 o=0 e=0 d=2.40 l=0", // reaches past the log end
+		"wm9 o=0 e=0 d=2.4 l=0",  // a version this input does not know
+		"consumer-1-4b825dc6-42c0-4a9b-b0f1-b1a0c0ffee00",
+	} {
+		t.Run(meta, func(t *testing.T) {
+			m, _ := testMetrics(t)
+			synctest.Test(t, func(t *testing.T) {
+				h := startOwner(t, testConfig(t, "batch_max_records: 2\n"), m)
+				h.assign(tp0)
+				h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, meta: meta}})
+				h.fetch(tp0, 10, records(tp0, 0, 10)...)
+				require.Equal(t, []int64{0, 2, 4, 6, 8}, firsts(h.readAll()))
+			})
+		})
+	}
+}
+
+// A broker whose offset.metadata.max.bytes is below commit_metadata_max_bytes
+// refuses the metadata; the partition is committed again at once without
+// it, and later commits fit the smaller limit.
+func TestOwnerCommitsWithoutMetadataWhenTheBrokerRefusesIt(t *testing.T) {
+	m, _ := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "batch_max_records: 1\ncommit_period: 1s\ncommit_metadata_max_bytes: 200\n"), m)
+		h.cl.metaLimit = 60
+		h.assign(tp0)
+		h.fetch(tp0, 100, records(tp0, 0, 100)...)
+		bs := h.readAll()
+		for i, b := range bs {
+			if i%2 == 1 { // every other batch delivered: many ranges
+				h.ack(b, nil)
+			}
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		h.cl.mu.Lock()
+		require.Len(t, h.cl.commits, 2, "refused, then committed again at once")
+		require.Greater(t, len(h.cl.commits[0].meta[tp0]), 60)
+		require.Equal(t, "", h.cl.commits[1].meta[tp0], "the second commit carries no metadata")
+		h.cl.mu.Unlock()
+		// Each refusal halves the size; it converges below the broker's
+		// limit and metadata is committed again.
+		h.ack(bs[0], nil)
+		for range 4 {
+			h.ack(bs[len(bs)-1], nil) // a repeat: only moves time on
+			time.Sleep(time.Second)
+			synctest.Wait()
+		}
+		h.cl.mu.Lock()
+		defer h.cl.mu.Unlock()
+		refused := 0
+		for i, c := range h.cl.commits {
+			meta := c.meta[tp0]
+			if len(meta) > 60 {
+				refused++
+				require.Less(t, i+1, len(h.cl.commits))
+				require.Equal(t, "", h.cl.commits[i+1].meta[tp0], "a refused commit is made again at once without metadata")
+				if refused > 1 {
+					require.LessOrEqual(t, len(meta), 199/2, "the size halves after a refusal")
+				}
+			}
+		}
+		last := h.cl.commits[len(h.cl.commits)-1]
+		require.NotEmpty(t, last.meta[tp0], "metadata that fits is committed again")
+		require.LessOrEqual(t, len(last.meta[tp0]), 60)
+		require.Equal(t, int64(2), last.offsets["t"][0].Offset)
 	})
 }

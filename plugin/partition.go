@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
 	"github.com/watermark-connect/watermark-connect/tracker"
 )
 
@@ -14,10 +15,13 @@ type topicPartition struct {
 }
 
 // rawBatch is a run of fetched records of one partition, in offset order,
-// not yet converted to Benthos messages.
+// not yet converted to Benthos messages. A skip batch holds records that a
+// commit's delivered ranges show delivered: it is registered and resolved
+// delivered at once, never handed out.
 type rawBatch struct {
 	records     []*kgo.Record
 	first, last int64
+	skip        bool
 }
 
 // inflight is one registered batch between the owner and the sink. The
@@ -67,11 +71,41 @@ type partState struct {
 	// below it is a re-delivery of fetched data and is dropped.
 	lastQueued int64
 
-	// committed is the last offset the broker acknowledged for this epoch;
-	// committing is the offset of the commit in flight, or -1.
-	committed    int64
-	hasCommitted bool
-	committing   int64
+	// window mirrors the tracker's pending batches (window.go).
+	window window
+
+	// committed is the last offset the broker acknowledged for this epoch,
+	// with committedMeta its metadata; committing and committingMeta are
+	// the commit in flight (committing is -1 when there is none).
+	committed      int64
+	hasCommitted   bool
+	committedMeta  string
+	committing     int64
+	committingMeta string
+	// fetched is the offset the group had committed when this epoch was
+	// assigned (OffsetFetch), or -1; skip the delivered ranges its metadata
+	// carried, still above the fetch position (metadata.go).
+	fetched int64
+	skip    []commitmeta.Range
+	// skipEpoch is the leader epoch of the last record the skip ranges
+	// cover; skipTruncated says a later epoch was met in them and the
+	// ranges were dropped (metadata.go).
+	skipEpoch     int32
+	skipTruncated bool
+	// skippedRanges and skippedRecords count what this epoch skipped, for
+	// its one log line; skipLogged says it was written.
+	skippedRanges, skippedRecords int
+	skipLogged                    bool
+	// skipQueued counts the skip batches in ready.
+	skipQueued int
+	// dirty: a batch was delivered or the watermark moved since the last
+	// commit was planned, so the next tick plans one (metadata.go).
+	dirty bool
+	// exposure is the replay exposure (records a crash now would deliver
+	// again). When the commit in flight succeeds it becomes that commit's
+	// planned exposure plus handedSinceSnap, what was handed out since the
+	// commit was planned.
+	exposure, handedSinceSnap int64
 
 	firstFetched  int64 // offset of the first record fetched, or -1
 	highWatermark int64 // log end seen in the last fetch, or -1
@@ -93,6 +127,7 @@ func newPartState(tp topicPartition, maxPending int, now time.Time) *partState {
 		tracker:       tracker.NewWithCapacity(maxPending),
 		lastQueued:    -1,
 		committing:    -1,
+		fetched:       -1,
 		firstFetched:  -1,
 		highWatermark: -1,
 		lastMoved:     now,
@@ -118,43 +153,43 @@ func (p *partState) watermarkAge(now time.Time) time.Duration {
 }
 
 // resumePoint is where this group would resume the partition now: the last
-// commit, or before any commit the first offset fetched.
+// commit, or before any commit of this epoch the group's commit at
+// assignment, or the first offset fetched.
 func (p *partState) resumePoint() (int64, bool) {
 	if p.hasCommitted {
 		return p.committed, true
 	}
+	if p.fetched >= 0 {
+		return p.fetched, true
+	}
 	return p.firstFetched, p.firstFetched >= 0
 }
 
-// commitCandidate returns the watermark if it is ahead of what was committed
-// or is being committed.
-func (p *partState) commitCandidate() (kgo.EpochOffset, bool) {
-	eo, ok := p.finalOffset()
-	if !ok || eo.Offset == p.committing {
-		return kgo.EpochOffset{}, false
+// commitBase is the offset a commit would carry now: the watermark, or,
+// before the watermark ever moved, the offset this epoch started at.
+func (p *partState) commitBase() (int64, bool) {
+	if wm, ok := p.tracker.Watermark(); ok {
+		return wm, true
 	}
-	return eo, true
-}
-
-// finalOffset returns the watermark, with the leader epoch of the record
-// before it, if it is ahead of the last commit.
-func (p *partState) finalOffset() (kgo.EpochOffset, bool) {
-	wm, ok := p.tracker.Watermark()
-	if !ok || (p.hasCommitted && wm <= p.committed) {
-		return kgo.EpochOffset{}, false
+	if p.fetched >= 0 && (p.firstFetched < 0 || p.fetched <= p.firstFetched) {
+		return p.fetched, true
 	}
-	return kgo.EpochOffset{Epoch: p.epochs.at(wm - 1), Offset: wm}, true
+	return p.firstFetched, p.firstFetched >= 0
 }
 
 // enqueue splits the records of one fetch into batches of at most
 // maxRecords records and maxBytes bytes (a larger single record is a batch of
-// its own) and queues them.
+// its own) and queues them. Records inside a delivered range of the commit
+// this epoch started from go into skip batches of their own.
 func (p *partState) enqueue(records []*kgo.Record, maxRecords int, maxBytes int64) {
-	start, size := -1, int64(0)
+	start, size, skip := -1, int64(0), false
 	flush := func(end int) {
 		if start >= 0 && end > start {
 			rs := records[start:end:end]
-			p.ready = append(p.ready, rawBatch{records: rs, first: rs[0].Offset, last: rs[len(rs)-1].Offset})
+			p.ready = append(p.ready, rawBatch{records: rs, first: rs[0].Offset, last: rs[len(rs)-1].Offset, skip: skip})
+			if skip {
+				p.skipQueued++
+			}
 			p.lastQueued = rs[len(rs)-1].Offset
 		}
 		start, size = -1, 0
@@ -168,9 +203,11 @@ func (p *partState) enqueue(records []*kgo.Record, maxRecords int, maxBytes int6
 		for _, h := range r.Headers {
 			n += int64(len(h.Key) + len(h.Value))
 		}
-		if start >= 0 && (i-start >= maxRecords || size+n > maxBytes) {
+		covered := p.skipping(r)
+		if start >= 0 && (i-start >= maxRecords || size+n > maxBytes || covered != skip) {
 			flush(i)
 		}
+		skip = covered
 		if start < 0 {
 			start = i
 			if p.firstFetched < 0 {

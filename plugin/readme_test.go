@@ -87,8 +87,9 @@ func TestReadmeMetrics(t *testing.T) {
 	section, ok := between(string(raw), metricsBegin, metricsEnd)
 	require.True(t, ok, "README.md lacks the metrics markers")
 	for _, name := range []string{metricCommitted, metricPending, metricStalled, metricPaused, metricAge, metricLag,
-		metricCommits, metricCommitErrors, metricCommitLatency, metricLateAcks, metricDuplicateAcks} {
+		metricCommits, metricCommitErrors, metricCommitLatency, metricLateAcks, metricDuplicateAcks,
+		metricExposure, metricSkipped, metricMetaTruncated} {
 		require.Contains(t, section, "`"+name+"`", "README metrics section")
 	}
-	require.Equal(t, 11, strings.Count(section, "`kafka_watermark_"), "the metrics section documents exactly the exported metrics")
+	require.Equal(t, 14, strings.Count(section, "`kafka_watermark_"), "the metrics section documents exactly the exported metrics")
 }

@@ -36,26 +36,26 @@ func (in *Input) onAssigned(o *owner, assigned map[string][]int32) {
 // On a loss it drops the partitions without committing: another member may
 // already own them, and a commit now could move their offset backwards.
 func (in *Input) revokeOrLose(ctx context.Context, o *owner, tps map[string][]int32, lost bool) {
-	req := revokeReq{tps: flatten(tps), lost: lost, reply: make(chan epochOffsets, 1)}
+	req := revokeReq{tps: flatten(tps), lost: lost, reply: make(chan commitSet, 1)}
 	select {
 	case o.revokeCh <- req:
 	case <-o.stopped():
 		return
 	}
-	var offsets epochOffsets
+	var final commitSet
 	select {
-	case offsets = <-req.reply:
+	case final = <-req.reply:
 	case <-o.stopped():
 		return
 	}
-	if lost || len(offsets) == 0 {
+	if lost || final.empty() {
 		return
 	}
 	// What is left of the rebalance budget after the drain goes to the commit.
 	budget := in.conf.rebalanceTimeout - in.conf.drainTimeout
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 	defer cancel()
-	if err := o.finalCommit(cctx, offsets, "revoke"); err != nil {
+	if err := o.finalCommit(cctx, final, "revoke"); err != nil {
 		in.log.Warnf("%v", err)
 	}
 }
@@ -99,7 +99,7 @@ func (o *owner) onRevoke(r revokeReq) {
 		parts = append(parts, p)
 	}
 	if r.lost || o.closed {
-		r.reply <- nil
+		r.reply <- commitSet{}
 		return
 	}
 	o.startDrain(&drain{parts: parts, reply: r.reply}, o.conf.drainTimeout)

@@ -63,10 +63,13 @@ func TestRevokeDrainLateAcksAndReassign(t *testing.T) {
 				return 0, nil
 			}
 			stB := startStream(t, testEnvWith(t, s, 8, decideB, memmetrics.New()), inputYAML(c.addr, topic, "reb", extra), 1)
+			// A delivered everything but the held batches, and its revoke
+			// committed that in its delivered ranges: B delivers only the
+			// batches A held.
 			require.Eventually(t, func() bool {
 				mu.Lock()
 				defer mu.Unlock()
-				return bBatches > 3
+				return bBatches >= 1
 			}, 30*time.Second, 10*time.Millisecond, "member B to consume")
 
 			// B leaves: its partitions return to A under a new epoch.

@@ -41,6 +41,9 @@ const (
 	fieldNackMaxRetries    = "max_retries"
 	fieldNackInitialBack   = "initial_backoff"
 	fieldNackMaxBack       = "max_backoff"
+
+	fieldCommitMetadata         = "commit_metadata"
+	fieldCommitMetadataMaxBytes = "commit_metadata_max_bytes"
 )
 
 // Enum values.
@@ -76,6 +79,10 @@ is still in flight holds the commit back; a batch that fails (a nack) stalls its
 of the assignment, so an offset is never committed past unacknowledged or failed data. After a restart or a
 reassignment the partition resumes from the watermark, and the failed batch is delivered again (at-least-once).
 
+Every commit also carries, in its offset commit metadata, the ranges of batches above the committed offset that were
+already delivered; whoever is assigned the partition next skips them, so a restart or a rebalance delivers again only
+what was not delivered.
+
 A stalled partition keeps delivering until `+"`max_pending_batches`"+` batches are outstanding, then pauses;
 other partitions are not affected. Route failures you do not want to replay to a dead-letter output with a
 `+"`fallback`"+` output, so that the sink acknowledges them and the watermark moves on.
@@ -90,7 +97,9 @@ Each message carries `+"`kafka_key`, `kafka_topic`, `kafka_partition`, `kafka_of
 Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_watermark_pending_batches`, "+
 			"`kafka_watermark_stalled`, `kafka_watermark_paused`, `kafka_watermark_age_seconds`, `kafka_watermark_lag`, "+
 			"`kafka_watermark_commits_total`, `kafka_watermark_commit_errors_total`, "+
-			"`kafka_watermark_late_acks_total`, `kafka_watermark_duplicate_acks_total`"+`; and the timer
+			"`kafka_watermark_late_acks_total`, `kafka_watermark_duplicate_acks_total`, "+
+			"`kafka_watermark_replay_exposure_records`, `kafka_watermark_skipped_records_total`, "+
+			"`kafka_watermark_commit_metadata_truncated_total`"+`; and the timer
 `+"`kafka_watermark_commit_latency_ns`"+` (nanoseconds, as every Benthos timer).`).
 		Fields(
 			service.NewStringListField(fieldSeedBrokers).
@@ -191,6 +200,12 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 			).
 				Description("An optional bounded retry of a nacked batch, before it stalls its partition. While a batch is being retried it holds the watermark like any pending batch.").
 				Advanced(),
+			service.NewBoolField(fieldCommitMetadata).
+				Description("Write, in every commit's offset metadata, which batches above the committed offset were already delivered, and skip them when a partition is assigned (after a restart, a crash or a rebalance): only what was not delivered is delivered again. Only delivered batches are ever written; metadata this input did not write is ignored. `false` commits kgo's member ID as metadata and skips nothing.").
+				Default(true),
+			service.NewIntField(fieldCommitMetadataMaxBytes).
+				Description("The most bytes of metadata one partition's commit carries. The broker refuses more than its `offset.metadata.max.bytes` (4096 by default); when the delivered ranges do not fit, those nearest the committed offset are kept (and the cut counted). If a broker refuses metadata anyway, the partition is committed again at once without it.").
+				Default(4000).Advanced(),
 		).
 		LintRule(lintRule).
 		Example("Out-of-order sink",

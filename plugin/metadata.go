@@ -1,0 +1,293 @@
+package plugin
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
+	"github.com/watermark-connect/watermark-connect/tracker"
+)
+
+// Every commit carries, per partition, the delivered ranges above the
+// committed offset (internal/commitmeta), so that whoever is assigned the
+// partition next skips what was delivered instead of delivering it again.
+//
+// The one way this could lose data is a skip of a record that was not
+// delivered. Three rules keep it from happening: only batches whose verdict
+// was Delivered are ever encoded (window.deliver is called from resolve
+// only, skipped batches were delivered before); ranges are only read back
+// when the header's base equals the committed offset the group just fetched
+// (the commit they were written with); and the decoder refuses anything but
+// sorted, disjoint ranges strictly above that offset.
+
+// requestMetaBudget bounds the metadata of one commit request as a whole:
+// 10,000 fragmented partitions at 4 KB each would make a 40 MB request.
+// Beyond it, the partitions with the fewest delivered records above their
+// watermark commit their header only.
+const requestMetaBudget = 1 << 20
+
+// commitSet is one commit: the offsets, and the metadata of each partition
+// (nil when commit_metadata is off: kgo then writes its member ID).
+type commitSet struct {
+	offsets epochOffsets
+	meta    map[topicPartition]string
+}
+
+func (c *commitSet) add(tp topicPartition, eo kgo.EpochOffset, meta string, withMeta bool) {
+	if c.offsets == nil {
+		c.offsets = epochOffsets{}
+	}
+	setOffset(c.offsets, tp, eo)
+	if withMeta {
+		if c.meta == nil {
+			c.meta = map[topicPartition]string{}
+		}
+		c.meta[tp] = meta
+	}
+}
+
+func (c commitSet) empty() bool { return len(c.offsets) == 0 }
+
+// planned is what a commit of one partition would carry now.
+type planned struct {
+	eo        kgo.EpochOffset
+	meta      string
+	ranges    int   // ranges the metadata carries
+	cut       int   // ranges left out for want of room
+	exposure  int64 // the replay exposure if it succeeds
+	delivered int64 // records delivered above the watermark
+}
+
+// plan computes the next commit of p: its offset, and its metadata within
+// maxBytes. ok is false when there is nothing to commit yet (no offset to
+// resume from, or the watermark never moved and nothing above it was
+// delivered).
+func (o *owner) plan(p *partState, maxBytes int) (c planned, ok bool) {
+	base, ok := p.commitBase()
+	if !ok {
+		return c, false
+	}
+	_, moved := p.tracker.Watermark()
+	c.eo = kgo.EpochOffset{Epoch: p.epochs.at(base - 1), Offset: base}
+	keptTo := base
+	if o.conf.commitMetadata {
+		m := commitmeta.Meta{Base: base, Epoch: c.eo.Epoch, Delivered: p.window.ranges(base, nil)}
+		c.meta, c.cut, keptTo = encodeMeta(m, p.epochs, maxBytes)
+		m.Delivered = m.Delivered[:len(m.Delivered)-c.cut]
+		c.ranges = len(m.Delivered)
+		c.delivered = m.Records()
+		if !moved && len(m.Delivered) == 0 {
+			return c, false
+		}
+	} else if !moved {
+		return c, false
+	}
+	c.exposure = p.window.exposure(keptTo)
+	return c, true
+}
+
+// fieldLastEpoch is the metadata field that carries the leader epoch of the
+// last delivered record the ranges cover. A record in a range whose leader
+// epoch is higher was written after the metadata, by a leader that
+// truncated the log the ranges describe (an unclean election): it is not
+// skipped, and neither is anything after it.
+const fieldLastEpoch = "l"
+
+// encodeMeta encodes m with the leader epoch of its last kept range, and
+// returns the ranges cut and the To of the last one kept (m.Base when none).
+// Leader epochs do not decrease along the log, so the epoch of the last
+// kept record is the highest any kept range holds; cutting ranges can only
+// lower it, and a lower epoch can be one byte longer (-1 against 0), so it
+// encodes again until the cut is stable.
+func encodeMeta(m commitmeta.Meta, epochs epochLog, maxBytes int) (meta string, cut int, keptTo int64) {
+	keptTo = m.Base
+	kept := len(m.Delivered)
+	for range 3 {
+		extra := ""
+		if kept > 0 {
+			extra = fmt.Sprintf("%s=%d", fieldLastEpoch, epochs.at(m.Delivered[kept-1].To-1))
+		}
+		meta, cut = commitmeta.Encode(m, extra, maxBytes)
+		if len(m.Delivered)-cut == kept {
+			break
+		}
+		kept = len(m.Delivered) - cut
+	}
+	if kept = len(m.Delivered) - cut; kept > 0 {
+		keptTo = m.Delivered[kept-1].To
+	}
+	return meta, cut, keptTo
+}
+
+// differs reports whether c would change what the broker holds for p, or
+// what the commit in flight will make it hold.
+func (p *partState) differs(c planned) bool {
+	if p.committing >= 0 && c.eo.Offset == p.committing && c.meta == p.committingMeta {
+		return false
+	}
+	return !p.hasCommitted || c.eo.Offset > p.committed || (c.eo.Offset == p.committed && c.meta != p.committedMeta)
+}
+
+// budgetMeta keeps the metadata of a request within requestMetaBudget,
+// favouring the partitions with the most delivered records above their
+// watermark; the others commit their header only.
+func (o *owner) budgetMeta(plans map[topicPartition]*planned) {
+	total := 0
+	for _, c := range plans {
+		total += len(c.meta)
+	}
+	if total <= requestMetaBudget {
+		return
+	}
+	tps := make([]topicPartition, 0, len(plans))
+	for tp := range plans {
+		tps = append(tps, tp)
+	}
+	slices.SortFunc(tps, func(a, b topicPartition) int { return cmp.Compare(plans[b].delivered, plans[a].delivered) })
+	used := 0
+	for _, tp := range tps {
+		c := plans[tp]
+		if used+len(c.meta) <= requestMetaBudget {
+			used += len(c.meta)
+			continue
+		}
+		header, _, _ := encodeMeta(commitmeta.Meta{Base: c.eo.Offset, Epoch: c.eo.Epoch}, epochLog{}, o.metaMax)
+		c.cut += c.ranges
+		c.ranges = 0
+		c.meta = header
+		used += len(header)
+	}
+}
+
+// noteCut counts the ranges a planned commit of tp left out.
+func (o *owner) noteCut(p *partState, c planned) {
+	if c.cut > 0 {
+		o.m.metaTruncated.Incr(int64(c.cut), p.labels[0], p.labels[1])
+	}
+}
+
+// skipping reports whether record r lies in a delivered range of the commit
+// this epoch started from. Records arrive in offset order, so ranges wholly
+// below r are passed for good. A record with a leader epoch above the one
+// the metadata saw ends all skipping (see fieldLastEpoch).
+func (p *partState) skipping(r *kgo.Record) bool {
+	for len(p.skip) > 0 && p.skip[0].To <= r.Offset {
+		p.skip = p.skip[1:]
+	}
+	if len(p.skip) == 0 || p.skip[0].From > r.Offset {
+		return false
+	}
+	if r.LeaderEpoch > p.skipEpoch {
+		p.skipTruncated = true
+		p.skip = nil
+		return false
+	}
+	return true
+}
+
+// passSkipped registers the skip batches at the front of p's ready queue and
+// resolves them delivered at once: the tracker accounts for them, so the
+// watermark moves past them as soon as everything below is delivered, and
+// the next commit's ranges still cover them.
+func (o *owner) passSkipped(p *partState) {
+	passed := false
+	for len(p.ready) > 0 && p.ready[0].skip {
+		rb := p.ready[0]
+		p.ready[0] = rawBatch{}
+		p.ready = p.ready[1:]
+		p.skipQueued--
+		seq := p.tracker.NextSeq()
+		p.tracker.Register(seq, rb.last)
+		p.tracker.Resolve(seq, tracker.Delivered)
+		p.window.add(seq, rb.last, len(rb.records), true)
+		p.skippedRecords += len(rb.records)
+		o.m.skipped.Incr(int64(len(rb.records)), p.labels[0], p.labels[1])
+		passed = true
+	}
+	if passed {
+		p.dirty = true
+		o.advance(p)
+	}
+	// Once every range is passed and every skip batch registered, say
+	// what was skipped, once.
+	if !p.skipLogged && p.skippedRanges > 0 && len(p.skip) == 0 && p.skipQueued == 0 {
+		p.skipLogged = true
+		o.log.Infof("kafka_watermark: %s/%d: skipped %d record(s) in %d range(s) that the last commit showed delivered",
+			p.tp.topic, p.tp.partition, p.skippedRecords, p.skippedRanges)
+		if p.skipTruncated {
+			o.log.Warnf("kafka_watermark: %s/%d: a record in the delivered ranges has a newer leader epoch than they were written under (the log was truncated by an unclean leader election): from there on nothing is skipped",
+				p.tp.topic, p.tp.partition)
+		}
+	}
+}
+
+// fetchedCommit is one partition's committed offset and metadata, as the
+// group's OffsetFetch returned it when the partition was assigned.
+type fetchedCommit struct {
+	offset int64
+	meta   string
+}
+
+// memberIDLike matches kgo's member IDs, which every commit made before
+// commit metadata carries: the broker's "<client id>-<UUID>" (classic) or a
+// client-made base64 UUID (KIP-848). They are ignored without a word.
+var memberIDLike = regexp.MustCompile(`^(?:.+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[A-Za-z0-9_-]{22})$`)
+
+// onFetched takes the committed offsets and metadata of newly assigned
+// partitions, before any of their records is fetched. Metadata this input
+// did not write, or whose base is not the committed offset, is ignored with
+// one warning for the whole assignment: never a skip, never a failure.
+func (o *owner) onFetched(commits map[topicPartition]fetchedCommit) {
+	var ignored []string
+	for tp, fc := range commits {
+		p := o.parts[tp]
+		if p == nil {
+			continue
+		}
+		p.fetched = fc.offset
+		if !o.conf.commitMetadata || fc.offset < 0 || fc.meta == "" {
+			continue
+		}
+		m, fields, err := commitmeta.DecodeFields(fc.meta)
+		last, lastErr := strconv.ParseInt(fields[fieldLastEpoch], 10, 32)
+		switch {
+		case errors.Is(err, commitmeta.ErrNotOurs) && memberIDLike.MatchString(fc.meta):
+			continue
+		case err != nil:
+			ignored = append(ignored, fmt.Sprintf("%s/%d: %v", tp.topic, tp.partition, err))
+			continue
+		case m.Base != fc.offset:
+			ignored = append(ignored, fmt.Sprintf("%s/%d: written for offset %d, committed offset is %d", tp.topic, tp.partition, m.Base, fc.offset))
+			continue
+		case len(m.Delivered) > 0 && (lastErr != nil || last < -1):
+			ignored = append(ignored, fmt.Sprintf("%s/%d: delivered ranges without a valid %s= leader epoch", tp.topic, tp.partition, fieldLastEpoch))
+			continue
+		}
+		p.skip, p.skipEpoch = m.Delivered, int32(last)
+		p.skippedRanges = len(m.Delivered)
+	}
+	if len(ignored) > 0 {
+		slices.Sort(ignored)
+		o.log.Warnf("kafka_watermark: ignored the commit metadata of %d partition(s), which this input did not write or wrote for another offset; they replay everything above their committed offset: %s",
+			len(ignored), strings.Join(ignored, "; "))
+	}
+}
+
+// dropSkipsPastEnd drops the delivered ranges of p that reach past the log
+// end: they cannot describe this log (a topic deleted and made again), so
+// none of them is trusted.
+func (o *owner) dropSkipsPastEnd(p *partState, logEnd int64) {
+	if len(p.skip) == 0 || p.skip[len(p.skip)-1].To <= logEnd {
+		return
+	}
+	o.log.Warnf("kafka_watermark: ignored the delivered ranges of %s/%d: they reach offset %d, past the log end %d; everything above the committed offset is replayed",
+		p.tp.topic, p.tp.partition, p.skip[len(p.skip)-1].To, logEnd)
+	p.skip, p.skippedRanges = nil, 0
+}
