@@ -39,13 +39,39 @@
 //     panics on them). The example means base 1200, epoch 3, delivered [1210,1260)
 //     and [1280,1320).
 //   - Any other key is ignored by Decode and returned by DecodeFields: room
-//     for later fields (the stall provenance, s=...) without a new version.
+//     for later fields (such as the stall provenance) without a new version.
 //     At most MaxUnknownFields such fields are accepted.
 //
 // Numbers are decimal with no sign (except e=-1), no leading zeros (except
 // "0" itself) and no overflow: a value past int64 (int32 for e), or a gap or
 // length that carries an offset past math.MaxInt64, is malformed. So every
 // Meta has exactly one encoding of o, e and d.
+//
+// While a partition is stalled (the batch at its watermark was nacked and is
+// not yet delivered), its commits also carry the stall provenance, six
+// fields that Stall.Fields writes and StallFromFields reads back from
+// DecodeFields:
+//
+//	wm1 o=1200 e=3 d=10.50 sf=1200 sl=1209 ss=1767225600000 sa=3 sm=orders-sink%40pod-7 sr=http+503
+//
+// Field by field:
+//
+//   - sf=<first> sl=<last>: the offsets of the failed batch, decimal int64s
+//     with 0 <= first <= last. sf marks a stall: without it there is none,
+//     and with it every other s field is required.
+//   - ss=<since>: its first nack, in Unix milliseconds (a decimal >= 0).
+//   - sa=<attempts>: how many times it was delivered, 1 to 2147483647.
+//   - sm=<member>: who saw it, the client ID and host name; at most
+//     MaxMemberLen bytes of printable ASCII, query-escaped (url.QueryEscape:
+//     a space is '+', other bytes outside [A-Za-z0-9-_.~] are %XX).
+//   - sr=<reason>: the error class, at most MaxReasonLen bytes of printable
+//     ASCII, escaped the same way.
+//
+// The provenance is at most MaxStallFieldsLen bytes and a writer passes it as
+// Encode's extra, whose room is taken before any range: when the budget is
+// short the ranges are cut, never the provenance (a budget below the header
+// and the provenance together gets no metadata at all). Like the ranges it
+// is meaningful only when o equals the committed offset.
 //
 // # Guarantees of a decoded Meta
 //
@@ -81,6 +107,7 @@
 //
 // Meta and Range are values with no hidden state. A Meta is safe for
 // concurrent use by readers once built; its Delivered slice must not be
-// modified while others read it. Encode, AppendEncode, Decode and
-// DecodeFields are pure functions, safe to call from any goroutine.
+// modified while others read it. A Stall is a value. Encode, AppendEncode,
+// Decode, DecodeFields, Stall.Fields and StallFromFields are pure functions,
+// safe to call from any goroutine.
 package commitmeta

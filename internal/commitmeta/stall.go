@@ -1,0 +1,247 @@
+package commitmeta
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The stall provenance keys, in the order Fields writes them.
+const (
+	keyStallFirst    = "sf"
+	keyStallLast     = "sl"
+	keyStallSince    = "ss"
+	keyStallAttempts = "sa"
+	keyStallMember   = "sm"
+	keyStallReason   = "sr"
+)
+
+// Limits of a Stall's text fields, in bytes before escaping.
+const (
+	// MaxReasonLen bounds Stall.Reason: room for an error class, not a
+	// whole error chain.
+	MaxReasonLen = 120
+
+	// MaxMemberLen bounds Stall.Member: a client ID and a host name of 40
+	// bytes each and the "@" between them.
+	MaxMemberLen = 81
+)
+
+// MaxStallFieldsLen is the longest Fields of a Stall that StallFromFields
+// accepts: three offsets and a time of 19 digits, 10 digits of attempts, a
+// member and a reason of which every byte is escaped to three, and the six
+// keys with their separators. A writer that reserves it before the ranges
+// never has the provenance cut.
+const MaxStallFieldsLen = 6*len("sf=") + 5*len(" ") + 3*19 + 10 + 3*MaxMemberLen + 3*MaxReasonLen
+
+// Stall is why a partition's watermark is stuck: the failed batch at its
+// head. The input writes it with every commit of a stalled partition, so
+// that anyone who can read the group's offsets (an admin tool, `watermark-
+// connect status`) sees what holds the partition, since when, and who saw
+// it, without the input's metrics or logs.
+//
+// A Stall is a value, safe for concurrent use.
+type Stall struct {
+	First, Last int64     // offsets of the failed batch; 0 <= First <= Last
+	Since       time.Time // its first nack; written in Unix milliseconds, >= 0
+	Attempts    int       // deliveries of it so far, 1 to math.MaxInt32
+	Reason      string    // a short error class: printable ASCII, at most MaxReasonLen bytes
+	Member      string    // who saw it: client ID and host name, at most MaxMemberLen bytes
+}
+
+// Fields returns s as extra fields for Encode:
+//
+//	sf=<First> sl=<Last> ss=<Since, Unix ms> sa=<Attempts> sm=<Member> sr=<Reason>
+//
+// Member and Reason are made printable ASCII first (a control byte becomes a
+// space, any other byte outside 0x20-0x7E a '?', so an error message in
+// UTF-8 or over several lines still fits the format), cut to MaxMemberLen
+// and MaxReasonLen bytes, then query-escaped (url.QueryEscape: a space
+// becomes '+', which admin tools show as is). Cutting before escaping never
+// splits an escape.
+//
+// The numbers are written as they are: a Stall that breaks the bounds on its
+// fields encodes, and StallFromFields then reports the broken field. For a
+// Stall within them the result is at most MaxStallFieldsLen bytes.
+func (s Stall) Fields() string {
+	b := make([]byte, 0, 96+len(s.Member)+len(s.Reason))
+	b = append(b, keyStallFirst+"="...)
+	b = strconv.AppendInt(b, s.First, 10)
+	b = append(b, " "+keyStallLast+"="...)
+	b = strconv.AppendInt(b, s.Last, 10)
+	b = append(b, " "+keyStallSince+"="...)
+	b = strconv.AppendInt(b, s.Since.UnixMilli(), 10)
+	b = append(b, " "+keyStallAttempts+"="...)
+	b = strconv.AppendInt(b, int64(s.Attempts), 10)
+	b = append(b, " "+keyStallMember+"="...)
+	b = append(b, url.QueryEscape(printable(s.Member, MaxMemberLen))...)
+	b = append(b, " "+keyStallReason+"="...)
+	b = append(b, url.QueryEscape(printable(s.Reason, MaxReasonLen))...)
+	return string(b)
+}
+
+// printable returns s with every byte outside printable ASCII replaced (a
+// control byte by a space, any other by '?'), cut to at most n bytes. Every
+// byte is ASCII afterwards, so any cut is on a character boundary.
+func printable(s string, n int) string {
+	if len(s) > n {
+		s = s[:n]
+	}
+	clean := true
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	b := []byte(s)
+	for i, c := range b {
+		switch {
+		case c < ' ' || c == 0x7f:
+			b[i] = ' '
+		case c > '~':
+			b[i] = '?'
+		}
+	}
+	return string(b)
+}
+
+// StallError is stall provenance that is present (there is an sf field) but
+// malformed: a field missing, not a number, out of range, or text that does
+// not unescape to what Fields writes.
+//
+// A StallError is a value once returned, safe for concurrent use.
+type StallError struct {
+	Key      string // the field's key: sf, sl, ss, sa, sm or sr
+	Value    string // its value as found, clipped to 40 bytes; "" when missing
+	Expected string // what a valid value is
+	Err      error  // ErrMissingField, ErrOverflow, or nil
+}
+
+func (e *StallError) Error() string {
+	if errors.Is(e.Err, ErrMissingField) {
+		return fmt.Sprintf("commitmeta: stall field %s: want %s: %v", e.Key, e.Expected, e.Err)
+	}
+	msg := fmt.Sprintf("commitmeta: stall field %s=%q: want %s", e.Key, e.Value, e.Expected)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the detail, so errors.Is(err, ErrMissingField) works.
+func (e *StallError) Unwrap() error { return e.Err }
+
+func stallError(key, value, expected string, detail error) *StallError {
+	const clip = 40
+	if len(value) > clip {
+		value = value[:clip] + "..."
+	}
+	return &StallError{Key: key, Value: value, Expected: expected, Err: detail}
+}
+
+// StallFromFields reads a Stall back from the fields DecodeFields returns.
+// ok is false, with no error, when there is none: no sf key (a partition
+// that is not stalled, or metadata written before the provenance existed).
+// When sf is present every field must be, and a field that is missing or
+// malformed is a *StallError naming it and its value.
+//
+// The fields are untrusted (anyone may commit to a group): StallFromFields
+// never panics, does work linear in the values' lengths, and a Stall it
+// returns keeps every bound stated on Stall's fields, so that its Fields
+// encode it again to the same Stall. Since is in UTC.
+func StallFromFields(fields map[string]string) (s Stall, ok bool, err error) {
+	if _, ok := fields[keyStallFirst]; !ok {
+		return Stall{}, false, nil
+	}
+	get := func(key, expected string) (string, error) {
+		v, ok := fields[key]
+		if !ok {
+			return "", stallError(key, "", expected, ErrMissingField)
+		}
+		return v, nil
+	}
+	num := func(key, expected string, limit int64) (int64, error) {
+		v, err := get(key, expected)
+		if err != nil {
+			return 0, err
+		}
+		n, i, serr := scanNumber(v, 0, len(v), limit, key)
+		if serr != nil {
+			return 0, stallError(key, v, expected, serr.Err)
+		}
+		if i != len(v) {
+			return 0, stallError(key, v, expected, nil)
+		}
+		return n, nil
+	}
+	text := func(key, expected string, limit int) (string, error) {
+		v, err := get(key, expected)
+		if err != nil {
+			return "", err
+		}
+		// An escape is at most three bytes per byte: a longer value
+		// cannot unescape within limit, and is refused before any work.
+		if len(v) > 3*limit {
+			return "", stallError(key, v, expected, nil)
+		}
+		u, uerr := url.QueryUnescape(v)
+		if uerr != nil || len(u) > limit || printable(u, limit) != u {
+			return "", stallError(key, v, expected, nil)
+		}
+		return u, nil
+	}
+
+	const offset = "a decimal offset from 0 to 9223372036854775807, no sign or leading zeros"
+	if s.First, err = num(keyStallFirst, offset, math.MaxInt64); err != nil {
+		return Stall{}, false, err
+	}
+	if s.Last, err = num(keyStallLast, offset+" and at least sf", math.MaxInt64); err != nil {
+		return Stall{}, false, err
+	}
+	if s.Last < s.First {
+		return Stall{}, false, stallError(keyStallLast, fields[keyStallLast],
+			fmt.Sprintf("an offset at least sf (%d)", s.First), nil)
+	}
+	ms, err := num(keyStallSince, "Unix milliseconds from 0 to 9223372036854775807, no sign or leading zeros", math.MaxInt64)
+	if err != nil {
+		return Stall{}, false, err
+	}
+	s.Since = time.UnixMilli(ms).UTC()
+	attempts, err := num(keyStallAttempts, "a decimal count from 1 to 2147483647, no sign or leading zeros", math.MaxInt32)
+	if err != nil {
+		return Stall{}, false, err
+	}
+	if attempts < 1 {
+		return Stall{}, false, stallError(keyStallAttempts, fields[keyStallAttempts], "a decimal count from 1 to 2147483647", nil)
+	}
+	s.Attempts = int(attempts)
+	if s.Member, err = text(keyStallMember, fmt.Sprintf("query-escaped printable ASCII of at most %d bytes", MaxMemberLen), MaxMemberLen); err != nil {
+		return Stall{}, false, err
+	}
+	if s.Reason, err = text(keyStallReason, fmt.Sprintf("query-escaped printable ASCII of at most %d bytes", MaxReasonLen), MaxReasonLen); err != nil {
+		return Stall{}, false, err
+	}
+	return s, true, nil
+}
+
+// String is a one-line summary for logs: the batch, the attempts, the
+// reason and the member, never more than the fields hold.
+func (s Stall) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "batch [%d,%d] nacked since %s, %d attempt(s)", s.First, s.Last, s.Since.UTC().Format(time.RFC3339), s.Attempts)
+	if s.Reason != "" {
+		fmt.Fprintf(&b, ": %s", s.Reason)
+	}
+	if s.Member != "" {
+		fmt.Fprintf(&b, " (seen by %s)", s.Member)
+	}
+	return b.String()
+}

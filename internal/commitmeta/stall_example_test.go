@@ -1,0 +1,34 @@
+package commitmeta_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
+)
+
+func ExampleStall() {
+	stall := commitmeta.Stall{
+		First:    1200,
+		Last:     1209,
+		Since:    time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		Attempts: 3,
+		Reason:   "http 503",
+		Member:   "orders-sink@pod-7",
+	}
+	m := commitmeta.Meta{Base: 1200, Epoch: 3, Delivered: []commitmeta.Range{{From: 1210, To: 1260}}}
+	s, _ := commitmeta.Encode(m, stall.Fields(), 4000)
+	fmt.Println(s)
+
+	_, fields, err := commitmeta.DecodeFields(s)
+	if err != nil {
+		panic(err)
+	}
+	back, ok, err := commitmeta.StallFromFields(fields)
+	fmt.Println(ok, err)
+	fmt.Println(back)
+	// Output:
+	// wm1 o=1200 e=3 d=10.50 sf=1200 sl=1209 ss=1767225600000 sa=3 sm=orders-sink%40pod-7 sr=http+503
+	// true <nil>
+	// batch [1200,1209] nacked since 2026-01-01T00:00:00Z, 3 attempt(s): http 503 (seen by orders-sink@pod-7)
+}

@@ -1,0 +1,75 @@
+package commitmeta
+
+import (
+	"errors"
+	"testing"
+)
+
+// FuzzStallFromFields feeds StallFromFields arbitrary values for the six
+// keys, each present or not (a bit of present), as anyone who can commit to
+// the group may write them, and checks:
+//   - it never panics;
+//   - without sf the result is zero, false, nil;
+//   - an error is a *StallError naming one of the six keys, with a zero
+//     Stall and ok false;
+//   - a Stall it returns keeps every bound: 0 <= First <= Last, Since >= 0,
+//     1 <= Attempts <= MaxInt32, Reason and Member printable ASCII within
+//     MaxReasonLen and MaxMemberLen;
+//   - its Fields are at most MaxStallFieldsLen bytes, form valid extra
+//     fields for Encode, and read back to the same Stall: a second
+//     round trip is a fixed point.
+func FuzzStallFromFields(f *testing.F) {
+	f.Add("1200", "1209", "1767225600000", "3", "orders-sink%40pod-7", "http+503", uint8(63))
+	f.Add("0", "0", "0", "1", "", "", uint8(63))
+	f.Add("9223372036854775807", "9223372036854775807", "9223372036854775807", "2147483647", "m", "a%2Bb", uint8(63))
+	f.Add("10", "9", "1", "1", "a", "b", uint8(63))
+	f.Add("1", "2", "3", "0", "a", "b", uint8(63))
+	f.Add("1", "2", "3", "4", "%zz", "b", uint8(63))
+	f.Add("1", "2", "3", "4", "a b", "caf%C3%A9", uint8(63))
+	f.Add("1", "2", "3", "4", "a", "b", uint8(1))
+	f.Add("", "", "", "", "", "", uint8(62))
+	f.Fuzz(func(t *testing.T, sf, sl, ss, sa, sm, sr string, present uint8) {
+		fields := map[string]string{}
+		for i, kv := range [][2]string{{"sf", sf}, {"sl", sl}, {"ss", ss}, {"sa", sa}, {"sm", sm}, {"sr", sr}} {
+			if present&(1<<i) != 0 {
+				fields[kv[0]] = kv[1]
+			}
+		}
+		s, ok, err := StallFromFields(fields)
+		if _, has := fields["sf"]; !has {
+			if ok || err != nil || !sameStall(s, Stall{}) {
+				t.Fatalf("StallFromFields(%q) = %+v, %v, %v without sf, want zero, false, nil", fields, s, ok, err)
+			}
+			return
+		}
+		if err != nil {
+			var se *StallError
+			if ok || !sameStall(s, Stall{}) || !errors.As(err, &se) {
+				t.Fatalf("StallFromFields(%q) = %+v, %v, %v, want zero, false and a *StallError", fields, s, ok, err)
+			}
+			if _, known := map[string]bool{"sf": true, "sl": true, "ss": true, "sa": true, "sm": true, "sr": true}[se.Key]; !known {
+				t.Fatalf("StallFromFields(%q) error names key %q", fields, se.Key)
+			}
+			return
+		}
+		if !ok {
+			t.Fatalf("StallFromFields(%q) = %+v, false, nil with sf present", fields, s)
+		}
+		if s.First < 0 || s.Last < s.First || s.Since.UnixMilli() < 0 || s.Attempts < 1 || s.Attempts > 1<<31-1 ||
+			len(s.Reason) > MaxReasonLen || len(s.Member) > MaxMemberLen ||
+			printable(s.Reason, MaxReasonLen) != s.Reason || printable(s.Member, MaxMemberLen) != s.Member {
+			t.Fatalf("StallFromFields(%q) = %+v, which breaks a bound", fields, s)
+		}
+		enc := s.Fields()
+		if len(enc) > MaxStallFieldsLen {
+			t.Fatalf("Fields of %+v is %d bytes, above MaxStallFieldsLen", s, len(enc))
+		}
+		if err := checkExtra(enc); err != nil {
+			t.Fatalf("Fields of %+v = %q, not valid extra fields: %v", s, enc, err)
+		}
+		back, ok, err := stallBack(t, enc)
+		if err != nil || !ok || !sameStall(back, s) || back.Fields() != enc {
+			t.Fatalf("StallFromFields(Fields of %+v = %q) = %+v, %v, %v, want the same Stall", s, enc, back, ok, err)
+		}
+	})
+}
