@@ -1,6 +1,8 @@
 package plugin
 
 import (
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/watermark-connect/watermark-connect/tracker"
@@ -17,13 +19,27 @@ func (o *owner) onAck(a ackMsg) {
 		o.m.lateAcks.Incr(1, p.labels[0], p.labels[1])
 		return
 	}
-	if a.err != nil && b.attempt < o.conf.nackRetries && !p.draining {
-		backoff := o.conf.nackBackoff << b.attempt
+	if a.err != nil {
+		if b.nackedAt.IsZero() {
+			b.nackedAt = time.Now()
+		}
+		b.lastErr = errorClass(a.err)
+		if head, _, _, _ := p.stallInfo(); head == b {
+			p.dirty = true // the stall provenance changed: commit it
+		}
+	}
+	if a.err != nil && o.retriesLeft(b) && !p.draining {
+		backoff := o.conf.nackBackoff << min(b.attempt, 30)
 		if backoff > o.conf.nackMaxBackoff || backoff <= 0 {
 			backoff = o.conf.nackMaxBackoff
 		}
-		o.log.Warnf("kafka_watermark: batch %s/%d offsets %d-%d nacked (attempt %d of %d), retrying in %v: %v",
-			p.tp.topic, p.tp.partition, b.raw.first, b.raw.last, b.attempt+1, o.conf.nackRetries+1, backoff, a.err)
+		b.only = a.failed
+		what := "all its records"
+		if b.only != nil {
+			what = fmt.Sprintf("the %d record(s) the batch error named", len(b.only))
+		}
+		o.log.Warnf("kafka_watermark: batch %s/%d offsets %d-%d nacked (attempt %d of %s), retrying %s in %v: %v",
+			p.tp.topic, p.tp.partition, b.raw.first, b.raw.last, b.attempt+1, o.attemptsAllowed(), what, backoff, a.err)
 		p.retrying++
 		time.AfterFunc(backoff, func() {
 			select {
@@ -34,6 +50,19 @@ func (o *owner) onAck(a ackMsg) {
 		return
 	}
 	o.resolve(b, a.err)
+}
+
+// retriesLeft reports whether a nacked b is delivered again in this process.
+func (o *owner) retriesLeft(b *inflight) bool {
+	return o.conf.nackRetries < 0 || b.attempt < o.conf.nackRetries
+}
+
+// attemptsAllowed says how many deliveries a batch gets, for the log.
+func (o *owner) attemptsAllowed() string {
+	if o.conf.nackRetries < 0 {
+		return "unlimited"
+	}
+	return strconv.Itoa(o.conf.nackRetries + 1)
 }
 
 // resolve records the final verdict on a batch and advances its partition.
@@ -81,6 +110,9 @@ func (o *owner) advance(p *partState) {
 		p.epochs.trim(wm - 1)
 		p.window.trim(p.tracker.NextSeq() - uint64(p.tracker.Pending()))
 		p.dirty = true
+		if p.replay.count > 0 && wm > p.replay.offset {
+			p.replay = replayState{} // the replay got past its offset
+		}
 	}
 	if !wasStalled && p.tracker.Stalled() {
 		o.logStall(p)
@@ -96,13 +128,14 @@ func (o *owner) advance(p *partState) {
 func (o *owner) logStall(p *partState) {
 	seq, _ := p.tracker.StalledSeq()
 	last, _ := p.tracker.LastOffset(seq)
-	since, _ := p.tracker.StalledSince()
-	wm, ok := p.tracker.Watermark()
-	if !ok {
-		wm, _ = p.resumePoint()
+	_, since, _, _ := p.stallInfo()
+	wm, _ := p.commitBase()
+	then := "until a restart or a reassignment replays it (stall_replay_after is 0s)"
+	if o.conf.stallReplayAfter > 0 {
+		then = "until it is replayed in place, after stall_replay_after"
 	}
-	o.log.Errorf("kafka_watermark: partition %s/%d stalled since %s at its failed batch (through offset %d): commits stop before offset %d until a restart or reassignment replays it",
-		p.tp.topic, p.tp.partition, since.UTC().Format(time.RFC3339), last, wm)
+	o.log.Errorf("kafka_watermark: partition %s/%d stalled since %s at its failed batch (through offset %d): commits stop before offset %d %s",
+		p.tp.topic, p.tp.partition, since.UTC().Format(time.RFC3339), last, wm, then)
 }
 
 func (o *owner) onRetryDue(b *inflight) {

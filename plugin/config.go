@@ -41,6 +41,8 @@ type config struct {
 	nackBackoff            time.Duration
 	nackMaxBackoff         time.Duration
 
+	stallReplayAfter time.Duration
+
 	commitMetadata         bool
 	commitMetadataMaxBytes int
 }
@@ -129,6 +131,7 @@ func parseConfig(pc *service.ParsedConfig) (*config, error) {
 	num(&c.nackRetries, fieldNackRetry, fieldNackMaxRetries)
 	dur(&c.nackBackoff, fieldNackRetry, fieldNackInitialBack)
 	dur(&c.nackMaxBackoff, fieldNackRetry, fieldNackMaxBack)
+	dur(&c.stallReplayAfter, fieldStallReplayAfter)
 	c.commitMetadata, err = pc.FieldBool(fieldCommitMetadata)
 	errs = append(errs, err)
 	num(&c.commitMetadataMaxBytes, fieldCommitMetadataMaxBytes)
@@ -213,12 +216,15 @@ func (c *config) validate() error {
 			bad("%s (%d) must be between 1 and %d bytes", name, v, int64(maxInt32))
 		}
 	}
+	if c.stallReplayAfter < 0 {
+		bad("%s (%v) must be 0s (never replay in place) or positive", fieldStallReplayAfter, c.stallReplayAfter)
+	}
 	if c.commitMetadataMaxBytes < minCommitMetadataBytes || c.commitMetadataMaxBytes > maxCommitMetadataBytes {
 		bad("%s (%d) must be between %d and %d bytes (the broker's offset.metadata.max.bytes is 4096 by default)",
 			fieldCommitMetadataMaxBytes, c.commitMetadataMaxBytes, minCommitMetadataBytes, maxCommitMetadataBytes)
 	}
-	if c.nackRetries < 0 {
-		bad("%s.%s (%d) must be at least 0", fieldNackRetry, fieldNackMaxRetries, c.nackRetries)
+	if c.nackRetries < -1 {
+		bad("%s.%s (%d) must be -1 (unlimited) or at least 0", fieldNackRetry, fieldNackMaxRetries, c.nackRetries)
 	}
 	for i, s := range c.sasl {
 		switch s.mechanism {

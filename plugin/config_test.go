@@ -49,7 +49,9 @@ func TestInvalidConfigs(t *testing.T) {
 		{"bad unit", validYAML + "fetch_max_bytes: 5XB\n", `fetch_max_bytes ("5XB") has an unknown unit "XB"`},
 		{"size too big", validYAML + "fetch_max_partition_bytes: 4GiB\n", "fetch_max_partition_bytes (4294967296) must be between 1 and 2147483647 bytes"},
 		{"bad regexp", validYAML + "regexp_topics: true\ntopics: [ \"(\" ]\n", `topics: "(" is not a valid regular expression`},
-		{"negative retries", validYAML + "nack_retry: { max_retries: -1 }\n", "nack_retry.max_retries (-1) must be at least 0"},
+		{"negative retries", validYAML + "nack_retry: { max_retries: -2 }\n", "nack_retry.max_retries (-2) must be -1 (unlimited) or at least 0"},
+		{"negative replay wait", validYAML + "stall_replay_after: -1s\n", "stall_replay_after (-1s) must be 0s (never replay in place) or positive"},
+		{"metadata too small", validYAML + "commit_metadata_max_bytes: 10\n", "commit_metadata_max_bytes (10) must be between 64 and 1048576 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pc, err := ConfigSpec().ParseYAML(tc.yaml, nil)

@@ -9,7 +9,10 @@ import (
 type drain struct {
 	parts []*partState
 	reply chan commitSet
-	timer *time.Timer // a revoke's drain_timeout; a close does not wait
+	timer *time.Timer // drain_timeout
+	// replay: the drain before a replay in place (stall.go); it ends in
+	// a rewind, not a reply.
+	replay bool
 }
 
 // onClose applies the acknowledgements already queued and ends every
@@ -37,8 +40,11 @@ func (o *owner) onClose(r closeReq) {
 	var held []chan commitSet
 	for _, d := range o.drains {
 		d.timer.Stop()
-		held = append(held, d.reply)
+		if !d.replay {
+			held = append(held, d.reply)
+		}
 	}
+	o.rewinds = nil
 	o.drains = nil
 	var parts []*partState
 	for _, p := range o.parts {
@@ -96,7 +102,11 @@ func (o *owner) finishDrain(d *drain) {
 		if x == d {
 			o.drains = append(o.drains[:i], o.drains[i+1:]...)
 			d.timer.Stop()
-			d.reply <- o.endEpochs(d.parts, false)
+			if d.replay {
+				o.rewind(d.parts[0])
+			} else {
+				d.reply <- o.endEpochs(d.parts, false)
+			}
 			return
 		}
 	}

@@ -143,3 +143,52 @@ func TestRetryHandsOutFreshMessages(t *testing.T) {
 	defer mu.Unlock()
 	require.Equal(t, []string{"0-0!", "0-0!"}, values, "the retry processes the record, not the first attempt's output")
 }
+
+// A batch error that names the failed messages: the retry re-delivers those
+// only, through a processor that reorders and drops messages on the way, and
+// the batch is committed once they are delivered.
+func TestBatchErrorRetriesOnlyTheFailedMessages(t *testing.T) {
+	const topic = "partial"
+	c, s := newAuditedCluster(t, 1, topic, 10)
+	s.ack([]rec{{topic: topic, partition: 0, offset: 5}}) // the processor drops it: for the audit, delivered
+	var mu sync.Mutex
+	attempt := 0
+	s.decide = func(b []rec) (time.Duration, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		attempt++
+		if attempt == 1 {
+			// Fail the messages of offsets 3 and 7, wherever the
+			// processors put them.
+			var idx partialFailure
+			for i, r := range b {
+				if r.offset == 3 || r.offset == 7 {
+					idx = append(idx, i)
+				}
+			}
+			return 0, idx
+		}
+		return 0, nil
+	}
+	st := startStream(t, testEnv(t, s, 1), inputYAML(c.addr, topic, "partial", `
+  batch_max_records: 10
+  nack_retry:
+    max_retries: 2
+    initial_backoff: 10ms
+    max_backoff: 10ms
+`), 1, `mapping: 'root = if meta("kafka_offset") == "5" { deleted() } else { this }'`, `split: { size: 100 }`)
+	waitCommitted(t, c, "partial", topic, map[int32]int64{0: 10})
+	st.stop(t)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for off := range int64(10) {
+		want := 1
+		switch off {
+		case 3, 7:
+			want = 2
+		case 5:
+			want = 0 // the processor drops it: acknowledged with the batch
+		}
+		require.Equal(t, want, s.delivered[key3(topic, 0, off)], "deliveries of offset %d", off)
+	}
+}

@@ -25,7 +25,7 @@ var unshown = gaugeValues{-1, -1, -1, -1, -1, -1}
 func (p *partState) values(now time.Time) gaugeValues {
 	v := gaugeValues{
 		pending:  int64(p.tracker.Pending()),
-		stalled:  b2i(p.tracker.Stalled()),
+		stalled:  b2i(p.stalled()),
 		paused:   b2i(p.paused),
 		age:      int64(p.watermarkAge(now) / time.Second),
 		lag:      -1,

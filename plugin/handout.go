@@ -42,12 +42,12 @@ func (o *owner) serve() {
 			p.ready = p.ready[1:]
 			seq := p.tracker.NextSeq()
 			p.tracker.Register(seq, rb.last)
-			p.window.add(seq, rb.last, len(rb.records), false)
 			p.unresolved++
 			n := int64(len(rb.records))
 			p.exposure += n
 			p.handedSinceSnap += n
 			b = &inflight{part: p, seq: seq, raw: rb}
+			p.window.add(seq, rb.last, len(rb.records), b)
 			if p.tracker.Pending() >= o.conf.maxPending && !p.paused {
 				p.paused = true
 				o.cl.PauseFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
@@ -97,12 +97,22 @@ func (o *owner) askPoll() {
 // pipeline before it asks for another poll.
 const pollLowWater = 8
 
-func (o *owner) onPoll(fetches kgo.Fetches) {
+// onPoll queues the records of poll seq. It runs in the poll window, before
+// the poller lets a rebalance go on, so it first rewinds the partitions that
+// wait for one (stall.go).
+func (o *owner) onPoll(seq uint64, fetches kgo.Fetches) {
+	o.lastPoll = seq
+	o.applyRewinds(seq)
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 		p := o.parts[topicPartition{fp.Topic, fp.Partition}]
-		if p == nil || p.draining {
-			// Fetched under an assignment that has ended: the next owner
-			// reads it again from the committed offset.
+		if p == nil || p.draining || seq < p.minPoll {
+			// Fetched under an assignment that has ended, or before a
+			// rewind: the next owner, or the rewound epoch, reads it again.
+			return
+		}
+		if p.firstAtMost >= 0 && p.firstFetched < 0 && len(fp.Records) > 0 && fp.Records[0].Offset > p.firstAtMost {
+			o.log.Warnf("kafka_watermark: dropped a fetch of %s/%d from offset %d after its rewind to %d: it was not read from the rewound position",
+				p.tp.topic, p.tp.partition, fp.Records[0].Offset, p.rewindTo.Offset)
 			return
 		}
 		if fp.HighWatermark >= 0 {

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -278,9 +279,40 @@ func (s *sink) write(ctx context.Context, b service.MessageBatch, decide func([]
 			return ctx.Err()
 		}
 	}
+	var partial partialFailure
+	if errors.As(err, &partial) {
+		// Some messages failed: the others count as acknowledged, and the
+		// output returns a batch error that names the failed ones.
+		berr := service.NewBatchError(b, err)
+		failed := map[int]bool{}
+		for _, i := range partial {
+			berr = berr.Failed(i, err)
+			failed[i] = true
+		}
+		var ok []rec
+		for i, r := range recs {
+			if !failed[i] {
+				ok = append(ok, r)
+			}
+		}
+		s.ack(ok)
+		return berr
+	}
 	if err != nil {
 		return err
 	}
+	s.ack(recs)
+	return nil
+}
+
+// partialFailure, returned by a decide function, fails only the messages at
+// these indices of the batch.
+type partialFailure []int
+
+func (p partialFailure) Error() string { return fmt.Sprintf("messages %v failed", []int(p)) }
+
+// ack records successful acknowledgements.
+func (s *sink) ack(recs []rec) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range recs {
@@ -293,7 +325,6 @@ func (s *sink) write(ctx context.Context, b service.MessageBatch, decide func([]
 			s.contig[key]++
 		}
 	}
-	return nil
 }
 
 // counts returns how many distinct records were delivered and how many

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -80,9 +81,11 @@ func (in *Input) Connect(ctx context.Context) error {
 	}
 	o.cl = kgoGroupClient{cl}
 	in.cl = cl
+	in.poller = newPoller()
+	o.wakePoll = in.poller.wake
 	go o.run()
 	go o.committer()
-	in.poller = startPoller(cl, o, in.log)
+	in.poller.start(cl, o, in.log)
 	in.log.Infof("kafka_watermark: consuming %v as group %q (%s protocol)", in.conf.topics, in.conf.group, in.conf.groupProtocol)
 	return nil
 }
@@ -164,25 +167,81 @@ func (in *Input) stoppedErr() error {
 // rather than reusing the messages of the attempt before: processors may
 // have changed those in place, and a retry must process the records, not its
 // own earlier output.
+//
+// A retry after a batch error that named the failed messages re-delivers
+// only those (b.only). To tell which they were, a batch that may be retried
+// is indexed before it leaves (service.MessageBatch.Index), so the error's
+// messages map back to records whatever processors did to the batch. The
+// index costs allocations per message, so it is made only when nack_retry
+// allows retries.
 func (in *Input) handOut(o *owner, b *inflight) (service.MessageBatch, service.AckFunc, error) {
-	msgs := RecordsToBatch(b.raw.records)
+	records, sent := b.raw.records, []int(nil)
+	if b.only != nil {
+		sent = b.only
+		records = make([]*kgo.Record, len(sent))
+		for i, r := range sent {
+			records[i] = b.raw.records[r]
+		}
+	}
+	msgs := RecordsToBatch(records)
+	var index *service.Indexer
+	if in.conf.nackRetries != 0 {
+		index = msgs.Index()
+	}
 	var acked atomic.Bool
 	ack := func(_ context.Context, err error) error {
 		if !acked.CompareAndSwap(false, true) {
 			in.m.dupAcks.Incr(1, b.part.labels[0], b.part.labels[1])
 			return nil
 		}
-		in.sendAck(o, b, err)
+		in.sendAck(o, b, err, failedRecords(err, index, sent))
 		return nil
 	}
 	return msgs, ack, nil
 }
 
+// failedRecords maps the messages a batch error names back to indices in
+// the batch's records, through the index made at hand-out; sent maps a
+// message index to its record index (nil: the same). It returns nil (retry
+// the whole batch) when err is no batch error, names no message, or a
+// message does not map back.
+func failedRecords(err error, index *service.Indexer, sent []int) []int {
+	var berr *service.BatchError
+	if err == nil || index == nil || !errors.As(err, &berr) || berr.IndexedErrors() == 0 {
+		return nil
+	}
+	seen := map[int]bool{}
+	whole := false
+	berr.WalkMessagesIndexedBy(index, func(i int, _ *service.Message, merr error) bool {
+		if merr == nil {
+			return true
+		}
+		if i < 0 || (sent != nil && i >= len(sent)) {
+			whole = true
+			return false
+		}
+		if sent != nil {
+			i = sent[i]
+		}
+		seen[i] = true
+		return true
+	})
+	if whole || len(seen) == 0 {
+		return nil
+	}
+	out := make([]int, 0, len(seen))
+	for i := range seen {
+		out = append(out, i)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // sendAck passes a verdict to the owner; once the owner has stopped, every
 // verdict is late.
-func (in *Input) sendAck(o *owner, b *inflight, err error) {
+func (in *Input) sendAck(o *owner, b *inflight, err error, failed []int) {
 	select {
-	case o.ackCh <- ackMsg{b: b, err: err}:
+	case o.ackCh <- ackMsg{b: b, err: err, failed: failed}:
 	case <-o.stopped():
 		in.m.lateAcks.Incr(1, b.part.labels[0], b.part.labels[1])
 	}

@@ -59,7 +59,8 @@ func (c commitSet) empty() bool { return len(c.offsets) == 0 }
 type planned struct {
 	eo        kgo.EpochOffset
 	meta      string
-	ranges    int   // ranges the metadata carries
+	stall     string // the stall provenance fields, or ""
+	ranges    int    // ranges the metadata carries
 	cut       int   // ranges left out for want of room
 	exposure  int64 // the replay exposure if it succeeds
 	delivered int64 // records delivered above the watermark
@@ -79,11 +80,15 @@ func (o *owner) plan(p *partState, maxBytes int) (c planned, ok bool) {
 	keptTo := base
 	if o.conf.commitMetadata {
 		m := commitmeta.Meta{Base: base, Epoch: c.eo.Epoch, Delivered: p.window.ranges(base, nil)}
-		c.meta, c.cut, keptTo = encodeMeta(m, p.epochs, maxBytes)
+		stall, stalled := o.stall(p)
+		if stalled {
+			c.stall = stall.Fields()
+		}
+		c.meta, c.cut, keptTo = encodeMeta(m, p.epochs, c.stall, maxBytes)
 		m.Delivered = m.Delivered[:len(m.Delivered)-c.cut]
 		c.ranges = len(m.Delivered)
 		c.delivered = m.Records()
-		if !moved && len(m.Delivered) == 0 {
+		if !moved && len(m.Delivered) == 0 && !stalled {
 			return c, false
 		}
 	} else if !moved {
@@ -100,19 +105,24 @@ func (o *owner) plan(p *partState, maxBytes int) (c planned, ok bool) {
 // skipped, and neither is anything after it.
 const fieldLastEpoch = "l"
 
-// encodeMeta encodes m with the leader epoch of its last kept range, and
-// returns the ranges cut and the To of the last one kept (m.Base when none).
+// encodeMeta encodes m with the stall provenance stall (extra fields, or
+// "") and the leader epoch of its last kept range, and returns the ranges
+// cut and the To of the last one kept (m.Base when none). The provenance's
+// room is reserved first: ranges are cut before it is.
 // Leader epochs do not decrease along the log, so the epoch of the last
 // kept record is the highest any kept range holds; cutting ranges can only
 // lower it, and a lower epoch can be one byte longer (-1 against 0), so it
 // encodes again until the cut is stable.
-func encodeMeta(m commitmeta.Meta, epochs epochLog, maxBytes int) (meta string, cut int, keptTo int64) {
+func encodeMeta(m commitmeta.Meta, epochs epochLog, stall string, maxBytes int) (meta string, cut int, keptTo int64) {
 	keptTo = m.Base
 	kept := len(m.Delivered)
 	for range 3 {
-		extra := ""
+		extra := stall
 		if kept > 0 {
-			extra = fmt.Sprintf("%s=%d", fieldLastEpoch, epochs.at(m.Delivered[kept-1].To-1))
+			if extra != "" {
+				extra += " "
+			}
+			extra += fmt.Sprintf("%s=%d", fieldLastEpoch, epochs.at(m.Delivered[kept-1].To-1))
 		}
 		meta, cut = commitmeta.Encode(m, extra, maxBytes)
 		if len(m.Delivered)-cut == kept {
@@ -137,7 +147,7 @@ func (p *partState) differs(c planned) bool {
 
 // budgetMeta keeps the metadata of a request within requestMetaBudget,
 // favouring the partitions with the most delivered records above their
-// watermark; the others commit their header only.
+// watermark; the others commit their header and stall provenance only.
 func (o *owner) budgetMeta(plans map[topicPartition]*planned) {
 	total := 0
 	for _, c := range plans {
@@ -158,7 +168,7 @@ func (o *owner) budgetMeta(plans map[topicPartition]*planned) {
 			used += len(c.meta)
 			continue
 		}
-		header, _, _ := encodeMeta(commitmeta.Meta{Base: c.eo.Offset, Epoch: c.eo.Epoch}, epochLog{}, o.metaMax)
+		header, _, _ := encodeMeta(commitmeta.Meta{Base: c.eo.Offset, Epoch: c.eo.Epoch}, epochLog{}, c.stall, o.metaMax)
 		c.cut += c.ranges
 		c.ranges = 0
 		c.meta = header
@@ -206,7 +216,7 @@ func (o *owner) passSkipped(p *partState) {
 		seq := p.tracker.NextSeq()
 		p.tracker.Register(seq, rb.last)
 		p.tracker.Resolve(seq, tracker.Delivered)
-		p.window.add(seq, rb.last, len(rb.records), true)
+		p.window.add(seq, rb.last, len(rb.records), nil)
 		p.skippedRecords += len(rb.records)
 		o.m.skipped.Incr(int64(len(rb.records)), p.labels[0], p.labels[1])
 		passed = true

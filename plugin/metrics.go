@@ -25,6 +25,7 @@ const (
 	metricMetaTruncated = "kafka_watermark_commit_metadata_truncated_total"
 	metricSkipped       = "kafka_watermark_skipped_records_total"
 	metricExposure      = "kafka_watermark_replay_exposure_records"
+	metricStallReplays  = "kafka_watermark_stall_replays_total"
 )
 
 // metrics holds the input's metric handles. Benthos metric handles are safe
@@ -32,7 +33,7 @@ const (
 type metrics struct {
 	committed, pending, stalled, paused, age, lag, exposure *service.MetricGauge
 	commits, commitErrors, lateAcks, dupAcks                *service.MetricCounter
-	metaTruncated, skipped                                  *service.MetricCounter
+	metaTruncated, skipped, stallReplays                    *service.MetricCounter
 	commitLatency                                           *service.MetricTimer
 }
 
@@ -48,6 +49,7 @@ func newMetrics(m *service.Metrics) *metrics {
 		exposure:      m.NewGauge(metricExposure, l...),
 		metaTruncated: m.NewCounter(metricMetaTruncated, l...),
 		skipped:       m.NewCounter(metricSkipped, l...),
+		stallReplays:  m.NewCounter(metricStallReplays, l...),
 		commits:       m.NewCounter(metricCommits, l...),
 		commitErrors:  m.NewCounter(metricCommitErrors, l...),
 		lateAcks:      m.NewCounter(metricLateAcks, l...),

@@ -22,9 +22,13 @@ type (
 	ackMsg struct {
 		b   *inflight
 		err error
+		// failed holds the indices in b.raw.records of the records a
+		// batch error named failed, or nil (the whole batch).
+		failed []int
 	}
 
 	pollResult struct {
+		seq     uint64 // polls are numbered in the order they start
 		fetches kgo.Fetches
 		done    chan struct{}
 	}
@@ -125,6 +129,17 @@ type owner struct {
 	// endsInFlight: a log-end query for paused partitions is running
 	// (lag.go); at most one at a time.
 	endsInFlight bool
+	// wakePoll ends the poll in progress early (poller.wake), so that a
+	// rewind gets its poll window soon; a no-op in unit tests. Set before
+	// run starts, never changed.
+	wakePoll func()
+	// lastPoll is the number of the last poll handled; rewinds are the
+	// partitions waiting for the next poll window to be rewound in
+	// (stall.go).
+	lastPoll uint64
+	rewinds  []*partState
+	// member names this client in stall provenance (memberName).
+	member string
 	// metaMax is the most bytes of metadata one partition's commit
 	// carries: commit_metadata_max_bytes, halved each time a broker
 	// refuses metadata as too large (its offset.metadata.max.bytes is
@@ -157,6 +172,8 @@ func newOwner(conf *config, log *service.Logger, m *metrics) *owner {
 		stopIO:     stop,
 		parts:      map[topicPartition]*partState{},
 		metaMax:    conf.commitMetadataMaxBytes,
+		wakePoll:   func() {},
+		member:     memberName(conf.clientID),
 	}
 }
 
@@ -188,7 +205,7 @@ func (o *owner) run() {
 			o.onAck(a)
 		case res := <-o.pollCh:
 			o.pollAsked = false
-			o.onPoll(res.fetches)
+			o.onPoll(res.seq, res.fetches)
 			close(res.done)
 		case r := <-o.assignCh:
 			o.onAssign(r.tps)
@@ -212,6 +229,7 @@ func (o *owner) run() {
 			o.commit()
 		case now := <-gaugeTick.C:
 			o.publishGauges(now)
+			o.checkStalls(now)
 		case <-lagTick.C:
 			o.queryEnds()
 		case <-o.sig.HardStopChan():

@@ -39,6 +39,7 @@ type fakeClient struct {
 	// metaLimit, when set, refuses longer metadata as a broker with a
 	// smaller offset.metadata.max.bytes does.
 	metaLimit int
+	rewinds   []map[string]map[int32]kgo.EpochOffset // SetOffsets calls
 }
 
 type fakeCommit struct {
@@ -74,7 +75,11 @@ func (f *fakeClient) isPaused(tp topicPartition) bool {
 	return f.paused[tp]
 }
 
-func (f *fakeClient) SetOffsets(map[string]map[int32]kgo.EpochOffset) {}
+func (f *fakeClient) SetOffsets(m map[string]map[int32]kgo.EpochOffset) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rewinds = append(f.rewinds, m)
+}
 
 func (f *fakeClient) Commit(ctx context.Context, set commitSet, sync bool) commitResult {
 	f.mu.Lock()
@@ -176,9 +181,10 @@ func testMetrics(t *testing.T) (*metrics, *memmetrics.Store) {
 
 // ownerHarness drives one owner by hand, inside a synctest bubble.
 type ownerHarness struct {
-	t  *testing.T
-	o  *owner
-	cl *fakeClient
+	t     *testing.T
+	o     *owner
+	cl    *fakeClient
+	polls uint64 // the number of the last poll handed to the owner
 }
 
 // startOwner starts an owner and its committer in the calling bubble; they
@@ -206,7 +212,8 @@ func (h *ownerHarness) assign(tps ...topicPartition) {
 // fetch hands the owner one poll's records of tp, with the log end hwm.
 func (h *ownerHarness) fetch(tp topicPartition, hwm int64, recs ...*kgo.Record) {
 	f := kgo.Fetch{Topics: []kgo.FetchTopic{{Topic: tp.topic, Partitions: []kgo.FetchPartition{{Partition: tp.partition, HighWatermark: hwm, Records: recs}}}}}
-	r := pollResult{fetches: kgo.Fetches{f}, done: make(chan struct{})}
+	h.polls++
+	r := pollResult{seq: h.polls, fetches: kgo.Fetches{f}, done: make(chan struct{})}
 	h.o.pollCh <- r
 	<-r.done
 }

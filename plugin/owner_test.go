@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
 )
 
 var (
@@ -81,7 +83,13 @@ func TestOwnerRetryArithmeticAndDrainSkipsRetries(t *testing.T) {
 		case final := <-reply:
 			require.Equal(t, epochOffsets{"t": {0: {Epoch: -1, Offset: 0}}}, final.offsets,
 				"the watermark never moved: the start offset is committed, for its delivered ranges")
-			require.Equal(t, "wm1 o=0 e=-1 d=2.2 l=0", final.meta[tp0], "b (offsets 2-3) is delivered; a is not")
+			dm, fields, err := commitmeta.DecodeFields(final.meta[tp0])
+			require.NoError(t, err)
+			require.Equal(t, []commitmeta.Range{{From: 2, To: 4}}, dm.Delivered, "b (offsets 2-3) is delivered; a is not")
+			s, stalled, err := commitmeta.StallFromFields(fields)
+			require.NoError(t, err)
+			require.True(t, stalled, "a, nacked at the head, is a stall even while it waits for its retry")
+			require.Equal(t, 2, s.Attempts)
 		default:
 			t.Fatal("the drain waited for a batch that is not in the pipeline")
 		}

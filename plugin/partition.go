@@ -37,6 +37,13 @@ type inflight struct {
 	raw     rawBatch
 	attempt int  // 0 on first delivery
 	unread  bool // given back by a cancelled ReadBatch: not an attempt
+	// only holds the indices in raw.records of the records the next
+	// attempt re-delivers: those a batch error named failed. nil: all.
+	only []int
+	// nackedAt is the first nack of this batch, zero if none; lastErr is
+	// the error class of the last one (errclass.go).
+	nackedAt time.Time
+	lastErr  string
 }
 
 // partState is one assignment epoch of one partition. It is created when the
@@ -115,6 +122,19 @@ type partState struct {
 	queued   bool // in the owner's run queue
 	draining bool // no more hand-outs: draining for a revoke or a close
 
+	// minPoll is the first poll whose records this epoch takes: 0, or,
+	// for an epoch that replays in place, the first poll after its rewind
+	// (noPoll until then); rewindTo is where the rewind goes (stall.go).
+	minPoll  uint64
+	rewindTo kgo.EpochOffset
+	// firstAtMost, for an epoch that replays in place, is the highest
+	// offset its first record may have: the failed batch's first. A first
+	// fetch that starts beyond it was not read from the rewound position,
+	// and is dropped. -1 when there is no such bound.
+	firstAtMost int64
+	// replay counts the replays in place in a row at one offset.
+	replay replayState
+
 	// shown is what the gauges last showed for this epoch (gauges.go).
 	shown gaugeValues
 }
@@ -128,6 +148,7 @@ func newPartState(tp topicPartition, maxPending int, now time.Time) *partState {
 		lastQueued:    -1,
 		committing:    -1,
 		fetched:       -1,
+		firstAtMost:   -1,
 		firstFetched:  -1,
 		highWatermark: -1,
 		lastMoved:     now,

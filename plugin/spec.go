@@ -42,6 +42,7 @@ const (
 	fieldNackInitialBack   = "initial_backoff"
 	fieldNackMaxBack       = "max_backoff"
 
+	fieldStallReplayAfter       = "stall_replay_after"
 	fieldCommitMetadata         = "commit_metadata"
 	fieldCommitMetadataMaxBytes = "commit_metadata_max_bytes"
 )
@@ -189,7 +190,7 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 				Default(protocolClassic).Advanced(),
 			service.NewObjectField(fieldNackRetry,
 				service.NewIntField(fieldNackMaxRetries).
-					Description("How many times a nacked batch is delivered again in this process before it is declared failed. 0 declares it failed at once.").
+					Description("How many times a nacked batch is delivered again in this process before it is declared failed. 0 declares it failed at once; -1 retries without limit (a sink that is down for an hour and comes back loses nothing and re-delivers nothing but the retried batch). When the nack is a batch error that names the failed messages, a retry re-delivers only those.").
 					Default(0),
 				service.NewDurationField(fieldNackInitialBack).
 					Description("The wait before the first retry; it doubles on each further retry.").
@@ -200,6 +201,9 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 			).
 				Description("An optional bounded retry of a nacked batch, before it stalls its partition. While a batch is being retried it holds the watermark like any pending batch.").
 				Advanced(),
+			service.NewDurationField(fieldStallReplayAfter).
+				Description("When a partition's head batch has failed for good (after its `nack_retry` retries) for this long, replay the partition in place: end its assignment epoch and read it again from its watermark, in this process, without a rebalance, delivering again only what was not delivered. Consecutive replays stalled at the same offset wait twice as long each time, up to 16 times this. `0s` never replays: the partition stays stalled until a restart or a reassignment.").
+				Default("1m"),
 			service.NewBoolField(fieldCommitMetadata).
 				Description("Write, in every commit's offset metadata, which batches above the committed offset were already delivered, and skip them when a partition is assigned (after a restart, a crash or a rebalance): only what was not delivered is delivered again. Only delivered batches are ever written; metadata this input did not write is ignored. `false` commits kgo's member ID as metadata and skips nothing.").
 				Default(true),
@@ -233,6 +237,6 @@ root = [
   if this.seed_brokers.or([]).length() == 0 { "field seed_brokers: at least one broker address is required" },
   if this.topics.or([]).length() == 0 { "field topics: at least one topic is required" },
   if this.consumer_group.or("") == "" { "field consumer_group: a group name is required" },
-  if this.nack_retry.max_retries.or(0) < 0 { "field nack_retry.max_retries: value %v must be at least 0".format(this.nack_retry.max_retries) },
+  if this.nack_retry.max_retries.or(0) < -1 { "field nack_retry.max_retries: value %v must be -1 (unlimited) or at least 0".format(this.nack_retry.max_retries) },
 ].filter(e -> e != null)
 `

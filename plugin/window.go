@@ -21,18 +21,21 @@ type window struct {
 }
 
 type windowBatch struct {
+	b         *inflight // nil for a skipped batch
 	last      int64
 	records   int32
 	delivered bool
 	skipped   bool // delivered in an earlier epoch: never handed out in this one
 }
 
-// add records batch seq, registered just now.
-func (w *window) add(seq uint64, last int64, records int, skipped bool) {
+// add records batch seq, registered just now: handed out as b, or skipped
+// when b is nil.
+func (w *window) add(seq uint64, last int64, records int, b *inflight) {
 	if len(w.batches) == 0 {
 		w.base = seq
 	}
-	w.batches = append(w.batches, windowBatch{last: last, records: int32(records), delivered: skipped, skipped: skipped})
+	skipped := b == nil
+	w.batches = append(w.batches, windowBatch{b: b, last: last, records: int32(records), delivered: skipped, skipped: skipped})
 }
 
 // deliver marks batch seq delivered.

@@ -1,0 +1,204 @@
+package plugin
+
+import (
+	"math"
+	"os"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
+)
+
+// A partition is stalled while the batch at its watermark has been nacked and
+// is not yet delivered, whether it waits for an in-process retry or has
+// failed for good; it stalled at that batch's first nack. A stall shows in
+// kafka_watermark_stalled, in the log, and in every commit of the partition
+// (the stall provenance in its metadata), so it can be seen from the broker
+// alone.
+//
+// A head batch that failed for good (its retries spent) is replayed in place
+// after stall_replay_after: the partition's epoch ends and it is read again
+// from its watermark, in this process, without a rebalance. The steps:
+//
+//  1. beginReplay drains the partition as a revoke does: no more hand-outs,
+//     and up to drain_timeout for the batches still in the pipeline, so
+//     their acknowledgements still count.
+//  2. rewind ends the epoch (later acks are late) and makes a new one that
+//     skips what the old one delivered above the watermark (its delivered
+//     ranges, as if read from a commit), and queues the new epoch for a
+//     rewind. The new epoch takes no record yet.
+//  3. In the next poll window (applyRewinds, from onPoll), kgo's SetOffsets
+//     moves the fetch position back to the watermark, and the new epoch
+//     takes records only from polls that start after it: a fetch from before
+//     the rewind never enters the new epoch.
+//
+// Consecutive replays stalled at the same offset back off: the wait doubles
+// each time, up to maxReplayBackoff times stall_replay_after; a replay that
+// gets past the offset resets it.
+
+// maxReplayShift caps the replay backoff at 16 x stall_replay_after.
+const maxReplayShift = 4
+
+// replayState is what survives a replay: how many replays in a row stalled at
+// offset, and the first nack and attempts of the stall they replay.
+type replayState struct {
+	offset   int64
+	count    int
+	since    time.Time
+	attempts int
+}
+
+// noPoll is the minPoll of an epoch waiting for its rewind: it takes no
+// record until the rewind is made.
+const noPoll = math.MaxUint64
+
+// stallInfo returns the batch at p's watermark if p is stalled: nacked and
+// not delivered, in this epoch or, for the batch a replay in place reads
+// again, in the epoch before it. since is the first nack; attempts counts
+// every delivery of the batch, replays included.
+func (p *partState) stallInfo() (b *inflight, since time.Time, attempts int, ok bool) {
+	if len(p.window.batches) == 0 {
+		return nil, time.Time{}, 0, false
+	}
+	w := p.window.batches[0]
+	if w.b == nil || w.delivered {
+		return nil, time.Time{}, 0, false
+	}
+	b = w.b
+	base, _ := p.commitBase()
+	replayed := p.replay.count > 0 && p.replay.offset == base
+	if b.nackedAt.IsZero() && !replayed {
+		return nil, time.Time{}, 0, false
+	}
+	since = b.nackedAt
+	if !b.nackedAt.IsZero() {
+		attempts = b.attempt + 1
+	}
+	if replayed {
+		attempts += p.replay.attempts
+		if since.IsZero() || p.replay.since.Before(since) {
+			since = p.replay.since
+		}
+	}
+	return b, since, attempts, true
+}
+
+// stalled reports whether p is stalled (stallInfo).
+func (p *partState) stalled() bool {
+	_, _, _, ok := p.stallInfo()
+	return ok
+}
+
+// stall returns p's stall provenance, if p is stalled.
+func (o *owner) stall(p *partState) (commitmeta.Stall, bool) {
+	b, since, attempts, ok := p.stallInfo()
+	if !ok {
+		return commitmeta.Stall{}, false
+	}
+	return commitmeta.Stall{
+		First:    b.raw.first,
+		Last:     b.raw.last,
+		Since:    since,
+		Attempts: max(attempts, 1),
+		Reason:   b.lastErr,
+		Member:   o.member,
+	}, true
+}
+
+// memberName is who writes a stall's provenance: the client ID and the host
+// name, each cut to a fixed length.
+func memberName(clientID string) string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	cut := func(s string, n int) string {
+		if len(s) > n {
+			return s[:n]
+		}
+		return s
+	}
+	return cut(clientID, 40) + "@" + cut(host, 40)
+}
+
+// checkStalls starts the replay of every partition whose head batch has
+// failed for good long enough. Called on the gauge clock.
+func (o *owner) checkStalls(now time.Time) {
+	if o.conf.stallReplayAfter <= 0 || o.closed {
+		return
+	}
+	for _, p := range o.parts {
+		if p.draining || !p.tracker.Stalled() {
+			continue
+		}
+		since, _ := p.tracker.StalledSince()
+		wait := o.conf.stallReplayAfter
+		if base, _ := p.commitBase(); p.replay.count > 0 && p.replay.offset == base {
+			wait <<= min(p.replay.count, maxReplayShift)
+		}
+		if now.Sub(since) >= wait {
+			o.beginReplay(p)
+		}
+	}
+}
+
+// beginReplay drains p before its rewind (step 1).
+func (o *owner) beginReplay(p *partState) {
+	o.beginDrain(p)
+	o.startDrain(&drain{parts: []*partState{p}, replay: true}, o.conf.drainTimeout)
+}
+
+// rewind ends p's epoch after its replay drain and starts the one that reads
+// it again (step 2).
+func (o *owner) rewind(old *partState) {
+	if o.parts[old.tp] != old {
+		return // revoked or lost meanwhile: the next owner replays it
+	}
+	base, _ := old.commitBase()
+	np := newPartState(old.tp, o.conf.maxPending, time.Now())
+	np.committed, np.hasCommitted, np.committedMeta = old.committed, old.hasCommitted, old.committedMeta
+	np.fetched = base
+	np.exposure = old.exposure
+	np.highWatermark = old.highWatermark
+	np.minPoll = noPoll
+	np.rewindTo = kgo.EpochOffset{Epoch: old.epochs.at(base - 1), Offset: base}
+	if b, _, _, ok := old.stallInfo(); ok {
+		np.firstAtMost = b.raw.first
+	}
+	if ranges := old.window.ranges(base, nil); len(ranges) > 0 {
+		np.skip = ranges
+		np.skipEpoch = old.epochs.at(ranges[len(ranges)-1].To - 1)
+		np.skippedRanges = len(ranges)
+	}
+	np.replay = old.replay
+	stalled, _ := o.stall(old)
+	if np.replay.count == 0 || np.replay.offset != base {
+		np.replay = replayState{offset: base, since: stalled.Since}
+	}
+	np.replay.count++
+	np.replay.attempts = stalled.Attempts
+	np.dirty = true
+	o.forget(old)
+	o.parts[np.tp] = np
+	o.rewinds = append(o.rewinds, np)
+	o.m.stallReplays.Incr(1, np.labels[0], np.labels[1])
+	o.log.Warnf("kafka_watermark: replaying %s/%d in place from offset %d (replay %d in a row at this offset; the failed batch was delivered %d time(s)); last error: %s",
+		np.tp.topic, np.tp.partition, base, np.replay.count, stalled.Attempts, stalled.Reason)
+	o.wakePoll()
+}
+
+// applyRewinds moves the fetch position of every epoch waiting for its
+// rewind back to its watermark (step 3). Called from onPoll, in the window
+// between a poll's return and AllowRebalance; the epoch then takes records
+// from later polls only.
+func (o *owner) applyRewinds(seq uint64) {
+	for _, p := range o.rewinds {
+		if o.parts[p.tp] != p {
+			continue
+		}
+		o.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{p.tp.topic: {p.tp.partition: p.rewindTo}})
+		p.minPoll = seq + 1
+	}
+	o.rewinds = o.rewinds[:0]
+}
