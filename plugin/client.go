@@ -39,7 +39,14 @@ func (in *Input) clientOpts(o *owner) []kgo.Opt {
 		// kgo refuses a max age below its min age (5s by default).
 		kgo.MetadataMinAge(min(c.metadataMaxAge, 5*time.Second)),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		// Transaction markers are kept so the owner accounts for their
+		// offsets (they are never handed out): otherwise a partition that
+		// ends in a marker is committed one short of its end for ever.
+		kgo.KeepControlRecords(),
 		kgo.WithLogger(&kgoLogger{log: in.log}),
+	}
+	if c.readCommitted {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
 	if c.regexpTopics {
 		opts = append(opts, kgo.ConsumeRegex())

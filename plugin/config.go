@@ -29,6 +29,8 @@ type config struct {
 	fetchMaxWait           time.Duration
 	metadataMaxAge         time.Duration
 	topicLagRefresh        time.Duration
+	isolation              string
+	readCommitted          bool
 	tls                    *tls.Config // nil when disabled
 	sasl                   []saslConfig
 	commitPeriod           time.Duration
@@ -104,6 +106,8 @@ func parseConfig(pc *service.ParsedConfig) (*config, error) {
 	dur(&c.fetchMaxWait, fieldFetchMaxWait)
 	dur(&c.metadataMaxAge, fieldMetadataMaxAge)
 	dur(&c.topicLagRefresh, fieldTopicLagRefreshPeriod)
+	str(&c.isolation, fieldIsolationLevel)
+	c.readCommitted = c.isolation == isolationCommitted
 	tlsConf, tlsOn, err := pc.FieldTLSToggled(fieldTLS)
 	errs = append(errs, err)
 	if tlsOn {
@@ -173,6 +177,11 @@ func (c *config) validate() error {
 	case startEarliest, startLatest, startCommitted:
 	default:
 		bad("%s (%q) must be one of %s, %s, %s", fieldStartOffset, c.startOffset, startEarliest, startLatest, startCommitted)
+	}
+	switch c.isolation {
+	case isolationUncommitted, isolationCommitted:
+	default:
+		bad("%s (%q) must be one of %s, %s", fieldIsolationLevel, c.isolation, isolationUncommitted, isolationCommitted)
 	}
 	switch c.groupProtocol {
 	case protocolClassic, protocolConsumer:

@@ -115,8 +115,13 @@ func (o *owner) onPoll(seq uint64, fetches kgo.Fetches) {
 				p.tp.topic, p.tp.partition, fp.Records[0].Offset, p.rewindTo.Offset)
 			return
 		}
-		if fp.HighWatermark >= 0 {
-			p.highWatermark = fp.HighWatermark
+		// The log end, for the lag: under read_committed, the last stable
+		// offset (records past it cannot be read yet).
+		if end := fp.HighWatermark; end >= 0 {
+			if o.conf.readCommitted && fp.LastStableOffset >= 0 {
+				end = fp.LastStableOffset
+			}
+			p.highWatermark = end
 			o.dropSkipsPastEnd(p, fp.HighWatermark)
 		}
 		if len(fp.Records) > 0 {

@@ -79,7 +79,7 @@ func (in *Input) Connect(ctx context.Context) error {
 		in.owner = nil
 		return fmt.Errorf("kafka_watermark: cannot reach seed brokers %s%s: %w", strings.Join(in.conf.seedBrokers, ","), in.authDescription(), err)
 	}
-	o.cl = kgoGroupClient{cl}
+	o.cl = kgoGroupClient{Client: cl, readCommitted: in.conf.readCommitted}
 	in.cl = cl
 	in.poller = newPoller()
 	o.wakePoll = in.poller.wake

@@ -24,11 +24,16 @@ type groupClient interface {
 	// final selects a commit a rebalance callback may make (see
 	// commitAndWait).
 	Commit(ctx context.Context, set commitSet, final bool) commitResult
+	// ListEndOffsets lists the log ends of topics: the high watermarks, or
+	// under read_committed the last stable offsets.
 	ListEndOffsets(ctx context.Context, topics ...string) (kadm.ListedOffsets, error)
 }
 
 // kgoGroupClient is the groupClient of a real kgo client.
-type kgoGroupClient struct{ *kgo.Client }
+type kgoGroupClient struct {
+	*kgo.Client
+	readCommitted bool
+}
 
 // Commit sends one OffsetCommit. The metadata goes in through
 // kgo.PreCommitFnContext, which runs after kgo has filled the request; every
@@ -71,5 +76,8 @@ func (c kgoGroupClient) Commit(ctx context.Context, set commitSet, final bool) c
 }
 
 func (c kgoGroupClient) ListEndOffsets(ctx context.Context, topics ...string) (kadm.ListedOffsets, error) {
+	if c.readCommitted {
+		return kadm.NewClient(c.Client).ListCommittedOffsets(ctx, topics...)
+	}
 	return kadm.NewClient(c.Client).ListEndOffsets(ctx, topics...)
 }

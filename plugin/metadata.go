@@ -61,9 +61,9 @@ type planned struct {
 	meta      string
 	stall     string // the stall provenance fields, or ""
 	ranges    int    // ranges the metadata carries
-	cut       int   // ranges left out for want of room
-	exposure  int64 // the replay exposure if it succeeds
-	delivered int64 // records delivered above the watermark
+	cut       int    // ranges left out for want of room
+	exposure  int64  // the replay exposure if it succeeds
+	delivered int64  // records delivered above the watermark
 }
 
 // plan computes the next commit of p: its offset, and its metadata within
@@ -212,13 +212,15 @@ func (o *owner) passSkipped(p *partState) {
 		rb := p.ready[0]
 		p.ready[0] = rawBatch{}
 		p.ready = p.ready[1:]
-		p.skipQueued--
 		seq := p.tracker.NextSeq()
 		p.tracker.Register(seq, rb.last)
 		p.tracker.Resolve(seq, tracker.Delivered)
 		p.window.add(seq, rb.last, len(rb.records), nil)
-		p.skippedRecords += len(rb.records)
-		o.m.skipped.Incr(int64(len(rb.records)), p.labels[0], p.labels[1])
+		if !rb.control {
+			p.skipQueued--
+			p.skippedRecords += len(rb.records)
+			o.m.skipped.Incr(int64(len(rb.records)), p.labels[0], p.labels[1])
+		}
 		passed = true
 	}
 	if passed {

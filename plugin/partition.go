@@ -15,13 +15,15 @@ type topicPartition struct {
 }
 
 // rawBatch is a run of fetched records of one partition, in offset order,
-// not yet converted to Benthos messages. A skip batch holds records that a
-// commit's delivered ranges show delivered: it is registered and resolved
-// delivered at once, never handed out.
+// not yet converted to Benthos messages. A skip batch is registered and
+// resolved delivered at once, never handed out: it holds records that a
+// commit's delivered ranges show delivered, or (control) transaction
+// markers, which are no data but whose offsets the watermark must pass.
 type rawBatch struct {
 	records     []*kgo.Record
 	first, last int64
 	skip        bool
+	control     bool
 }
 
 // inflight is one registered batch between the owner and the sink. The
@@ -203,12 +205,12 @@ func (p *partState) commitBase() (int64, bool) {
 // its own) and queues them. Records inside a delivered range of the commit
 // this epoch started from go into skip batches of their own.
 func (p *partState) enqueue(records []*kgo.Record, maxRecords int, maxBytes int64) {
-	start, size, skip := -1, int64(0), false
+	start, size, skip, control := -1, int64(0), false, false
 	flush := func(end int) {
 		if start >= 0 && end > start {
 			rs := records[start:end:end]
-			p.ready = append(p.ready, rawBatch{records: rs, first: rs[0].Offset, last: rs[len(rs)-1].Offset, skip: skip})
-			if skip {
+			p.ready = append(p.ready, rawBatch{records: rs, first: rs[0].Offset, last: rs[len(rs)-1].Offset, skip: skip || control, control: control})
+			if skip && !control {
 				p.skipQueued++
 			}
 			p.lastQueued = rs[len(rs)-1].Offset
@@ -224,11 +226,12 @@ func (p *partState) enqueue(records []*kgo.Record, maxRecords int, maxBytes int6
 		for _, h := range r.Headers {
 			n += int64(len(h.Key) + len(h.Value))
 		}
-		covered := p.skipping(r)
-		if start >= 0 && (i-start >= maxRecords || size+n > maxBytes || covered != skip) {
+		isControl := r.Attrs.IsControl()
+		covered := !isControl && p.skipping(r)
+		if start >= 0 && (i-start >= maxRecords || size+n > maxBytes || covered != skip || isControl != control) {
 			flush(i)
 		}
-		skip = covered
+		skip, control = covered, isControl
 		if start < 0 {
 			start = i
 			if p.firstFetched < 0 {

@@ -24,6 +24,7 @@ const (
 	fieldFetchMaxWait           = "fetch_max_wait"
 	fieldMetadataMaxAge         = "metadata_max_age"
 	fieldTopicLagRefreshPeriod  = "topic_lag_refresh_period"
+	fieldIsolationLevel         = "transaction_isolation_level"
 	fieldTLS                    = "tls"
 	fieldSASL                   = "sasl"
 	fieldSASLMechanism          = "mechanism"
@@ -55,6 +56,9 @@ const (
 
 	protocolClassic  = "classic"
 	protocolConsumer = "consumer"
+
+	isolationUncommitted = "read_uncommitted"
+	isolationCommitted   = "read_committed"
 
 	saslPlain       = "PLAIN"
 	saslScram256    = "SCRAM-SHA-256"
@@ -155,6 +159,12 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 			service.NewDurationField(fieldTopicLagRefreshPeriod).
 				Description("How often to ask the brokers for the log end of partitions paused at `max_pending_batches`, which no fetch reports, so that their `kafka_watermark_lag` keeps moving. Other partitions learn their log end from every fetch.").
 				Default("5s").Advanced(),
+			service.NewStringAnnotatedEnumField(fieldIsolationLevel, map[string]string{
+				isolationUncommitted: "Read every record, those of open and aborted transactions included.",
+				isolationCommitted:   "Read only records of committed transactions (and non-transactional ones); the lag is measured against the last stable offset.",
+			}).
+				Description("The transaction isolation level of fetches. At either level the transaction markers (control records) are accounted for without being delivered, so commits reach the log end past them.").
+				Default(isolationUncommitted).Advanced(),
 			service.NewTLSToggledField(fieldTLS),
 			service.NewObjectListField(fieldSASL,
 				service.NewStringEnumField(fieldSASLMechanism, saslPlain, saslScram256, saslScram512, saslOAuthBearer).
