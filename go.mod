@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/Jeffail/checkpoint v1.1.0
 	github.com/Jeffail/shutdown v1.0.0
+	github.com/dustin/go-humanize v1.0.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redpanda-data/benthos/v4 v4.60.0
 	github.com/stretchr/testify v1.12.1
@@ -26,7 +27,6 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/cockroachdb/apd/v3 v3.2.1 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
-	github.com/dustin/go-humanize v1.0.1 // indirect
 	github.com/fatih/color v1.18.0 // indirect
 	github.com/felixge/httpsnoop v1.0.4 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect

@@ -4,10 +4,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"github.com/redpanda-data/benthos/v4/public/service"
 )
 
@@ -261,32 +263,16 @@ const (
 	maxCommitMetadataBytes = 1 << 20
 )
 
-// parseBytes reads a byte size such as "1MiB", "512KB" or "1048576".
+// parseBytes reads a byte size as Redpanda Connect does, with go-humanize:
+// a bare number is bytes, SI units are powers of 1000 ("1MB", "1M" and "1mb"
+// are 1,000,000) and IEC units powers of 1024 ("1MiB" is 1,048,576).
 func parseBytes(field, s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	i := 0
-	for i < len(t) && t[i] >= '0' && t[i] <= '9' {
-		i++
+	n, err := humanize.ParseBytes(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s (%q) is not a byte size such as 1048576, 512KiB or 1MB: %w", field, s, err)
 	}
-	if i == 0 {
-		return 0, fmt.Errorf("%s (%q) is not a byte size such as 1048576, 512KiB or 1MiB", field, s)
+	if n > math.MaxInt64 {
+		return 0, fmt.Errorf("%s (%q) is larger than %d bytes", field, s, int64(math.MaxInt64))
 	}
-	var n int64
-	for _, r := range t[:i] {
-		n = n*10 + int64(r-'0')
-		if n > 1<<40 {
-			return 0, fmt.Errorf("%s (%q) is larger than 1TiB", field, s)
-		}
-	}
-	mult := map[string]int64{
-		"": 1, "B": 1,
-		"KB": 1000, "KiB": 1 << 10, "K": 1 << 10,
-		"MB": 1000 * 1000, "MiB": 1 << 20, "M": 1 << 20,
-		"GB": 1000 * 1000 * 1000, "GiB": 1 << 30, "G": 1 << 30,
-	}
-	m, ok := mult[strings.TrimSpace(t[i:])]
-	if !ok {
-		return 0, fmt.Errorf("%s (%q) has an unknown unit %q: use B, KB, KiB, MB, MiB, GB or GiB", field, s, strings.TrimSpace(t[i:]))
-	}
-	return n * m, nil
+	return int64(n), nil
 }

@@ -27,6 +27,16 @@ func TestValidConfigDefaults(t *testing.T) {
 	require.Equal(t, "watermark-connect", c.clientID)
 }
 
+// Byte sizes mean what they mean in Redpanda Connect (go-humanize): SI units
+// are powers of 1000, IEC units powers of 1024.
+func TestByteSizesAsRedpandaConnectReadsThem(t *testing.T) {
+	for in, want := range map[string]int64{"1048576": 1 << 20, "1MiB": 1 << 20, "1MB": 1_000_000, "1M": 1_000_000, "1mb": 1_000_000, "32KB": 32_000, "2 GiB": 2 << 30} {
+		got, err := parseBytes("batch_max_bytes", in)
+		require.NoError(t, err, in)
+		require.Equal(t, want, got, "parseBytes(%q)", in)
+	}
+}
+
 func TestInvalidConfigs(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml, want string
@@ -46,7 +56,9 @@ func TestInvalidConfigs(t *testing.T) {
 		{"sasl no user", validYAML + "sasl: [ { mechanism: SCRAM-SHA-512 } ]\n", "sasl[0].username: SCRAM-SHA-512 needs a user name"},
 		{"oauth no token", validYAML + "sasl: [ { mechanism: OAUTHBEARER } ]\n", "sasl[0].token: OAUTHBEARER needs a token"},
 		{"bad size", validYAML + "batch_max_bytes: lots\n", `batch_max_bytes ("lots") is not a byte size`},
-		{"bad unit", validYAML + "fetch_max_bytes: 5XB\n", `fetch_max_bytes ("5XB") has an unknown unit "XB"`},
+		{"bad unit", validYAML + "fetch_max_bytes: 5XB\n", `fetch_max_bytes ("5XB") is not a byte size such as 1048576, 512KiB or 1MB: unhandled size name: xb`},
+		// Regression: the hand-written parser overflowed and read this as 1GiB.
+		{"overflowing size", validYAML + "batch_max_bytes: 17179869185GiB\n", `batch_max_bytes ("17179869185GiB") is not a byte size`},
 		{"size too big", validYAML + "fetch_max_partition_bytes: 4GiB\n", "fetch_max_partition_bytes (4294967296) must be between 1 and 2147483647 bytes"},
 		{"bad regexp", validYAML + "regexp_topics: true\ntopics: [ \"(\" ]\n", `topics: "(" is not a valid regular expression`},
 		{"negative retries", validYAML + "nack_retry: { max_retries: -2 }\n", "nack_retry.max_retries (-2) must be -1 (unlimited) or at least 0"},

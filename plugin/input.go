@@ -183,7 +183,7 @@ func (in *Input) handOut(o *owner, b *inflight) (service.MessageBatch, service.A
 			records[i] = b.raw.records[r]
 		}
 	}
-	msgs := RecordsToBatch(records)
+	msgs := RecordsToBatch(records, b.raw.logEnd)
 	var index *service.Indexer
 	if in.conf.nackRetries != 0 {
 		index = msgs.Index()

@@ -5,24 +5,37 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// Metadata keys, named as Redpanda Connect's kafka inputs name them so
-// pipelines port unchanged.
+// Metadata keys, named and typed as Redpanda Connect's redpanda input sets
+// them (its FranzRecordToMessageV1), so pipelines port unchanged.
 const (
-	metaKey       = "kafka_key"
-	metaTopic     = "kafka_topic"
-	metaPartition = "kafka_partition"
-	metaOffset    = "kafka_offset"
-	metaTSUnix    = "kafka_timestamp_unix"
-	metaTSMs      = "kafka_timestamp_ms"
-	metaTombstone = "kafka_tombstone_message"
+	metaKey       = "kafka_key"               // []byte (nil for a null key)
+	metaTopic     = "kafka_topic"             // string
+	metaPartition = "kafka_partition"         // int
+	metaOffset    = "kafka_offset"            // int
+	metaLag       = "kafka_lag"               // int64
+	metaTSUnix    = "kafka_timestamp_unix"    // int64, seconds
+	metaTSMs      = "kafka_timestamp_ms"      // int64
+	metaTombstone = "kafka_tombstone_message" // bool
+	// metaHeaders holds every header of the record, in order and with
+	// repeated keys, as []kgo.RecordHeader: Redpanda Connect's kafka
+	// outputs read it to write the headers back unchanged. Set only for
+	// records with headers.
+	metaHeaders = "__rpcn_kafka_headers"
 )
 
-// RecordsToBatch converts records into a Benthos batch with Redpanda
-// Connect's metadata. Values that are the same for every record of a
-// partition (topic, partition) are boxed once per batch rather than once per
-// message: setting metadata is most of the cost of this function. It is safe
-// for concurrent use on distinct slices.
-func RecordsToBatch(records []*kgo.Record) service.MessageBatch {
+// RecordsToBatch converts records of one partition into a Benthos batch with
+// Redpanda Connect's metadata. logEnd is the partition's log end when the
+// records were fetched (its high watermark, or under read_committed its last
+// stable offset), from which each message's kafka_lag is computed: the
+// records after it in the log; -1 when unknown (kafka_lag is then 0).
+//
+// Each header is set under its own key, as a string (nil for a null value;
+// for a repeated key the last one wins), after the kafka_* keys. Values that
+// are the same for every record of a partition (topic, partition) are boxed
+// once per batch rather than once per message: setting metadata is most of
+// the cost of this function. It is safe for concurrent use on distinct
+// slices.
+func RecordsToBatch(records []*kgo.Record, logEnd int64) service.MessageBatch {
 	batch := make(service.MessageBatch, len(records))
 	if len(records) == 0 {
 		return batch
@@ -30,16 +43,24 @@ func RecordsToBatch(records []*kgo.Record) service.MessageBatch {
 	var topic, partition any = records[0].Topic, int(records[0].Partition)
 	for i, r := range records {
 		m := service.NewMessage(r.Value)
-		m.MetaSetMut(metaKey, string(r.Key))
+		m.MetaSetMut(metaKey, r.Key)
 		m.MetaSetMut(metaTopic, topic)
 		m.MetaSetMut(metaPartition, partition)
 		m.MetaSetMut(metaOffset, int(r.Offset))
 		m.MetaSetMut(metaTSUnix, r.Timestamp.Unix())
 		m.MetaSetMut(metaTSMs, r.Timestamp.UnixMilli())
 		m.MetaSetMut(metaTombstone, r.Value == nil)
-		for _, h := range r.Headers {
-			m.MetaSetMut(h.Key, string(h.Value))
+		if len(r.Headers) > 0 {
+			for _, h := range r.Headers {
+				if h.Value == nil {
+					m.MetaSetMut(h.Key, nil)
+				} else {
+					m.MetaSetMut(h.Key, string(h.Value))
+				}
+			}
+			m.MetaSetMut(metaHeaders, r.Headers)
 		}
+		m.MetaSetMut(metaLag, max(logEnd-r.Offset-1, 0))
 		batch[i] = m
 	}
 	return batch

@@ -22,6 +22,7 @@ type topicPartition struct {
 type rawBatch struct {
 	records     []*kgo.Record
 	first, last int64
+	logEnd      int64 // the partition's log end when fetched, for kafka_lag
 	skip        bool
 	control     bool
 }
@@ -209,7 +210,7 @@ func (p *partState) enqueue(records []*kgo.Record, maxRecords int, maxBytes int6
 	flush := func(end int) {
 		if start >= 0 && end > start {
 			rs := records[start:end:end]
-			p.ready = append(p.ready, rawBatch{records: rs, first: rs[0].Offset, last: rs[len(rs)-1].Offset, skip: skip || control, control: control})
+			p.ready = append(p.ready, rawBatch{records: rs, first: rs[0].Offset, last: rs[len(rs)-1].Offset, logEnd: p.highWatermark, skip: skip || control, control: control})
 			if skip && !control {
 				p.skipQueued++
 			}

@@ -94,8 +94,10 @@ other partitions are not affected. Route failures you do not want to replay to a
 
 ### Metadata
 
-Each message carries `+"`kafka_key`, `kafka_topic`, `kafka_partition`, `kafka_offset`, `kafka_timestamp_unix`, "+
-			"`kafka_timestamp_ms`, `kafka_tombstone_message`"+` and every record header under its own key.
+Each message carries, as Redpanda Connect's redpanda input sets them, `+"`kafka_key` (bytes), `kafka_topic`, "+
+			"`kafka_partition`, `kafka_offset`, `kafka_lag`, `kafka_timestamp_unix`, `kafka_timestamp_ms`, "+
+			"`kafka_tombstone_message`"+`, every record header under its own key (a string), and all headers under
+`+"`__rpcn_kafka_headers`"+`.
 
 ### Metrics
 

@@ -198,7 +198,7 @@ func (in *baselineInput) ReadBatch(ctx context.Context) (service.MessageBatch, s
 	}
 	rs := in.pending[0]
 	in.pending = in.pending[1:]
-	return RecordsToBatch(rs), func(context.Context, error) error { return nil }, nil
+	return RecordsToBatch(rs, -1), func(context.Context, error) error { return nil }, nil
 }
 
 func (in *baselineInput) Close(context.Context) error {
