@@ -76,9 +76,19 @@ func TestOutOfOrderSink(t *testing.T) {
 
 // TestFailedBatchStallsPartition: one record fails on its first delivery.
 // Its partition's commit stops at the start of the failed batch for the rest
-// of the run while the other partitions complete; a restart replays the
-// failed batch and everything after it, and the commits reach the end.
+// of the run while the other partitions complete; a restart delivers the
+// failed batch again and the commits reach the end. With commit_metadata
+// (the default) the restart skips what run 1 delivered after the failed
+// batch, which the commit's metadata carries: it delivers only the failed
+// batch and what run 1 never delivered, each once. Without, it replays the
+// failed batch and everything after it.
 func TestFailedBatchStallsPartition(t *testing.T) {
+	for _, withMeta := range []bool{true, false} {
+		t.Run(fmt.Sprintf("commit_metadata=%v", withMeta), func(t *testing.T) { testFailedBatchStallsPartition(t, withMeta) })
+	}
+}
+
+func testFailedBatchStallsPartition(t *testing.T, withMeta bool) {
 	env := needBroker(t)
 	k := newKafka(t, env)
 	const parts, perPart = 8, 5000
@@ -131,7 +141,7 @@ func TestFailedBatchStallsPartition(t *testing.T) {
 	w.mu.Unlock()
 
 	conf := pipeline{brokers: env.Brokers, topic: topic, group: group, sinkURL: s.url(), instance: "run1",
-		input: fmt.Sprintf("commit_period: 200ms\nbatch_max_records: %d\nmax_pending_batches: %d\n", batchMax, maxPending)}
+		input: fmt.Sprintf("commit_period: 200ms\nbatch_max_records: %d\nmax_pending_batches: %d\ncommit_metadata: %v\n", batchMax, maxPending, withMeta)}
 	p := startProc(t, "run1", conf.yaml())
 
 	// The other partitions complete; the bad one commits exactly up to the
@@ -198,8 +208,29 @@ func TestFailedBatchStallsPartition(t *testing.T) {
 	if first.count(bad, badOff) != 0 {
 		t.Errorf("the failing record was recorded as delivered in run 1")
 	}
+	if beyond == 0 {
+		t.Errorf("partition %d delivered nothing after its failed batch: the test proves nothing about skipping", bad)
+	}
+	if withMeta {
+		// The graceful stop's final commit carries, above the failed batch,
+		// exactly what run 1 delivered after it.
+		c := k.mustCommitStates(group, topic)[bad]
+		if c.err != nil || c.m.Base != ff || c.m.Records() != beyond {
+			t.Errorf("partition %d: final commit %s (decode error %v), want base %d and ranges holding the %d records delivered after the failed batch", bad, c, c.err, ff, beyond)
+		}
+		for _, r := range c.ranges() {
+			for o := r.From; o < r.To; o++ {
+				if first.count(bad, o) == 0 {
+					t.Errorf("partition %d: the committed ranges %q hold offset %d, which run 1 never delivered", bad, c.meta, o)
+					break
+				}
+			}
+		}
+	}
 
-	// Run 2 replays the failed batch and everything after it, and only that.
+	// Run 2 delivers the failed batch again, and after it what run 1 did
+	// not deliver (with commit_metadata) or everything (without), once each
+	// and nothing else.
 	conf.instance = "run2"
 	p2 := startProc(t, "run2", conf.yaml())
 	k.waitCommitted(group, topic, end, 2*time.Minute)
@@ -216,24 +247,40 @@ func TestFailedBatchStallsPartition(t *testing.T) {
 			}
 			continue
 		}
+		var want int64
 		for o := ff; o < end[bad]; o++ {
-			if got[bad][o] != 1 {
-				t.Errorf("run 2, partition %d: offset %d delivered %d times, want once (replay from the failed batch at %d)", bad, o, got[bad][o], ff)
+			times := 1
+			if withMeta && o > fl && first.count(bad, o) > 0 {
+				times = 0 // delivered after the failed batch in run 1: skipped
+			}
+			want += int64(times)
+			if got[bad][o] != times {
+				t.Errorf("run 2, partition %d: offset %d delivered %d times, want %d (failed batch %d-%d, commit_metadata %v, run 1 delivered it %d times)",
+					bad, o, got[bad][o], times, ff, fl, withMeta, first.count(bad, o))
 				break
 			}
 		}
-		if n := int64(len(got[bad])); n != end[bad]-ff {
-			t.Errorf("run 2, partition %d: %d offsets delivered, want %d (%d..%d)", bad, n, end[bad]-ff, ff, end[bad]-1)
+		if n := int64(len(got[bad])); n != want {
+			t.Errorf("run 2, partition %d: %d offsets delivered, want %d", bad, n, want)
 		}
 	}
-	t.Logf("after run 2: %s", s.stats())
+	skipped := skippedInLog(p2, topic)
+	if want := map[int32]int64{bad: beyond}; withMeta && fmt.Sprint(skipped) != fmt.Sprint(want) {
+		t.Errorf("run 2 logged skipped records %v, want %v", skipped, want)
+	} else if !withMeta && len(skipped) != 0 {
+		t.Errorf("run 2 skipped records %v with commit_metadata off", skipped)
+	}
+	t.Logf("after run 2: %s; skipped %v", s.stats(), skipped)
 }
 
 // TestCrashRestart: SIGKILL under load at a random moment, then a restart.
 // Nothing is lost, and the duplicates are at most the records the sink had
 // acknowledged at or above the committed offsets at the moment of the kill
-// (delivered but not committed: exactly what a restart from the commits
-// replays).
+// (delivered but not committed: what a restart from the committed offsets
+// alone replays). With commit_metadata (the default) the restart also skips
+// the delivered ranges the commits carry, so the duplicates are at most the
+// records among those that lie outside the ranges (a bound, not an
+// equality: see TestSlowHeadKill for why it is sound).
 func TestCrashRestart(t *testing.T) {
 	env := needBroker(t)
 	k := newKafka(t, env)
@@ -295,7 +342,14 @@ func TestCrashRestart(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("at the kill: commits %v (%d records behind them), %d records delivered but not committed", fmtOffsets(atKill), committedTotal, bound)
+	ranged := k.mustCommitStates(group, topic) // the settled commits, with their metadata
+	var outside int64
+	for pt := int32(0); pt < parts; pt++ {
+		_, r := replayOf(d1, pt, ranged[pt])
+		outside += r
+	}
+	t.Logf("at the kill: commits %v (%d records behind them), %d records delivered but not committed, %d of them outside the committed ranges",
+		fmtOffsets(atKill), committedTotal, bound, outside)
 
 	conf.instance = "run2"
 	p2 := startProc(t, "run2", conf.yaml())
@@ -317,6 +371,9 @@ func TestCrashRestart(t *testing.T) {
 	if dups > bound {
 		t.Errorf("%d duplicate deliveries, more than the %d records delivered but not committed at the kill", dups, bound)
 	}
+	if dups > outside {
+		t.Errorf("%d duplicate deliveries, more than the %d records delivered at the kill outside the committed ranges", dups, outside)
+	}
 	t.Logf("%s", s.stats())
-	figure(t, "test=crash records=%d killed_at_pct=%.0f crash_duplicates=%d bound_delivered_not_committed=%d", total, frac*100, dups, bound)
+	figure(t, "test=crash records=%d killed_at_pct=%.0f crash_duplicates=%d bound_delivered_not_committed=%d bound_outside_ranges=%d", total, frac*100, dups, bound, outside)
 }

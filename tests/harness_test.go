@@ -9,9 +9,11 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -438,4 +440,163 @@ func indent(s string, n int) string {
 		b.WriteByte('\n')
 	}
 	return b.String()
+}
+
+// ---------------------------------------------------------------------------
+// A process's metrics.
+
+// metricsAddr returns a 127.0.0.1 address for a binary's HTTP server, on a
+// port below the ephemeral range (resources/kafka/README.md says why) that
+// nothing listens on right now.
+func metricsAddr(t *testing.T) string {
+	t.Helper()
+	for range 100 {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000)))
+		if err != nil {
+			continue
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return addr
+	}
+	t.Fatal("no free port for the metrics endpoint in 20000-31999")
+	return ""
+}
+
+// withMetrics turns on, in a pipeline's YAML, Benthos's HTTP server at addr
+// with the Prometheus exporter: the metrics are at http://addr/metrics.
+func withMetrics(t *testing.T, yaml, addr string) string {
+	t.Helper()
+	return replaceYAML(t, yaml, "http:\n  enabled: false\n",
+		fmt.Sprintf("http:\n  enabled: true\n  address: %s\nmetrics:\n  prometheus: {}\n", addr))
+}
+
+// replaceYAML replaces the one occurrence of old in a config; it fails the
+// test when there is none, so a changed template cannot silently drop a
+// setting.
+func replaceYAML(t *testing.T, yaml, old, new string) string {
+	t.Helper()
+	if strings.Count(yaml, old) != 1 {
+		t.Fatalf("the config does not hold %q exactly once:\n%s", old, yaml)
+	}
+	return strings.Replace(yaml, old, new, 1)
+}
+
+// metricSample is one series of a scrape.
+type metricSample struct {
+	labels map[string]string
+	value  float64
+}
+
+// metricSet is one scrape of a process's /metrics, by metric name.
+type metricSet map[string][]metricSample
+
+// scrapeMetrics reads the Prometheus text format at http://addr/metrics.
+func scrapeMetrics(ctx context.Context, addr string) (metricSet, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	out := metricSet{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, rest := line, ""
+		labels := map[string]string{}
+		if i := strings.IndexByte(line, '{'); i >= 0 {
+			j := strings.LastIndexByte(line, '}')
+			if j < i {
+				return nil, fmt.Errorf("unparsable metrics line %q", line)
+			}
+			name, rest = line[:i], strings.TrimSpace(line[j+1:])
+			for _, kv := range splitLabels(line[i+1 : j]) {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok {
+					return nil, fmt.Errorf("unparsable label %q in %q", kv, line)
+				}
+				uv, err := strconv.Unquote(v)
+				if err != nil {
+					return nil, fmt.Errorf("unparsable label value %q in %q: %w", v, line, err)
+				}
+				labels[k] = uv
+			}
+		} else if f := strings.Fields(line); len(f) >= 2 {
+			name, rest = f[0], f[1]
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			return nil, fmt.Errorf("metrics line without a value: %q", line)
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			return nil, fmt.Errorf("metrics line %q: %w", line, err)
+		}
+		out[name] = append(out[name], metricSample{labels: labels, value: v})
+	}
+	return out, sc.Err()
+}
+
+// splitLabels splits `a="x",b="y,z"` at the commas outside quotes.
+func splitLabels(s string) []string {
+	var out []string
+	start, quoted := 0, false
+	for i := 0; i < len(s); i++ {
+		switch {
+		case s[i] == '\\' && quoted:
+			i++
+		case s[i] == '"':
+			quoted = !quoted
+		case s[i] == ',' && !quoted:
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	if start < len(s) {
+		out = append(out, s[start:])
+	}
+	return out
+}
+
+// byPartition returns the values of metric name for topic, by partition (a
+// counter never incremented has no series: it reads 0).
+func (m metricSet) byPartition(name, topic string) map[int32]int64 {
+	out := map[int32]int64{}
+	for _, s := range m[name] {
+		if s.labels["topic"] != topic {
+			continue
+		}
+		p, err := strconv.ParseInt(s.labels["partition"], 10, 32)
+		if err != nil {
+			continue
+		}
+		out[int32(p)] += int64(s.value)
+	}
+	return out
+}
+
+// total returns the sum of metric name over the partitions of topic.
+func (m metricSet) total(name, topic string) int64 {
+	return sum(m.byPartition(name, topic))
+}
+
+// mustScrape scrapes addr, failing the test when it cannot.
+func mustScrape(t *testing.T, addr string) metricSet {
+	t.Helper()
+	m, err := scrapeMetrics(testCtx(t, 10*time.Second), addr)
+	if err != nil {
+		t.Fatalf("scrape http://%s/metrics: %v", addr, err)
+	}
+	return m
 }

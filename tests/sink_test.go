@@ -40,6 +40,13 @@ type sink struct {
 	minDelay, maxDelay time.Duration
 	// fail decides whether to fail a request; it is called under mu.
 	fail func(recs []rec) bool
+	// hold decides whether to hold a request before its delay until
+	// releaseHeld (or the sink's shutdown): a slow batch, whose ack comes
+	// while later batches of its partition are acknowledged. It is called
+	// under mu. Once released, every request passes at once.
+	hold     func(recs []rec) bool
+	holdGate chan struct{} // closed by releaseHeld
+	holdOnce sync.Once
 
 	mu         sync.Mutex
 	counts     [][]uint16 // [partition][offset] successful deliveries
@@ -56,10 +63,12 @@ type sink struct {
 	failed   atomic.Int64
 	inflight atomic.Int64
 	aborted  atomic.Int64 // requests cut off by a client that died
+	held     atomic.Int64 // requests being held now
+	heldRecs atomic.Int64 // records in the requests held so far
 }
 
 func newSink(t *testing.T, topic string, partitions int32, minDelay, maxDelay time.Duration) *sink {
-	s := &sink{t: t, topic: topic, minDelay: minDelay, maxDelay: maxDelay, closing: make(chan struct{}),
+	s := &sink{t: t, topic: topic, minDelay: minDelay, maxDelay: maxDelay, closing: make(chan struct{}), holdGate: make(chan struct{}),
 		counts: make([][]uint16, partitions), prefixes: make([]int64, partitions),
 		maxFirst: make([]int64, partitions), byInstance: map[string]int64{}}
 	for i := range s.maxFirst {
@@ -110,6 +119,9 @@ func (s *sink) handle(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	if !s.holdRequest(w, recs) {
+		return
+	}
 	wait := s.minDelay
 	if s.maxDelay > s.minDelay {
 		wait += rand.N(s.maxDelay - s.minDelay)
@@ -152,6 +164,61 @@ func (s *sink) handle(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	s.total.Add(int64(len(recs)))
 	w.WriteHeader(http.StatusOK)
+}
+
+// holdRequest holds the request while hold asks for it and releaseHeld was
+// not called yet. It returns false when the sink shut down meanwhile (the
+// request was answered 503 and nothing is recorded).
+func (s *sink) holdRequest(w http.ResponseWriter, recs []rec) bool {
+	s.mu.Lock()
+	hold := s.hold != nil && s.hold(recs)
+	s.mu.Unlock()
+	if !hold {
+		return true
+	}
+	s.held.Add(1)
+	s.heldRecs.Add(int64(len(recs)))
+	defer s.held.Add(-1)
+	select {
+	case <-s.holdGate:
+		return true
+	case <-s.closing:
+		http.Error(w, "sink shutting down", http.StatusServiceUnavailable)
+		return false
+	}
+}
+
+// releaseHeld lets every held request, and every later one, go on; it is
+// idempotent.
+func (s *sink) releaseHeld() { s.holdOnce.Do(func() { close(s.holdGate) }) }
+
+// waitHeld waits until n requests are being held at once.
+func (s *sink) waitHeld(t *testing.T, n int64, timeout time.Duration) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.GreaterOrEqual(c, s.held.Load(), n, "requests held")
+	}, timeout, 50*time.Millisecond, "the sink to hold %d requests within %v", n, timeout)
+}
+
+// missing returns the first offset in [from, to) of partition p that was
+// never delivered, or -1 when all were: a delivered range a commit claims
+// must pass this.
+func (s *sink) missing(p int32, from, to int64) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p < 0 || int(p) >= len(s.counts) {
+		return from
+	}
+	if from < s.prefixes[p] {
+		from = s.prefixes[p]
+	}
+	c := s.counts[p]
+	for o := from; o < to; o++ {
+		if o >= int64(len(c)) || c[o] == 0 {
+			return o
+		}
+	}
+	return -1
 }
 
 // record notes a successful delivery; mu is held.
