@@ -121,7 +121,14 @@ KAFKA = [
     "kafka_watermark_age_seconds", "kafka_watermark_lag",
     "kafka_watermark_commits_total", "kafka_watermark_commit_errors_total",
     "kafka_watermark_late_acks_total", "kafka_watermark_duplicate_acks_total",
+    "kafka_watermark_stall_replays_total", "kafka_watermark_replay_exposure_records",
+    "kafka_watermark_skipped_records_total",
+    "kafka_watermark_commit_metadata_truncated_total",
 ]
+# The commit latency is a Benthos timer, named _ns in Benthos (nanoseconds);
+# our prometheus exporter exports timers as histograms in seconds, renaming
+# _ns to _seconds (metrics/prometheus/names.go).
+TIMER = "kafka_watermark_commit_latency_ns"
 HISTOGRAM = "kafka_watermark_commit_latency_seconds"
 BENTHOS = ["input_received", "output_sent", "output_error"]
 KNOWN = set(KAFKA + BENTHOS + [HISTOGRAM + s for s in ("_bucket", "_sum", "_count")])
@@ -204,13 +211,22 @@ for name in KAFKA + [HISTOGRAM + "_bucket"] + BENTHOS[:2]:
     if not any(name in metric_names(e) for e in dash):
         errors.append("dashboard.json: no panel uses %s" % name)
 
-# The names must still be the ones the input exports.
+# The names must still be the ones the input exports, and every metric the
+# input exports must be listed here (so a new one is known to the rules).
 src = os.path.join("..", "..", "plugin", "metrics.go")
 if os.path.exists(src):
     code = open(src).read()
-    for name in KAFKA + [HISTOGRAM]:
+    for name in KAFKA + [TIMER]:
         if '"%s"' % name not in code:
             errors.append("%s no longer defines metric %s" % (src, name))
+    for name in sorted(set(re.findall(r'"(kafka_watermark_\w+)"', code)) - set(KAFKA + [TIMER])):
+        errors.append("%s defines metric %s, which test.sh does not list" % (src, name))
+names = os.path.join("..", "..", "metrics", "prometheus", "names.go")
+if os.path.exists(names):
+    code = open(names).read()
+    if not ('"_ns"' in code and '"_seconds"' in code):
+        errors.append("%s no longer renames timers from _ns to _seconds: %s is not exported"
+                      % (names, HISTOGRAM))
 
 for e in errors:
     print(e, file=sys.stderr)
