@@ -24,7 +24,7 @@ func (o *owner) onAck(a ackMsg) {
 			b.nackedAt = time.Now()
 		}
 		b.lastErr = errorClass(a.err)
-		if head, _, _, _ := p.stallInfo(); head == b {
+		if _, head, _ := p.stallInfo(); head == b {
 			p.dirty = true // the stall provenance changed: commit it
 		}
 	}
@@ -128,7 +128,8 @@ func (o *owner) advance(p *partState) {
 func (o *owner) logStall(p *partState) {
 	seq, _ := p.tracker.StalledSeq()
 	last, _ := p.tracker.LastOffset(seq)
-	_, since, _, _ := p.stallInfo()
+	stall, _, _ := p.stallInfo()
+	since := stall.Since
 	wm, _ := p.commitBase()
 	then := "until a restart or a reassignment replays it (stall_replay_after is 0s)"
 	if o.conf.stallReplayAfter > 0 {

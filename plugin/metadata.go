@@ -77,14 +77,19 @@ func (o *owner) plan(p *partState, maxBytes int) (c planned, ok bool) {
 	}
 	_, moved := p.tracker.Watermark()
 	c.eo = kgo.EpochOffset{Epoch: p.epochs.at(base - 1), Offset: base}
+	if c.eo.Epoch < 0 && base == p.fetched {
+		// Nothing before base was fetched in this epoch: the commit it
+		// started from knew the epoch.
+		c.eo.Epoch = p.fetchedEpoch
+	}
 	keptTo := base
 	if o.conf.commitMetadata {
-		m := commitmeta.Meta{Base: base, Epoch: c.eo.Epoch, Delivered: p.window.ranges(base, nil)}
+		m := commitmeta.Meta{Base: base, Epoch: c.eo.Epoch, Delivered: p.deliveredRanges(base)}
 		stall, stalled := o.stall(p)
 		if stalled {
 			c.stall = stall.Fields()
 		}
-		c.meta, c.cut, keptTo = encodeMeta(m, p.epochs, c.stall, maxBytes)
+		c.meta, c.cut, keptTo = encodeMeta(m, p.epochOf, c.stall, maxBytes)
 		m.Delivered = m.Delivered[:len(m.Delivered)-c.cut]
 		c.ranges = len(m.Delivered)
 		c.delivered = m.Records()
@@ -113,7 +118,7 @@ const fieldLastEpoch = "l"
 // kept record is the highest any kept range holds; cutting ranges can only
 // lower it, and a lower epoch can be one byte longer (-1 against 0), so it
 // encodes again until the cut is stable.
-func encodeMeta(m commitmeta.Meta, epochs epochLog, stall string, maxBytes int) (meta string, cut int, keptTo int64) {
+func encodeMeta(m commitmeta.Meta, epochOf func(offset int64) int32, stall string, maxBytes int) (meta string, cut int, keptTo int64) {
 	keptTo = m.Base
 	kept := len(m.Delivered)
 	for range 3 {
@@ -122,7 +127,7 @@ func encodeMeta(m commitmeta.Meta, epochs epochLog, stall string, maxBytes int) 
 			if extra != "" {
 				extra += " "
 			}
-			extra += fmt.Sprintf("%s=%d", fieldLastEpoch, epochs.at(m.Delivered[kept-1].To-1))
+			extra += fmt.Sprintf("%s=%d", fieldLastEpoch, epochOf(m.Delivered[kept-1].To-1))
 		}
 		meta, cut = commitmeta.Encode(m, extra, maxBytes)
 		if len(m.Delivered)-cut == kept {
@@ -134,6 +139,46 @@ func encodeMeta(m commitmeta.Meta, epochs epochLog, stall string, maxBytes int) 
 		keptTo = m.Delivered[kept-1].To
 	}
 	return meta, cut, keptTo
+}
+
+// deliveredRanges returns the delivered ranges above base: those of the
+// window, and those this epoch inherited (from the commit it started from, or
+// from the epoch a replay in place ended) that lie beyond what it has
+// registered so far. Without the second, a new epoch's first commits would
+// drop the inherited knowledge of records it has not fetched yet, and a crash
+// then would deliver them again.
+func (p *partState) deliveredRanges(base int64) []commitmeta.Range {
+	ranges := p.window.ranges(base, nil)
+	frontier := base
+	if n := len(p.window.batches); n > 0 {
+		frontier = p.window.batches[n-1].last + 1
+	}
+	for _, r := range p.inherited {
+		if r.To <= frontier {
+			continue
+		}
+		from := max(r.From, frontier, base+1)
+		if from >= r.To {
+			continue
+		}
+		if n := len(ranges); n > 0 && ranges[n-1].To >= from {
+			ranges[n-1].To = max(ranges[n-1].To, r.To)
+			continue
+		}
+		ranges = append(ranges, commitmeta.Range{From: from, To: r.To})
+	}
+	return ranges
+}
+
+// epochOf returns the leader epoch of the record at offset, as far as p
+// knows: from the records it fetched, or for an inherited range beyond them
+// the epoch the ranges were written under.
+func (p *partState) epochOf(offset int64) int32 {
+	e := p.epochs.at(offset)
+	if len(p.inherited) > 0 && offset >= p.inherited[0].From {
+		e = max(e, p.skipEpoch)
+	}
+	return e
 }
 
 // differs reports whether c would change what the broker holds for p, or
@@ -168,7 +213,7 @@ func (o *owner) budgetMeta(plans map[topicPartition]*planned) {
 			used += len(c.meta)
 			continue
 		}
-		header, _, _ := encodeMeta(commitmeta.Meta{Base: c.eo.Offset, Epoch: c.eo.Epoch}, epochLog{}, c.stall, o.metaMax)
+		header, _, _ := encodeMeta(commitmeta.Meta{Base: c.eo.Offset, Epoch: c.eo.Epoch}, nil, c.stall, o.metaMax)
 		c.cut += c.ranges
 		c.ranges = 0
 		c.meta = header
@@ -196,7 +241,7 @@ func (p *partState) skipping(r *kgo.Record) bool {
 	}
 	if r.LeaderEpoch > p.skipEpoch {
 		p.skipTruncated = true
-		p.skip = nil
+		p.skip, p.inherited = nil, nil
 		return false
 	}
 	return true
@@ -244,6 +289,7 @@ func (o *owner) passSkipped(p *partState) {
 // group's OffsetFetch returned it when the partition was assigned.
 type fetchedCommit struct {
 	offset int64
+	epoch  int32 // the leader epoch committed with offset, or -1
 	meta   string
 }
 
@@ -263,7 +309,7 @@ func (o *owner) onFetched(commits map[topicPartition]fetchedCommit) {
 		if p == nil {
 			continue
 		}
-		p.fetched = fc.offset
+		p.fetched, p.fetchedEpoch = fc.offset, fc.epoch
 		if !o.conf.commitMetadata || fc.offset < 0 || fc.meta == "" {
 			continue
 		}
@@ -283,6 +329,7 @@ func (o *owner) onFetched(commits map[topicPartition]fetchedCommit) {
 			continue
 		}
 		p.skip, p.skipEpoch = m.Delivered, int32(last)
+		p.inherited = m.Delivered
 		p.skippedRanges = len(m.Delivered)
 	}
 	if len(ignored) > 0 {
@@ -301,5 +348,5 @@ func (o *owner) dropSkipsPastEnd(p *partState, logEnd int64) {
 	}
 	o.log.Warnf("kafka_watermark: ignored the delivered ranges of %s/%d: they reach offset %d, past the log end %d; everything above the committed offset is replayed",
 		p.tp.topic, p.tp.partition, p.skip[len(p.skip)-1].To, logEnd)
-	p.skip, p.skippedRanges = nil, 0
+	p.skip, p.inherited, p.skippedRanges = nil, nil, 0
 }

@@ -95,8 +95,12 @@ type partState struct {
 	// fetched is the offset the group had committed when this epoch was
 	// assigned (OffsetFetch), or -1; skip the delivered ranges its metadata
 	// carried, still above the fetch position (metadata.go).
-	fetched int64
-	skip    []commitmeta.Range
+	fetched      int64
+	fetchedEpoch int32
+	skip         []commitmeta.Range
+	// inherited is the whole of those ranges, kept for the commits of this
+	// epoch until it has registered past them (deliveredRanges).
+	inherited []commitmeta.Range
 	// skipEpoch is the leader epoch of the last record the skip ranges
 	// cover; skipTruncated says a later epoch was met in them and the
 	// ranges were dropped (metadata.go).
@@ -151,6 +155,7 @@ func newPartState(tp topicPartition, maxPending int, now time.Time) *partState {
 		lastQueued:    -1,
 		committing:    -1,
 		fetched:       -1,
+		fetchedEpoch:  -1,
 		firstAtMost:   -1,
 		firstFetched:  -1,
 		highWatermark: -1,
@@ -168,9 +173,11 @@ func (p *partState) canHandOut(maxPending int) bool {
 }
 
 // watermarkAge is how long the watermark has not moved while batches are
-// pending: zero for an idle partition, growing for a stuck one.
+// pending or the partition is stalled (a replay in place has none pending
+// before it reads again): zero for an idle partition, growing for a stuck
+// one.
 func (p *partState) watermarkAge(now time.Time) time.Duration {
-	if p.tracker.Pending() == 0 {
+	if p.tracker.Pending() == 0 && !p.stalled() {
 		return 0
 	}
 	return now.Sub(p.lastMoved)

@@ -65,10 +65,16 @@ func (in *Input) revokeOrLose(ctx context.Context, o *owner, tps map[string][]in
 // assigned back to this member must be fetched again (start_offset:
 // committed re-pauses it on assignment if it still has no commit).
 func (o *owner) forget(p *partState) {
+	o.endEpoch(p)
+	o.m.retire(p)
+}
+
+// endEpoch ends p's epoch without retiring its gauges: for a replay in
+// place, whose next epoch goes on showing them.
+func (o *owner) endEpoch(p *partState) {
 	if o.parts[p.tp] == p {
 		delete(o.parts, p.tp)
 	}
-	o.m.retire(p)
 	o.cl.ResumeFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
 }
 

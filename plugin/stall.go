@@ -41,69 +41,69 @@ import (
 const maxReplayShift = 4
 
 // replayState is what survives a replay: how many replays in a row stalled at
-// offset, and the first nack and attempts of the stall they replay.
+// offset, and the stall they replay (its failed batch's offsets, first nack,
+// attempts and error class), which the partition goes on showing until the
+// batch is delivered.
 type replayState struct {
-	offset   int64
-	count    int
-	since    time.Time
-	attempts int
+	offset      int64
+	count       int
+	first, last int64
+	since       time.Time
+	attempts    int
+	reason      string
 }
 
 // noPoll is the minPoll of an epoch waiting for its rewind: it takes no
 // record until the rewind is made.
 const noPoll = math.MaxUint64
 
-// stallInfo returns the batch at p's watermark if p is stalled: nacked and
-// not delivered, in this epoch or, for the batch a replay in place reads
-// again, in the epoch before it. since is the first nack; attempts counts
-// every delivery of the batch, replays included.
-func (p *partState) stallInfo() (b *inflight, since time.Time, attempts int, ok bool) {
-	if len(p.window.batches) == 0 {
-		return nil, time.Time{}, 0, false
+// stallInfo returns p's stall, if p is stalled: the batch at its watermark
+// was nacked and is not delivered, in this epoch or, for a partition that
+// replays in place, in the epoch before (until the batch is delivered, the
+// replayed partition shows the stall it replays, even before the batch is
+// handed out again). b is the batch at the watermark, nil when it is not
+// handed out yet. Attempts counts every delivery, replays included.
+func (p *partState) stallInfo() (s commitmeta.Stall, b *inflight, ok bool) {
+	var w windowBatch
+	if len(p.window.batches) > 0 {
+		w = p.window.batches[0]
+		if w.delivered {
+			return s, nil, false
+		}
+		b = w.b
 	}
-	w := p.window.batches[0]
-	if w.b == nil || w.delivered {
-		return nil, time.Time{}, 0, false
-	}
-	b = w.b
 	base, _ := p.commitBase()
 	replayed := p.replay.count > 0 && p.replay.offset == base
-	if b.nackedAt.IsZero() && !replayed {
-		return nil, time.Time{}, 0, false
-	}
-	since = b.nackedAt
-	if !b.nackedAt.IsZero() {
-		attempts = b.attempt + 1
+	nacked := b != nil && !b.nackedAt.IsZero()
+	if !nacked && !replayed {
+		return s, nil, false
 	}
 	if replayed {
-		attempts += p.replay.attempts
-		if since.IsZero() || p.replay.since.Before(since) {
-			since = p.replay.since
+		r := p.replay
+		s = commitmeta.Stall{First: r.first, Last: r.last, Since: r.since, Attempts: r.attempts, Reason: r.reason}
+	}
+	if nacked {
+		s.First, s.Last, s.Reason = b.raw.first, b.raw.last, b.lastErr
+		s.Attempts += b.attempt + 1
+		if s.Since.IsZero() || b.nackedAt.Before(s.Since) {
+			s.Since = b.nackedAt
 		}
 	}
-	return b, since, attempts, true
+	s.Attempts = max(s.Attempts, 1)
+	return s, b, true
 }
 
 // stalled reports whether p is stalled (stallInfo).
 func (p *partState) stalled() bool {
-	_, _, _, ok := p.stallInfo()
+	_, _, ok := p.stallInfo()
 	return ok
 }
 
 // stall returns p's stall provenance, if p is stalled.
 func (o *owner) stall(p *partState) (commitmeta.Stall, bool) {
-	b, since, attempts, ok := p.stallInfo()
-	if !ok {
-		return commitmeta.Stall{}, false
-	}
-	return commitmeta.Stall{
-		First:    b.raw.first,
-		Last:     b.raw.last,
-		Since:    since,
-		Attempts: max(attempts, 1),
-		Reason:   b.lastErr,
-		Member:   o.member,
-	}, true
+	s, _, ok := p.stallInfo()
+	s.Member = o.member
+	return s, ok
 }
 
 // memberName is who writes a stall's provenance: the client ID and the host
@@ -156,30 +156,35 @@ func (o *owner) rewind(old *partState) {
 		return // revoked or lost meanwhile: the next owner replays it
 	}
 	base, _ := old.commitBase()
-	np := newPartState(old.tp, o.conf.maxPending, time.Now())
+	// The new epoch carries what the group and its gauges know: the last
+	// commit, the exposure, the log end, and the watermark's age (a
+	// replay does not move the watermark).
+	np := newPartState(old.tp, o.conf.maxPending, old.lastMoved)
 	np.committed, np.hasCommitted, np.committedMeta = old.committed, old.hasCommitted, old.committedMeta
-	np.fetched = base
+	np.fetched, np.fetchedEpoch = base, old.epochs.at(base-1)
 	np.exposure = old.exposure
 	np.highWatermark = old.highWatermark
 	np.minPoll = noPoll
 	np.rewindTo = kgo.EpochOffset{Epoch: old.epochs.at(base - 1), Offset: base}
-	if b, _, _, ok := old.stallInfo(); ok {
-		np.firstAtMost = b.raw.first
+	stalled, _, ok := old.stallInfo()
+	if ok {
+		np.firstAtMost = stalled.First
 	}
 	if ranges := old.window.ranges(base, nil); len(ranges) > 0 {
-		np.skip = ranges
+		np.skip, np.inherited = ranges, ranges
 		np.skipEpoch = old.epochs.at(ranges[len(ranges)-1].To - 1)
 		np.skippedRanges = len(ranges)
 	}
 	np.replay = old.replay
-	stalled, _ := o.stall(old)
 	if np.replay.count == 0 || np.replay.offset != base {
-		np.replay = replayState{offset: base, since: stalled.Since}
+		np.replay = replayState{offset: base}
 	}
 	np.replay.count++
-	np.replay.attempts = stalled.Attempts
+	np.replay.first, np.replay.last = stalled.First, stalled.Last
+	np.replay.since, np.replay.attempts, np.replay.reason = stalled.Since, stalled.Attempts, stalled.Reason
 	np.dirty = true
-	o.forget(old)
+	np.shown = old.shown
+	o.endEpoch(old)
 	o.parts[np.tp] = np
 	o.rewinds = append(o.rewinds, np)
 	o.m.stallReplays.Incr(1, np.labels[0], np.labels[1])

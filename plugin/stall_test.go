@@ -149,6 +149,10 @@ func TestOwnerReplaysAFailedPartitionInPlace(t *testing.T) {
 		time.Sleep(2 * time.Second) // drain_timeout: bs[2] is left behind
 		synctest.Wait()
 		require.Equal(t, int64(1), g.Get(metricStallReplays, "t", 0))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Equal(t, int64(1), g.Get(metricStalled, "t", 0), "stalled through the replay, before the batch is out again")
+		require.GreaterOrEqual(t, g.Get(metricAge, "t", 0), int64(13), "a replay does not move the watermark: its age goes on")
 		h.ack(bs[2], nil)
 		require.Equal(t, int64(1), g.Get(metricLateAcks, "t", 0), "an ack of the ended epoch is late")
 
