@@ -138,7 +138,7 @@ func responseErrors(offsets epochOffsets, resp *kmsg.OffsetCommitResponse) map[t
 	for t, ps := range offsets {
 		for p := range ps {
 			if tp := (topicPartition{t, p}); !answered[tp] {
-				errs[tp] = errors.New("no answer for this partition in the commit response")
+				errs[tp] = errors.New("no answer for this partition in the commit response (kgo drops the answers of a group session that has ended)")
 			}
 		}
 	}

