@@ -11,6 +11,7 @@ import (
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 
 	"github.com/watermark-connect/watermark-connect/internal/demo"
+	"github.com/watermark-connect/watermark-connect/internal/status"
 	_ "github.com/watermark-connect/watermark-connect/metrics/prometheus"
 	_ "github.com/watermark-connect/watermark-connect/plugin"
 )
@@ -27,5 +28,6 @@ func main() {
 		service.CLIOptSetBinaryName("watermark-connect"),
 		service.CLIOptSetProductName("watermark-connect"),
 		service.CLIOptAddCommand(demo.Command()),
+		service.CLIOptAddCommand(status.Command()),
 	)
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -230,18 +229,4 @@ func StallFromFields(fields map[string]string) (s Stall, ok bool, err error) {
 		return Stall{}, false, err
 	}
 	return s, true, nil
-}
-
-// String is a one-line summary for logs: the batch, the attempts, the
-// reason and the member, never more than the fields hold.
-func (s Stall) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "batch [%d,%d] nacked since %s, %d attempt(s)", s.First, s.Last, s.Since.UTC().Format(time.RFC3339), s.Attempts)
-	if s.Reason != "" {
-		fmt.Fprintf(&b, ": %s", s.Reason)
-	}
-	if s.Member != "" {
-		fmt.Fprintf(&b, " (seen by %s)", s.Member)
-	}
-	return b.String()
 }

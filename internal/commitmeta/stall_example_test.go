@@ -26,9 +26,15 @@ func ExampleStall() {
 	}
 	back, ok, err := commitmeta.StallFromFields(fields)
 	fmt.Println(ok, err)
-	fmt.Println(back)
+	fmt.Println(back.First, back.Last, back.Since.Format(time.RFC3339), back.Attempts, back.Reason, back.Member)
+
+	// Metadata without the provenance: not stalled, and no error.
+	_, fields, _ = commitmeta.DecodeFields("wm1 o=1260 e=3")
+	_, ok, err = commitmeta.StallFromFields(fields)
+	fmt.Println(ok, err)
 	// Output:
 	// wm1 o=1200 e=3 d=10.50 sf=1200 sl=1209 ss=1767225600000 sa=3 sm=orders-sink%40pod-7 sr=http+503
 	// true <nil>
-	// batch [1200,1209] nacked since 2026-01-01T00:00:00Z, 3 attempt(s): http 503 (seen by orders-sink@pod-7)
+	// 1200 1209 2026-01-01T00:00:00Z 3 http 503 orders-sink@pod-7
+	// false <nil>
 }

@@ -299,11 +299,3 @@ func TestStallWorstCaseFitsTheBroker(t *testing.T) {
 		t.Errorf("StallFromFields = %+v, %v, %v, want %+v", back, ok, err, worst)
 	}
 }
-
-func TestStallString(t *testing.T) {
-	s := Stall{1200, 1209, since, 3, "http 503", "sink@pod-7"}
-	const want = "batch [1200,1209] nacked since 2026-01-01T00:00:00Z, 3 attempt(s): http 503 (seen by sink@pod-7)"
-	if got := s.String(); got != want {
-		t.Errorf("String() = %q, want %q", got, want)
-	}
-}

@@ -1,0 +1,192 @@
+package status
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/urfave/cli/v2"
+)
+
+// Exit statuses of the status command.
+const (
+	ExitHealthy = 0 // no partition is stalled
+	ExitStalled = 1 // at least one partition is stalled
+	ExitUnknown = 2 // status could not be read: the reason is on stderr
+)
+
+// Options are the status command's inputs. Flags override the config's
+// fields. Options is a value; Run does not keep or modify it.
+type Options struct {
+	ConfigPath  string   // a Benthos config with one kafka_watermark input; "" for flags only
+	SeedBrokers []string // overrides seed_brokers
+	Group       string   // overrides consumer_group
+	Topics      []string // overrides topics (as exact names: regexp_topics is then false)
+	Format      string   // "text" (the default) or "json"
+	Timeout     time.Duration
+
+	Lookup func(string) (string, bool) // environment lookup; nil is os.LookupEnv
+	Env    *service.Environment        // component specs for the config; nil is the global environment
+}
+
+// scrubbed replaces a secret that would otherwise be printed; Benthos's echo
+// writes the same.
+const scrubbed = "!!!SECRET_SCRUBBED!!!"
+
+// Run reads the status, writes the report to stdout and returns the exit
+// status. When it cannot tell, it writes the reason to stderr, nothing to
+// stdout, and returns ExitUnknown. Nothing it writes holds a SASL password or
+// token: its messages never include them, and as a second line of defence
+// every output is scrubbed of the configured secrets.
+func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
+	var secrets []string
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "status: %s\n", scrub(err.Error(), secrets))
+		return ExitUnknown
+	}
+	switch o.Format {
+	case "", "text", "json":
+	default:
+		return fail(fmt.Errorf("--format (%q) must be text or json", o.Format))
+	}
+	if o.Timeout <= 0 {
+		return fail(fmt.Errorf("--timeout (%v) must be positive", o.Timeout))
+	}
+	if o.Lookup == nil {
+		o.Lookup = os.LookupEnv
+	}
+
+	var t Target
+	if o.ConfigPath != "" {
+		var err error
+		if t, err = LoadConfig(o.ConfigPath, o.Lookup, o.Env); err != nil {
+			return fail(err)
+		}
+	} else {
+		t.ClientID = "watermark-connect"
+	}
+	secrets = t.secrets()
+	if len(o.SeedBrokers) > 0 {
+		t.SeedBrokers = o.SeedBrokers
+	}
+	if o.Group != "" {
+		t.Group = o.Group
+	}
+	if len(o.Topics) > 0 {
+		t.Topics, t.RegexpTopics = o.Topics, false
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	timedOut := func(err error) error {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("no answer within --timeout %v: %w", o.Timeout, err)
+		}
+		return err
+	}
+	cl, err := NewClient(ctx, t)
+	if err != nil {
+		return fail(timedOut(err))
+	}
+	defer cl.Close()
+	r, err := Collect(ctx, kadm.NewClient(cl), Query{Group: t.Group, Topics: t.Topics, RegexpTopics: t.RegexpTopics})
+	if err != nil {
+		return fail(timedOut(err))
+	}
+
+	var out bytes.Buffer
+	if o.Format == "json" {
+		err = WriteJSON(&out, r)
+	} else {
+		err = WriteText(&out, r)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := io.WriteString(stdout, scrub(out.String(), secrets)); err != nil {
+		return fail(err)
+	}
+	if !r.Healthy() {
+		return ExitStalled
+	}
+	return ExitHealthy
+}
+
+// scrub replaces every secret of four bytes or more in s. Shorter ones are
+// left: replacing every "a" would garble the output and protect nothing.
+func scrub(s string, secrets []string) string {
+	for _, secret := range secrets {
+		if len(secret) >= 4 {
+			s = strings.ReplaceAll(s, secret, scrubbed)
+		}
+	}
+	return s
+}
+
+// Command is `watermark-connect status`. Add it to the binary with
+// service.CLIOptAddCommand.
+func Command() *cli.Command {
+	return &cli.Command{
+		Name:      "status",
+		Usage:     "Report each partition's committed offset, lag and stall from the group's commits, for a readiness probe",
+		ArgsUsage: " ",
+		Description: `
+Reads a consumer group's committed offsets and their commit metadata from the
+brokers, as the kafka_watermark input wrote them, and reports per partition:
+the committed offset (the watermark), the log end, the lag, the records
+delivered above the committed offset (skipped after a restart), and for a
+stalled partition the failed batch that holds it: its offsets, since when, how
+many deliveries, the error class and the member that saw it.
+
+It joins no group and needs no metrics endpoint: it works from any host that
+can read the group's offsets, while the pipeline runs or after it stopped.
+
+  {{.BinaryName}} status -c ./config.yaml
+  {{.BinaryName}} status -c ./config.yaml --format json
+  {{.BinaryName}} status --seed-brokers localhost:9092 --consumer-group G --topics a,b
+
+With -c, the connection settings (seed_brokers, tls, sasl, consumer_group,
+topics, regexp_topics, client_id) are those of the config's kafka_watermark
+input, read as run reads them: environment variables interpolated (${VAR},
+${VAR:default}; the root flag -e loads an env file), the input found wherever
+it sits (input, or a broker's inputs) and linted. The config must hold one
+kafka_watermark input. Flags override its fields.
+
+Exit status: 0 when no partition is stalled, 1 when any is, 2 when it cannot
+tell (brokers unreachable, authentication failed, unknown group, a bad config),
+with the reason on stderr. Secrets are never printed.`[1:],
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "a Benthos config whose kafka_watermark input gives the connection settings"},
+			&cli.StringFlag{Name: "seed-brokers", Usage: "comma-separated seed brokers (overrides the config's seed_brokers)"},
+			&cli.StringFlag{Name: "consumer-group", Usage: "the consumer group (overrides the config's consumer_group)"},
+			&cli.StringFlag{Name: "topics", Usage: "comma-separated topics to report, including partitions without a commit (overrides the config's topics); default: every partition the group committed"},
+			&cli.StringFlag{Name: "format", Value: "text", Usage: "output format: text or json"},
+			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "give up (exit 2) after this long"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				fmt.Fprintf(c.App.ErrWriter, "status: unexpected arguments %v: the config is given with -c\n", c.Args().Slice())
+				return cli.Exit("", ExitUnknown)
+			}
+			o := Options{
+				ConfigPath:  c.String("config"),
+				SeedBrokers: splitList(c.String("seed-brokers")),
+				Group:       c.String("consumer-group"),
+				Topics:      splitList(c.String("topics")),
+				Format:      c.String("format"),
+				Timeout:     c.Duration("timeout"),
+			}
+			if code := Run(c.Context, o, c.App.Writer, c.App.ErrWriter); code != ExitHealthy {
+				return cli.Exit("", code)
+			}
+			return nil
+		},
+	}
+}

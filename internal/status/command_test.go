@@ -1,0 +1,241 @@
+package status
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// run is Run with the test's environment and a short timeout; it returns
+// the exit status, stdout and stderr.
+func run(t *testing.T, o Options) (int, string, string) {
+	t.Helper()
+	if o.Lookup == nil {
+		o.Lookup = lookupTest
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 10 * time.Second
+	}
+	var stdout, stderr bytes.Buffer
+	code := Run(t.Context(), o, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// closedAddr returns a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+func TestRunExitStatus(t *testing.T) {
+	c := newCluster(t, 4, "orders")
+	require.NoError(t, createTopic(t, c, "other", 2))
+	seedGroup(t, c, "mixed")
+	c.commit(t, "healthy", "orders", 0, 100, meta(t, 100, nil, nil))
+	c.commit(t, "healthy", "orders", 1, 40, meta(t, 40, nil, nil))
+
+	for _, tc := range []struct {
+		name   string
+		o      Options
+		code   int
+		stdout []string // parts of stdout
+		stderr string   // a part of stderr; "" for empty
+	}{
+		{"healthy", Options{SeedBrokers: []string{c.addr}, Group: "healthy"}, ExitHealthy,
+			[]string{"orders  0          100", "group healthy: healthy, none of 2 partitions stalled"}, ""},
+		{"stalled", Options{SeedBrokers: []string{c.addr}, Group: "mixed"}, ExitStalled,
+			[]string{"yes: offsets 20-29 for", "by watermark-connect@pod-7: http 503", "group mixed: 1 of 6 partitions stalled"}, ""},
+		{"stalled, but not in the topics asked for", Options{SeedBrokers: []string{c.addr}, Group: "mixed", Topics: []string{"other"}}, ExitHealthy,
+			[]string{"group mixed: healthy, none of 2 partitions stalled"}, ""},
+		{"unknown group", Options{SeedBrokers: []string{c.addr}, Group: "nosuch"}, ExitUnknown,
+			nil, `status: unknown group "nosuch"`},
+		{"unreachable", Options{SeedBrokers: []string{closedAddr(t)}, Group: "healthy"}, ExitUnknown,
+			nil, "status: cannot reach seed brokers 127.0.0.1:"},
+		{"no group", Options{SeedBrokers: []string{c.addr}}, ExitUnknown,
+			nil, "status: consumer_group: a group name is required"},
+		{"no brokers", Options{Group: "g"}, ExitUnknown,
+			nil, "status: seed_brokers: at least one broker address is required"},
+		{"bad format", Options{SeedBrokers: []string{c.addr}, Group: "healthy", Format: "yaml"}, ExitUnknown,
+			nil, `status: --format ("yaml") must be text or json`},
+		{"missing topic", Options{SeedBrokers: []string{c.addr}, Group: "healthy", Topics: []string{"nope"}}, ExitUnknown,
+			nil, `status: topic "nope": UNKNOWN_TOPIC_OR_PARTITION`},
+	} {
+		code, stdout, stderr := run(t, tc.o)
+		assert.Equal(t, tc.code, code, "%s: exit status; stderr: %s", tc.name, stderr)
+		for _, w := range tc.stdout {
+			assert.Contains(t, stdout, w, tc.name)
+		}
+		if tc.stderr == "" {
+			assert.Empty(t, stderr, tc.name)
+		} else {
+			assert.Contains(t, stderr, tc.stderr, tc.name)
+			assert.Empty(t, stdout, "%s: nothing on stdout when status cannot tell", tc.name)
+		}
+	}
+}
+
+func TestRunJSON(t *testing.T) {
+	c := newCluster(t, 4, "orders")
+	require.NoError(t, createTopic(t, c, "other", 2))
+	seedGroup(t, c, "mixed")
+
+	code, stdout, stderr := run(t, Options{SeedBrokers: []string{c.addr}, Group: "mixed", Format: "json"})
+	require.Equal(t, ExitStalled, code, stderr)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
+	assert.Equal(t, "mixed", doc["group"])
+	assert.Equal(t, false, doc["healthy"])
+	parts := doc["partitions"].([]any)
+	require.Len(t, parts, 6)
+	keys := func(m map[string]any) []string {
+		var out []string
+		for k := range m {
+			out = append(out, k)
+		}
+		return out
+	}
+	p0 := parts[0].(map[string]any)
+	assert.ElementsMatch(t, []string{"topic", "partition", "committed", "log_end", "lag", "delivered_above", "stalled", "stall"}, keys(p0))
+	assert.Nil(t, p0["stall"])
+	p2 := parts[2].(map[string]any)
+	assert.Equal(t, true, p2["stalled"])
+	assert.Equal(t, float64(10), p2["delivered_above"])
+	stall := p2["stall"].(map[string]any)
+	assert.ElementsMatch(t, []string{"first_offset", "last_offset", "since", "age_s", "attempts", "reason", "member"}, keys(stall))
+	assert.Equal(t, "2026-01-01T12:00:00.000Z", stall["since"])
+	assert.Equal(t, float64(3), stall["attempts"])
+}
+
+// TestRunConfigNeverPrintsThePassword: the password reaches the config
+// through an environment variable, as in a Kubernetes secret; neither a
+// success, a wrong password nor a config error prints it.
+func TestRunConfigNeverPrintsThePassword(t *testing.T) {
+	const user, password = "svc", "s3cret-hunter2-f00d"
+	c := newClusterWith(t, []kgo.Opt{kgo.SASL(scram.Auth{User: user, Pass: password}.AsSha512Mechanism())},
+		kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", user, password), kfake.SeedTopics(2, "orders"))
+	c.produce(t, "orders", 0, 10)
+	c.commit(t, "g", "orders", 0, 10, meta(t, 10, nil, nil))
+
+	config := func(group string) string {
+		return writeConfig(t, fmt.Sprintf(`
+input:
+  kafka_watermark:
+    seed_brokers: [ "${BROKER}" ]
+    topics: [ orders ]
+    consumer_group: %s
+    sasl:
+      - mechanism: SCRAM-SHA-512
+        username: %s
+        password: "${KAFKA_PASSWORD}"
+output:
+  drop: {}
+`, group, user))
+	}
+	env := func(pass string) func(string) (string, bool) {
+		return func(name string) (string, bool) {
+			switch name {
+			case "BROKER":
+				return c.addr, true
+			case "KAFKA_PASSWORD":
+				return pass, true
+			}
+			return "", false
+		}
+	}
+	wrong := "not-" + password
+	for _, tc := range []struct {
+		name   string
+		o      Options
+		code   int
+		stderr string
+	}{
+		{"good password", Options{ConfigPath: config("g"), Lookup: env(password)}, ExitHealthy, ""},
+		{"good password, json", Options{ConfigPath: config("g"), Lookup: env(password), Format: "json"}, ExitHealthy, ""},
+		{"wrong password", Options{ConfigPath: config("g"), Lookup: env(wrong)}, ExitUnknown, "SASL SCRAM-SHA-512: "},
+		{"unknown group", Options{ConfigPath: config("nosuch"), Lookup: env(password)}, ExitUnknown, `unknown group "nosuch"`},
+		{"flags override the config", Options{ConfigPath: config("nosuch"), Group: "g", Lookup: env(password)}, ExitHealthy, ""},
+		{"unreachable", Options{ConfigPath: config("g"), SeedBrokers: []string{closedAddr(t)}, Lookup: env(password)}, ExitUnknown, "cannot reach seed brokers"},
+	} {
+		code, stdout, stderr := run(t, tc.o)
+		assert.Equal(t, tc.code, code, "%s: exit status; stderr: %s", tc.name, stderr)
+		if tc.stderr == "" {
+			assert.Empty(t, stderr, tc.name)
+		} else {
+			assert.Contains(t, stderr, tc.stderr, tc.name)
+		}
+		for _, secret := range []string{password, wrong} {
+			assert.NotContains(t, stdout+stderr, secret, "%s: the output holds a password", tc.name)
+		}
+	}
+}
+
+// The second line of defence: were a message to hold a configured secret,
+// it is scrubbed before it is written.
+func TestScrub(t *testing.T) {
+	assert.Equal(t, "a !!!SECRET_SCRUBBED!!! b !!!SECRET_SCRUBBED!!!", scrub("a hunter2 b hunter2", []string{"", "x", "hunter2"}))
+	assert.Equal(t, "abc", scrub("abc", []string{"ab"}), "secrets under four bytes are left")
+}
+
+func TestRunTimeout(t *testing.T) {
+	// A listener that accepts and never answers: the client waits until
+	// the timeout, which the message names.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var conns []net.Conn
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, conn)
+			mu.Unlock()
+		}
+	}()
+	start := time.Now()
+	code, _, stderr := run(t, Options{SeedBrokers: []string{l.Addr().String()}, Group: "g", Timeout: 500 * time.Millisecond})
+	assert.Equal(t, ExitUnknown, code)
+	assert.Contains(t, stderr, "no answer within --timeout 500ms")
+	assert.Less(t, time.Since(start), 5*time.Second)
+	assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+}
+
+// The mechanism "none" means no SASL, as in Redpanda Connect: it is skipped,
+// not an error.
+func TestNewClientSkipsNoneMechanism(t *testing.T) {
+	c := newCluster(t, 1, "orders")
+	tg := Target{SeedBrokers: []string{c.addr}, Group: "g", SASL: []SASL{{Mechanism: "none"}}}
+	assert.Empty(t, tg.security())
+	cl, err := NewClient(testContext(t), tg)
+	require.NoError(t, err)
+	cl.Close()
+
+	tg.SASL = []SASL{{Mechanism: "GSSAPI"}}
+	_, err = NewClient(testContext(t), tg)
+	assert.ErrorContains(t, err, `sasl[0].mechanism ("GSSAPI") must be one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, none`)
+}

@@ -1,0 +1,272 @@
+package status
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/watermark-connect/watermark-connect/plugin"
+)
+
+// Field names of the kafka_watermark input that status reads. They are the
+// plugin's (its ConfigSpec parses them); the plugin keeps its constants
+// unexported, so they are repeated here and TestConfigFieldsExist checks
+// them against the spec.
+const (
+	fieldSeedBrokers    = "seed_brokers"
+	fieldTopics         = "topics"
+	fieldRegexpTopics   = "regexp_topics"
+	fieldConsumerGroup  = "consumer_group"
+	fieldClientID       = "client_id"
+	fieldTLS            = "tls"
+	fieldSASL           = "sasl"
+	fieldSASLMechanism  = "mechanism"
+	fieldSASLUsername   = "username"
+	fieldSASLPassword   = "password"
+	fieldSASLToken      = "token"
+	fieldSASLExtensions = "extensions" // read only where the spec has it
+)
+
+// Target is what status connects to and reads: the connection settings of a
+// kafka_watermark input and the group whose commits it reports.
+//
+// A Target is a value; it holds secrets (SASL passwords and tokens), which
+// nothing in this package prints.
+type Target struct {
+	SeedBrokers  []string
+	Topics       []string // empty: every partition the group has a commit for
+	RegexpTopics bool     // Topics are regular expressions, as the input reads them
+	Group        string
+	ClientID     string
+	TLS          *tls.Config // nil: plaintext
+	SASL         []SASL      // tried in order
+}
+
+// SASL is one SASL mechanism and its credentials. A SASL is a value, safe
+// for concurrent use once built.
+type SASL struct {
+	Mechanism          string            // PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, or none (skipped)
+	Username, Password string            // PLAIN and SCRAM
+	Token              string            // OAUTHBEARER
+	Extensions         map[string]string // OAUTHBEARER, optional
+}
+
+// secrets returns the values output must never contain.
+func (t Target) secrets() []string {
+	var out []string
+	for _, s := range t.SASL {
+		out = append(out, s.Password, s.Token)
+	}
+	return out
+}
+
+// security names the security settings for messages, never a secret:
+// " with TLS and SASL SCRAM-SHA-512", or "" for plaintext.
+func (t Target) security() string {
+	var parts []string
+	if t.TLS != nil {
+		parts = append(parts, "TLS")
+	}
+	for _, s := range t.SASL {
+		if s.Mechanism != "none" {
+			parts = append(parts, "SASL "+s.Mechanism)
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " with " + strings.Join(parts, " and ")
+}
+
+// validate checks what Collect and the client need, in one place.
+func (t Target) validate() error {
+	var errs []error
+	if len(t.SeedBrokers) == 0 {
+		errs = append(errs, fmt.Errorf("%s: at least one broker address is required (--seed-brokers, or -c with a kafka_watermark input)", fieldSeedBrokers))
+	}
+	if t.Group == "" {
+		errs = append(errs, fmt.Errorf("%s: a group name is required (--consumer-group, or -c with a kafka_watermark input)", fieldConsumerGroup))
+	}
+	for i, s := range t.SASL {
+		switch s.Mechanism {
+		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "none":
+		default:
+			errs = append(errs, fmt.Errorf("%s[%d].%s (%q) must be one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, none", fieldSASL, i, fieldSASLMechanism, s.Mechanism))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// LoadConfig reads the kafka_watermark input of the Benthos config file at
+// path as `run` would: environment variables interpolated in the text first
+// (see interpolate; lookup is os.LookupEnv in the binary), then the YAML
+// walked with env's component specs, so that the input is found wherever it
+// sits (input, or under a broker's inputs, ...), linted with its own spec
+// (an unknown field or a bad mechanism is an error, as in `run`), and parsed
+// by it (defaults, TLS files). The config must hold exactly one
+// kafka_watermark input. env nil is the global environment, which in the
+// binary holds every component `run` knows.
+//
+// No error carries a secret: interpolation errors name variables, lints name
+// fields.
+func LoadConfig(path string, lookup func(string) (string, bool), env *service.Environment) (Target, error) {
+	if env == nil {
+		env = service.GlobalEnvironment()
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return Target{}, err
+	}
+	text, err := interpolate(raw, lookup)
+	if err != nil {
+		return Target{}, fmt.Errorf("%s: %w", path, err)
+	}
+
+	type found struct {
+		path string
+		line int
+		conf any
+	}
+	var inputs []found
+	walker := env.FullConfigSchema("", "").NewStreamConfigWalker()
+	err = walker.WalkComponentsYAML(text, func(w *service.WalkedComponent) error {
+		if w.ComponentType != "input" || w.Name != plugin.InputName {
+			return nil
+		}
+		v, err := w.ConfigAny()
+		if err != nil {
+			return err
+		}
+		inputs = append(inputs, found{w.Path, w.LineStart, v})
+		return nil
+	})
+	if err != nil {
+		return Target{}, fmt.Errorf("%s: %w", path, err)
+	}
+	switch len(inputs) {
+	case 0:
+		return Target{}, fmt.Errorf("%s: no %s input in the config", path, plugin.InputName)
+	case 1:
+	default:
+		var where []string
+		for _, in := range inputs {
+			where = append(where, fmt.Sprintf("%s (line %d)", in.path, in.line))
+		}
+		return Target{}, fmt.Errorf("%s: %d %s inputs (%s): status reads one: give it a config with one, or --seed-brokers and --consumer-group without -c",
+			path, len(inputs), plugin.InputName, strings.Join(where, ", "))
+	}
+	in := inputs[0]
+	where := fmt.Sprintf("%s: %s (line %d)", path, in.path, in.line)
+
+	// The walked value is the component's map: its type key and a label.
+	// JSON is YAML, so it is handed back to Benthos as JSON.
+	component, ok := in.conf.(map[string]any)
+	if !ok {
+		return Target{}, fmt.Errorf("%s: the %s input is not an object", where, plugin.InputName)
+	}
+	fields, err := json.Marshal(component[plugin.InputName])
+	if err != nil {
+		return Target{}, fmt.Errorf("%s: %w", where, err)
+	}
+	if err := lintInput(env, component); err != nil {
+		return Target{}, fmt.Errorf("%s: %w", where, err)
+	}
+	pc, err := plugin.ConfigSpec().ParseYAML(string(fields), env)
+	if err != nil {
+		return Target{}, fmt.Errorf("%s: %w", where, err)
+	}
+	t, err := targetFromParsed(pc)
+	if err != nil {
+		return Target{}, fmt.Errorf("%s: %w", where, err)
+	}
+	return t, nil
+}
+
+// lintInput lints the input with Benthos's linter and the input's spec. The
+// text is already interpolated: the linter's own interpolation sees no
+// variable (a literal ${NAME} left by an escape reads as empty, to the
+// linter only).
+func lintInput(env *service.Environment, component map[string]any) error {
+	b, err := json.Marshal(component)
+	if err != nil {
+		return err
+	}
+	linter := env.NewComponentConfigLinter().
+		SetSkipEnvVarCheck(true).
+		SetEnvVarLookupFunc(func(context.Context, string) (string, bool) { return "", false })
+	lints, err := linter.LintYAML("input", b)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, l := range lints {
+		errs = append(errs, errors.New(l.What))
+	}
+	return errors.Join(errs...)
+}
+
+// targetFromParsed reads the fields status needs from a parsed
+// kafka_watermark config, as the input's own parser does: seed_brokers
+// entries may hold comma-separated addresses. Connection fields it does not
+// read (a tcp dialer block, where the input has one) are left to kgo's
+// defaults.
+func targetFromParsed(pc *service.ParsedConfig) (Target, error) {
+	var t Target
+	var errs []error
+	brokers, err := pc.FieldStringList(fieldSeedBrokers)
+	errs = append(errs, err)
+	t.SeedBrokers = splitList(brokers...)
+	t.Topics, err = pc.FieldStringList(fieldTopics)
+	errs = append(errs, err)
+	t.RegexpTopics, err = pc.FieldBool(fieldRegexpTopics)
+	errs = append(errs, err)
+	t.Group, err = pc.FieldString(fieldConsumerGroup)
+	errs = append(errs, err)
+	t.ClientID, err = pc.FieldString(fieldClientID)
+	errs = append(errs, err)
+	tlsConf, tlsOn, err := pc.FieldTLSToggled(fieldTLS)
+	errs = append(errs, err)
+	if tlsOn {
+		t.TLS = tlsConf
+	}
+	if pc.Contains(fieldSASL) {
+		list, err := pc.FieldObjectList(fieldSASL)
+		errs = append(errs, err)
+		for _, s := range list {
+			var m SASL
+			m.Mechanism, err = s.FieldString(fieldSASLMechanism)
+			errs = append(errs, err)
+			m.Username, _ = s.FieldString(fieldSASLUsername)
+			m.Password, _ = s.FieldString(fieldSASLPassword)
+			m.Token, _ = s.FieldString(fieldSASLToken)
+			if s.Contains(fieldSASLExtensions) {
+				ext, err := s.FieldStringMap(fieldSASLExtensions)
+				errs = append(errs, err)
+				if len(ext) > 0 {
+					m.Extensions = ext
+				}
+			}
+			t.SASL = append(t.SASL, m)
+		}
+	}
+	return t, errors.Join(errs...)
+}
+
+// splitList splits comma-separated entries and drops empty ones.
+func splitList(entries ...string) []string {
+	var out []string
+	for _, e := range entries {
+		for _, s := range strings.Split(e, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,31 @@
+// Package status is `watermark-connect status` (Command): a consumer group's
+// state as the brokers hold it, read from the group's committed offsets and
+// the commit metadata the kafka_watermark input writes with them
+// (internal/commitmeta), so that it needs neither the pipeline's metrics nor
+// its logs, and works while the pipeline runs, after it stopped, and from any
+// host that may read the group's offsets.
+//
+// Per partition it reports the committed offset (the watermark: the offset a
+// consumer resumes from), the log end (the high watermark), the lag between
+// them, the records above the committed offset that the metadata names as
+// delivered (a restart skips them), and, for a stalled partition, the stall
+// provenance: the failed batch at the head, since when, how many deliveries,
+// its error class and the member that saw it. A partition is stalled when
+// its latest commit says so; the input writes the provenance with every
+// commit while the partition is stalled and drops it with the first commit
+// after. Metadata is used only when it was written for the committed offset.
+//
+// The exit status is the answer for a readiness probe: 0 when no partition
+// is stalled, 1 when one is, 2 when it cannot tell (ExitHealthy,
+// ExitStalled, ExitUnknown).
+//
+// Files: command.go (the command, Run and its exit statuses), config.go
+// (reading a Benthos config's kafka_watermark input), envvars.go (Benthos's
+// environment interpolation), client.go (the kgo client), report.go
+// (Collect and the Report), render.go (text and JSON).
+//
+// # Concurrency
+//
+// Run and Collect use one goroutine, the caller's, and franz-go's own. A
+// Report is a value once returned, safe for concurrent reads.
+package status

@@ -1,0 +1,152 @@
+package status
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// testReport is a report of each kind of partition, read 4m12.7s after
+// testStall began.
+func testReport() *Report {
+	stall := testStall
+	return &Report{
+		Group: "orders-to-http",
+		At:    testStall.Since.Add(4*time.Minute + 12700*time.Millisecond),
+		Partitions: []Partition{
+			{Topic: "orders", Partition: 0, Committed: 100, LogEnd: 100},
+			{Topic: "orders", Partition: 1, Committed: 40, LogEnd: 100, DeliveredAbove: 15},
+			{Topic: "orders", Partition: 2, Committed: 20, LogEnd: 100, DeliveredAbove: 10, Stall: &stall},
+			{Topic: "orders", Partition: 3, Committed: -1, LogEnd: 7},
+			{Topic: "other", Partition: 0, Committed: 5, LogEnd: 10, MetadataErr: errors.New("the metadata was written for offset 3")},
+		},
+	}
+}
+
+func TestWriteText(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, WriteText(&b, testReport()))
+	const want = `TOPIC   PARTITION  COMMITTED  LOG END  LAG  DELIVERED ABOVE  STALLED
+orders  0          100        100      0    0                no
+orders  1          40         100      60   15               no
+orders  2          20         100      80   10               yes: offsets 20-29 for 4m12s (since 2026-01-01T12:00:00Z), 3 attempts, by watermark-connect@pod-7: http 503
+orders  3          -          7        -    0                no
+other   0          5          10       5    0                no
+other/0: commit metadata not used: the metadata was written for offset 3
+group orders-to-http: 1 of 5 partitions stalled
+`
+	assert.Equal(t, want, b.String())
+
+	for _, tc := range []struct {
+		r    *Report
+		want string
+	}{
+		{&Report{Group: "g", Partitions: []Partition{{Topic: "t", Committed: 3, LogEnd: 3}}}, "group g: healthy, none of 1 partition stalled\n"},
+		{&Report{Group: "g"}, "group g: no partitions with commits\n"},
+	} {
+		b.Reset()
+		require.NoError(t, WriteText(&b, tc.r))
+		assert.Contains(t, b.String(), tc.want)
+	}
+}
+
+// TestWriteJSON pins the document: its keys are what monitoring reads.
+func TestWriteJSON(t *testing.T) {
+	var b bytes.Buffer
+	require.NoError(t, WriteJSON(&b, testReport()))
+	const want = `{
+  "group": "orders-to-http",
+  "healthy": false,
+  "partitions": [
+    {
+      "topic": "orders",
+      "partition": 0,
+      "committed": 100,
+      "log_end": 100,
+      "lag": 0,
+      "delivered_above": 0,
+      "stalled": false,
+      "stall": null
+    },
+    {
+      "topic": "orders",
+      "partition": 1,
+      "committed": 40,
+      "log_end": 100,
+      "lag": 60,
+      "delivered_above": 15,
+      "stalled": false,
+      "stall": null
+    },
+    {
+      "topic": "orders",
+      "partition": 2,
+      "committed": 20,
+      "log_end": 100,
+      "lag": 80,
+      "delivered_above": 10,
+      "stalled": true,
+      "stall": {
+        "first_offset": 20,
+        "last_offset": 29,
+        "since": "2026-01-01T12:00:00.000Z",
+        "age_s": 252,
+        "attempts": 3,
+        "reason": "http 503",
+        "member": "watermark-connect@pod-7"
+      }
+    },
+    {
+      "topic": "orders",
+      "partition": 3,
+      "committed": null,
+      "log_end": 7,
+      "lag": null,
+      "delivered_above": 0,
+      "stalled": false,
+      "stall": null
+    },
+    {
+      "topic": "other",
+      "partition": 0,
+      "committed": 5,
+      "log_end": 10,
+      "lag": 5,
+      "delivered_above": 0,
+      "stalled": false,
+      "stall": null,
+      "metadata_error": "the metadata was written for offset 3"
+    }
+  ]
+}
+`
+	assert.Equal(t, want, b.String())
+
+	// The keys as a consumer decodes them, and since as RFC 3339.
+	var doc struct {
+		Partitions []map[string]json.RawMessage `json:"partitions"`
+	}
+	require.NoError(t, json.Unmarshal(b.Bytes(), &doc))
+	var stall map[string]any
+	require.NoError(t, json.Unmarshal(doc.Partitions[2]["stall"], &stall))
+	since, err := time.Parse(time.RFC3339, stall["since"].(string))
+	require.NoError(t, err)
+	assert.True(t, since.Equal(testStall.Since))
+
+	// An empty report has an empty list, not null.
+	b.Reset()
+	require.NoError(t, WriteJSON(&b, &Report{Group: "g"}))
+	assert.JSONEq(t, `{"group": "g", "healthy": true, "partitions": []}`, b.String())
+}
+
+// A stall whose start is after the report's time (the writer's clock ahead
+// of the reader's) has age 0, not a negative one.
+func TestStallAgeClockSkew(t *testing.T) {
+	assert.Equal(t, time.Duration(0), stallAge(testStall.Since, testStall.Since.Add(time.Minute)))
+	assert.Equal(t, 61*time.Second, stallAge(testStall.Since.Add(61500*time.Millisecond), testStall.Since))
+}
