@@ -50,7 +50,15 @@ func (in *Input) clientOpts(o *owner) []kgo.Opt {
 	}
 	if c.regexpTopics {
 		opts = append(opts, kgo.ConsumeRegex())
+		if len(c.regexpExclude) > 0 {
+			opts = append(opts, kgo.ConsumeExcludeTopics(c.regexpExclude...))
+		}
 	}
+	opts = append(opts,
+		kgo.FetchMinBytes(int32(c.fetchMinBytes)),
+		kgo.RequestTimeoutOverhead(c.requestTimeoutOverhead),
+		kgo.ConnIdleTimeout(c.connIdleTimeout),
+	)
 	opts = append(opts, kgo.ConsumeTopics(c.topics...))
 	if c.groupProtocol == protocolConsumer {
 		opts = append(opts, kgo.ServerSideBalancer())
@@ -72,14 +80,16 @@ func (in *Input) clientOpts(o *owner) []kgo.Opt {
 	opts = append(opts, kgo.OnOffsetsFetched(func(ctx context.Context, cl *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
 		return in.onOffsetsFetched(ctx, o, cl, resp)
 	}))
-	if c.tls != nil {
-		opts = append(opts, kgo.DialTLSConfig(c.tls))
+	if dial := dialOpt(c.dialer, c.tls); dial != nil {
+		opts = append(opts, dial)
 	}
-	if len(c.sasl) > 0 {
-		var mechs []sasl.Mechanism
-		for _, s := range c.sasl {
+	var mechs []sasl.Mechanism
+	for _, s := range c.sasl {
+		if s.mechanism != saslNone {
 			mechs = append(mechs, saslMechanism(s))
 		}
+	}
+	if len(mechs) > 0 {
 		opts = append(opts, kgo.SASL(mechs...))
 	}
 	return opts
@@ -94,7 +104,7 @@ func saslMechanism(s saslConfig) sasl.Mechanism {
 	case saslScram512:
 		return scram.Auth{User: s.username, Pass: s.password}.AsSha512Mechanism()
 	default: // OAUTHBEARER; validate rejected anything else
-		return oauth.Auth{Token: s.token}.AsMechanism()
+		return oauth.Auth{Token: s.token, Extensions: s.extensions}.AsMechanism()
 	}
 }
 
@@ -108,8 +118,8 @@ func saslMechanism(s saslConfig) sasl.Mechanism {
 func (in *Input) onOffsetsFetched(ctx context.Context, o *owner, cl *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
 	commits := map[topicPartition]fetchedCommit{}
 	missing := map[string][]int32{}
-	each := func(topic string, partition int32, offset int64, meta *string) {
-		fc := fetchedCommit{offset: offset}
+	each := func(topic string, partition int32, offset int64, epoch int32, meta *string) {
+		fc := fetchedCommit{offset: offset, epoch: epoch}
 		if meta != nil {
 			fc.meta = *meta
 		}
@@ -120,13 +130,13 @@ func (in *Input) onOffsetsFetched(ctx context.Context, o *owner, cl *kgo.Client,
 	}
 	for _, t := range resp.Topics {
 		for _, p := range t.Partitions {
-			each(t.Topic, p.Partition, p.Offset, p.Metadata)
+			each(t.Topic, p.Partition, p.Offset, p.LeaderEpoch, p.Metadata)
 		}
 	}
 	for _, g := range resp.Groups {
 		for _, t := range g.Topics {
 			for _, p := range t.Partitions {
-				each(t.Topic, p.Partition, p.Offset, p.Metadata)
+				each(t.Topic, p.Partition, p.Offset, p.LeaderEpoch, p.Metadata)
 			}
 		}
 	}

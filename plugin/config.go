@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"regexp"
 	"strings"
 	"time"
@@ -49,10 +50,35 @@ type config struct {
 
 	commitMetadata         bool
 	commitMetadataMaxBytes int
+
+	regexpInclude          []string // regexp_topics_include; validate moves them to topics
+	regexpExclude          []string
+	fetchMinBytes          int64
+	requestTimeoutOverhead time.Duration
+	connIdleTimeout        time.Duration
+	dialer                 *net.Dialer // the tcp block's; nil when absent (kgo's own)
+
+	redpanda redpandaSeen // the redpanda input's fields that are mapped or rejected
 }
 
 type saslConfig struct {
 	mechanism, username, password, token string
+	extensions                           map[string]string // OAUTHBEARER
+	aws                                  bool              // sasl[].aws is set: rejected
+}
+
+// splitEntries splits list entries at commas and trims them, dropping empty
+// ones, as the redpanda input reads seed_brokers and topics.
+func splitEntries(list []string) []string {
+	var out []string
+	for _, e := range list {
+		for part := range strings.SplitSeq(e, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
 }
 
 // parseConfig reads every field, then validates the whole config once.
@@ -82,17 +108,22 @@ func parseConfig(pc *service.ParsedConfig) (*config, error) {
 		errs = append(errs, err)
 	}
 
-	brokers, err := pc.FieldStringList(fieldSeedBrokers)
-	errs = append(errs, err)
-	for _, b := range brokers {
-		for _, addr := range strings.Split(b, ",") {
-			if addr = strings.TrimSpace(addr); addr != "" {
-				c.seedBrokers = append(c.seedBrokers, addr)
-			}
+	list := func(path string, split bool) []string {
+		if !pc.Contains(path) {
+			return nil
 		}
+		v, err := pc.FieldStringList(path)
+		errs = append(errs, err)
+		if split {
+			return splitEntries(v)
+		}
+		return v
 	}
-	c.topics, err = pc.FieldStringList(fieldTopics)
-	errs = append(errs, err)
+	c.seedBrokers = list(fieldSeedBrokers, true)
+	c.topics = list(fieldTopics, true)
+	c.regexpInclude = list(fieldRegexpTopicsInclude, true)
+	c.regexpExclude = list(fieldRegexpTopicsExclude, false)
+	var err error
 	c.regexpTopics, err = pc.FieldBool(fieldRegexpTopics)
 	errs = append(errs, err)
 	str(&c.group, fieldConsumerGroup)
@@ -108,6 +139,11 @@ func parseConfig(pc *service.ParsedConfig) (*config, error) {
 	dur(&c.fetchMaxWait, fieldFetchMaxWait)
 	dur(&c.metadataMaxAge, fieldMetadataMaxAge)
 	dur(&c.topicLagRefresh, fieldTopicLagRefreshPeriod)
+	size(&c.fetchMinBytes, fieldFetchMinBytes)
+	dur(&c.requestTimeoutOverhead, fieldRequestTimeoutOverhead)
+	dur(&c.connIdleTimeout, fieldConnIdleTimeout)
+	c.dialer, err = parseDialer(pc)
+	errs = append(errs, err)
 	str(&c.isolation, fieldIsolationLevel)
 	c.readCommitted = c.isolation == isolationCommitted
 	tlsConf, tlsOn, err := pc.FieldTLSToggled(fieldTLS)
@@ -125,6 +161,11 @@ func parseConfig(pc *service.ParsedConfig) (*config, error) {
 			sc.username, _ = s.FieldString(fieldSASLUsername)
 			sc.password, _ = s.FieldString(fieldSASLPassword)
 			sc.token, _ = s.FieldString(fieldSASLToken)
+			if s.Contains(fieldSASLExtensions) {
+				sc.extensions, err = s.FieldStringMap(fieldSASLExtensions)
+				errs = append(errs, err)
+			}
+			sc.aws = s.Contains(fieldSASLAWS)
 			c.sasl = append(c.sasl, sc)
 		}
 	}
@@ -141,12 +182,17 @@ func parseConfig(pc *service.ParsedConfig) (*config, error) {
 	c.commitMetadata, err = pc.FieldBool(fieldCommitMetadata)
 	errs = append(errs, err)
 	num(&c.commitMetadataMaxBytes, fieldCommitMetadataMaxBytes)
+	errs = append(errs, parseRedpanda(pc, c)...)
 
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	c.mapRedpanda()
 	if err := c.validate(); err != nil {
 		return nil, err
+	}
+	if len(c.regexpInclude) > 0 {
+		c.topics, c.regexpTopics = c.regexpInclude, true
 	}
 	return c, nil
 }
@@ -158,23 +204,29 @@ func (c *config) validate() error {
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
 	if len(c.seedBrokers) == 0 {
-		bad("%s: at least one broker address is required", fieldSeedBrokers)
+		bad("%s: %s", fieldSeedBrokers, msgNoBrokers)
 	}
-	if len(c.topics) == 0 {
-		bad("%s: at least one topic is required", fieldTopics)
+	if len(c.topics) == 0 && len(c.regexpInclude) == 0 {
+		bad("%s: %s", fieldTopics, msgNoTopics)
 	}
-	for _, t := range c.topics {
-		if t == "" {
-			bad("%s: a topic name must not be empty", fieldTopics)
-		} else if c.regexpTopics {
-			if _, err := regexp.Compile(t); err != nil {
-				bad("%s: %q is not a valid regular expression: %v", fieldTopics, t, err)
+	for name, patterns := range map[string][]string{
+		fieldTopics:              c.topics,
+		fieldRegexpTopicsInclude: c.regexpInclude,
+		fieldRegexpTopicsExclude: c.regexpExclude,
+	} {
+		if name == fieldTopics && !c.regexpTopics {
+			continue
+		}
+		for _, p := range patterns {
+			if _, err := regexp.Compile(p); err != nil {
+				bad("%s: %q is not a valid regular expression: %v", name, p, err)
 			}
 		}
 	}
 	if c.group == "" {
-		bad("%s: a group name is required", fieldConsumerGroup)
+		bad("%s: %s", fieldConsumerGroup, msgNoGroup)
 	}
+	c.validateRedpanda(bad)
 	switch c.startOffset {
 	case startEarliest, startLatest, startCommitted:
 	default:
@@ -213,18 +265,27 @@ func (c *config) validate() error {
 		bad("%s (%v) must be below %s (%v)", fieldHeartbeatInterval, c.heartbeat, fieldSessionTimeout, c.sessionTimeout)
 	}
 	if c.maxPending < 1 {
-		bad("%s (%d) must be at least 1", fieldMaxPendingBatches, c.maxPending)
+		bad("%s (%d) must be at least 1", c.maxPendingField(), c.maxPending)
 	}
 	if c.batchMaxRecords < 1 {
 		bad("%s (%d) must be at least 1", fieldBatchMaxRecords, c.batchMaxRecords)
 	}
 	for name, v := range map[string]int64{
-		fieldBatchMaxBytes:          c.batchMaxBytes,
+		c.batchMaxBytesField():      c.batchMaxBytes,
 		fieldFetchMaxBytes:          c.fetchMaxBytes,
 		fieldFetchMaxPartitionBytes: c.fetchMaxPartitionBytes,
+		fieldFetchMinBytes:          c.fetchMinBytes,
 	} {
 		if v < 1 || v > maxInt32 {
 			bad("%s (%d) must be between 1 and %d bytes", name, v, int64(maxInt32))
+		}
+	}
+	for name, d := range map[string]time.Duration{
+		fieldRequestTimeoutOverhead: c.requestTimeoutOverhead,
+		fieldConnIdleTimeout:        c.connIdleTimeout,
+	} {
+		if d < 100*time.Millisecond || d > 15*time.Minute {
+			bad("%s (%v) must be between 100ms and 15m", name, d)
 		}
 	}
 	if c.stallReplayAfter < 0 {
@@ -247,6 +308,9 @@ func (c *config) validate() error {
 			if s.token == "" {
 				bad("%s[%d].%s: %s needs a token", fieldSASL, i, fieldSASLToken, s.mechanism)
 			}
+		case saslNone:
+		case saslAWSMSKIAM, saslRedpandaCloudSA:
+			errs = append(errs, saslRejected(i, s.mechanism))
 		default:
 			bad("%s[%d].%s (%q) must be one of %s, %s, %s, %s", fieldSASL, i, fieldSASLMechanism, s.mechanism, saslPlain, saslScram256, saslScram512, saslOAuthBearer)
 		}

@@ -54,6 +54,10 @@
 //     drain_timeout and rebalance_timeout.
 //   - Benthos's reader calls ReadBatch; sinks call ack functions from any
 //     goroutine; each ack is once-guarded and is a channel send.
+//   - with timely_nacks_maximum_wait, Benthos's wrapper
+//     (service.ForceTimelyNacksBatched) runs a timer goroutine per batch in
+//     flight; at the wait it nacks the batch through the same ack function,
+//     and the sink's later verdict is dropped by the wrapper's own once-guard.
 //
 // The goroutines' lifecycle follows a shutdown.Signaller: Close stops the
 // poller, asks the owner for every partition's final watermark (revokes

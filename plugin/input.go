@@ -25,12 +25,20 @@ func Register(env *service.Environment) error {
 	return env.RegisterBatchInput(InputName, ConfigSpec(), newInputFromConfig)
 }
 
+// newInputFromConfig builds the input with the redpanda input's wrappers,
+// in its order: forced timely nacks (timely_nacks_maximum_wait), then
+// tracing spans (extract_tracing_map). A forced nack reaches the input as
+// any nack does: it is retried or stalls the partition, never committed past.
 func newInputFromConfig(pc *service.ParsedConfig, res *service.Resources) (service.BatchInput, error) {
 	conf, err := parseConfig(pc)
 	if err != nil {
 		return nil, err
 	}
-	return newInput(conf, res), nil
+	var in service.BatchInput = newInput(conf, res)
+	if in, err = service.ForceTimelyNacksBatched(pc, in); err != nil {
+		return nil, err
+	}
+	return pc.WrapBatchInputExtractTracingSpanMapping(InputName, in)
 }
 
 // Input is the kafka_watermark batch input. Benthos calls Connect, then
@@ -98,7 +106,9 @@ func (in *Input) authDescription() string {
 		parts = append(parts, "TLS")
 	}
 	for _, s := range in.conf.sasl {
-		parts = append(parts, "SASL "+s.mechanism)
+		if s.mechanism != saslNone {
+			parts = append(parts, "SASL "+s.mechanism)
+		}
 	}
 	if len(parts) == 0 {
 		return ""

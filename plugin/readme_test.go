@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -24,11 +25,13 @@ func configReference(t *testing.T) string {
 	env := service.NewEmptyEnvironment()
 	require.NoError(t, Register(env))
 	var data service.TemplateDataPlugin
+	optional := map[string]bool{}
 	env.WalkInputs(func(name string, v *service.ConfigView) {
 		if name == InputName {
 			var err error
 			data, err = v.TemplateData()
 			require.NoError(t, err)
+			optional = optionalFields(t, v)
 		}
 	})
 	var b strings.Builder
@@ -37,6 +40,8 @@ func configReference(t *testing.T) string {
 		def := "required"
 		if f.DefaultMarshalled != "" {
 			def = "`" + f.DefaultMarshalled + "`"
+		} else if optional[f.FullName] {
+			def = "optional"
 		}
 		desc := strings.Join(strings.Fields(f.Description), " ")
 		if len(f.Options) > 0 || len(f.AnnotatedOptions) > 0 {
@@ -55,6 +60,38 @@ func configReference(t *testing.T) string {
 		b.WriteString("| `" + f.FullName + "` | " + f.Type + " | " + def + " | " + strings.ReplaceAll(desc, "|", `\|`) + " |\n")
 	}
 	return b.String()
+}
+
+// optionalFields returns the full names (as TemplateData spells them) of the
+// fields marked Optional, which TemplateData does not say.
+func optionalFields(t *testing.T, v *service.ConfigView) map[string]bool {
+	t.Helper()
+	raw, err := v.FormatJSON()
+	require.NoError(t, err)
+	type field struct {
+		Name     string  `json:"name"`
+		Kind     string  `json:"kind"`
+		Optional bool    `json:"is_optional"`
+		Children []field `json:"children"`
+	}
+	var spec struct {
+		Config field `json:"config"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &spec))
+	out := map[string]bool{}
+	var walk func(path string, fs []field)
+	walk = func(path string, fs []field) {
+		for _, f := range fs {
+			name := path + f.Name
+			out[name] = f.Optional
+			if f.Kind == "array" {
+				name += "[]"
+			}
+			walk(name+".", f.Children)
+		}
+	}
+	walk("", spec.Config.Children)
+	return out
 }
 
 func between(s, begin, end string) (string, bool) {

@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/redpanda-data/benthos/v4/public/utils/netutil"
 )
 
 // Field names. Where Redpanda Connect's redpanda / kafka_franz inputs have a
@@ -11,6 +12,8 @@ const (
 	fieldSeedBrokers            = "seed_brokers"
 	fieldTopics                 = "topics"
 	fieldRegexpTopics           = "regexp_topics"
+	fieldRegexpTopicsInclude    = "regexp_topics_include"
+	fieldRegexpTopicsExclude    = "regexp_topics_exclude"
 	fieldConsumerGroup          = "consumer_group"
 	fieldClientID               = "client_id"
 	fieldRackID                 = "rack_id"
@@ -22,7 +25,11 @@ const (
 	fieldFetchMaxBytes          = "fetch_max_bytes"
 	fieldFetchMaxPartitionBytes = "fetch_max_partition_bytes"
 	fieldFetchMaxWait           = "fetch_max_wait"
+	fieldFetchMinBytes          = "fetch_min_bytes"
 	fieldMetadataMaxAge         = "metadata_max_age"
+	fieldRequestTimeoutOverhead = "request_timeout_overhead"
+	fieldConnIdleTimeout        = "conn_idle_timeout"
+	fieldTCP                    = "tcp" // netutil.DialerConfigSpec's name
 	fieldTopicLagRefreshPeriod  = "topic_lag_refresh_period"
 	fieldIsolationLevel         = "transaction_isolation_level"
 	fieldTLS                    = "tls"
@@ -31,6 +38,8 @@ const (
 	fieldSASLUsername           = "username"
 	fieldSASLPassword           = "password"
 	fieldSASLToken              = "token"
+	fieldSASLExtensions         = "extensions"
+	fieldSASLAWS                = "aws"
 
 	fieldCommitPeriod      = "commit_period"
 	fieldMaxPendingBatches = "max_pending_batches"
@@ -64,6 +73,11 @@ const (
 	saslScram256    = "SCRAM-SHA-256"
 	saslScram512    = "SCRAM-SHA-512"
 	saslOAuthBearer = "OAUTHBEARER"
+	saslNone        = "none"
+	// Accepted by the enum only so that lint names them with what to use
+	// instead: neither is built into this input.
+	saslAWSMSKIAM       = "AWS_MSK_IAM"
+	saslRedpandaCloudSA = "REDPANDA_CLOUD_SERVICE_ACCOUNT"
 )
 
 // InputName is the name the input is registered under.
@@ -110,15 +124,25 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 `+"`kafka_watermark_commit_latency_ns`"+` (nanoseconds, as every Benthos timer).`).
 		Fields(
 			service.NewStringListField(fieldSeedBrokers).
-				Description("Addresses of Kafka brokers to connect to first. An entry may hold several comma-separated addresses.").
+				Description("Addresses of Kafka brokers to connect to first. An entry may hold several comma-separated addresses. Required: unlike the redpanda input, this input never falls back to a global `redpanda` block.").
 				Example([]string{"localhost:9092"}).
 				Example([]string{"foo:9092", "bar:9092"}),
 			service.NewStringListField(fieldTopics).
-				Description("Topics to consume. With `regexp_topics`, each entry is a regular expression.").
-				Example([]string{"orders"}),
+				Description("Topics to consume. With `regexp_topics`, each entry is a regular expression. As in the redpanda input, an entry may hold several comma-separated topics (`foo,bar`, blanks trimmed), so a pattern cannot contain a comma. An entry with explicit partitions (`foo:0`, `foo:0-10`, `foo:0:10`) is rejected: this input is a group consumer, the group assigns partitions. Either `topics` or `regexp_topics_include` is required.").
+				Example([]string{"orders"}).
+				Example([]string{"orders,payments"}).
+				Optional(),
 			service.NewBoolField(fieldRegexpTopics).
 				Description("Treat each entry of `topics` as a regular expression and consume every matching topic.").
 				Default(false),
+			service.NewStringListField(fieldRegexpTopicsInclude).
+				Description("Regular expressions of topics to consume, as in the redpanda input: this turns on regular expression mode with these patterns (comma-separated in an entry, as `topics`), and cannot be used together with `topics`. New matching topics are seen every `metadata_max_age`.").
+				Example([]string{"logs_.*", "metrics_.*"}).
+				Optional(),
+			service.NewStringListField(fieldRegexpTopicsExclude).
+				Description("In regular expression mode (`regexp_topics` or `regexp_topics_include`), topics matching any of these regular expressions are not consumed, even if they match a pattern to consume. Rejected outside regular expression mode, as in the redpanda input.").
+				Example([]string{"_internal$"}).
+				Optional(),
 			service.NewStringField(fieldConsumerGroup).
 				Description("The consumer group to join. Offsets are committed for this group."),
 			service.NewStringField(fieldClientID).
@@ -155,9 +179,18 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 			service.NewDurationField(fieldFetchMaxWait).
 				Description("How long the broker may wait to fill a fetch.").
 				Default("5s").Advanced(),
+			service.NewStringField(fieldFetchMinBytes).
+				Description("The fewest bytes the broker tries to return for a fetch before `fetch_max_wait` has passed (Java's `fetch.min.bytes`).").
+				Default("1B").Advanced(),
 			service.NewDurationField(fieldMetadataMaxAge).
-				Description("How often to refresh metadata: how quickly new partitions, and with `regexp_topics` new topics, are seen.").
+				Description("How often to refresh metadata: how quickly new partitions, and with `regexp_topics` new topics, are seen. Our own default: 5m, where the redpanda input's is 1m.").
 				Default("5m").Advanced(),
+			service.NewDurationField(fieldRequestTimeoutOverhead).
+				Description("The time added to a request's own timeout when deadlining it (roughly Java's `request.timeout.ms`); between 100ms and 15m.").
+				Default("10s").Advanced(),
+			service.NewDurationField(fieldConnIdleTimeout).
+				Description("How long a broker connection may idle before it is closed; between 100ms and 15m.").
+				Default("20s").Advanced(),
 			service.NewDurationField(fieldTopicLagRefreshPeriod).
 				Description("How often to ask the brokers for the log end of partitions paused at `max_pending_batches`, which no fetch reports, so that their `kafka_watermark_lag` keeps moving. Other partitions learn their log end from every fetch.").
 				Default("5s").Advanced(),
@@ -168,29 +201,41 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 				Description("The transaction isolation level of fetches. At either level the transaction markers (control records) are accounted for without being delivered, so commits reach the log end past them.").
 				Default(isolationUncommitted).Advanced(),
 			service.NewTLSToggledField(fieldTLS),
+			netutil.DialerConfigSpec().
+				Description("TCP socket settings of broker connections, as in the redpanda input. With TLS on, the TLS handshake runs over this dialer (the server name is each broker's host unless the TLS settings name one). Without this block, kgo's dialer: a 10s connect timeout and Go's default keep-alive."),
 			service.NewObjectListField(fieldSASL,
-				service.NewStringEnumField(fieldSASLMechanism, saslPlain, saslScram256, saslScram512, saslOAuthBearer).
+				service.NewStringAnnotatedEnumField(fieldSASLMechanism, map[string]string{
+					saslPlain:           "Plain text authentication.",
+					saslScram256:        "SCRAM authentication (RFC 5802) with SHA-256.",
+					saslScram512:        "SCRAM authentication (RFC 5802) with SHA-512.",
+					saslOAuthBearer:     "OAuth bearer token authentication.",
+					saslNone:            "No authentication: the entry is skipped, as in the redpanda input.",
+					saslAWSMSKIAM:       "Rejected: not built into this input; use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER.",
+					saslRedpandaCloudSA: "Rejected: not built into this input; use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER.",
+				}).
 					Description("The SASL mechanism."),
 				service.NewStringField(fieldSASLUsername).Description("The user name, for PLAIN and SCRAM.").Default(""),
 				service.NewStringField(fieldSASLPassword).Description("The password, for PLAIN and SCRAM.").Default("").Secret(),
 				service.NewStringField(fieldSASLToken).Description("The bearer token, for OAUTHBEARER.").Default("").Secret(),
+				service.NewStringMapField(fieldSASLExtensions).Description("Key/value pairs added to OAUTHBEARER authentication requests.").Optional(),
+				service.NewAnyField(fieldSASLAWS).Description("Rejected: the redpanda input's settings for `AWS_MSK_IAM`, which is not built into this input.").Optional(),
 			).
 				Description("SASL authentication, tried in order.").
 				Optional().Advanced().
 				Example([]any{map[string]any{"mechanism": saslScram512, "username": "${KAFKA_USER}", "password": "${KAFKA_PASSWORD}"}}),
 
 			service.NewDurationField(fieldCommitPeriod).
-				Description("How often to commit the partitions whose watermark moved. Shorter means less replay after a crash, more commit requests.").
+				Description("How often to commit the partitions whose watermark moved. Shorter means less replay after a crash, more commit requests. Our own default: 1s, where the redpanda input's is 5s.").
 				Default("1s"),
 			service.NewIntField(fieldMaxPendingBatches).
 				Description("Per partition, the most batches handed to the pipeline and not yet behind the watermark. At the limit the partition's fetching pauses. This bounds memory and how much a crash replays, at the cost of throughput for slow sinks.").
-				Default(1024),
+				Default(defaultMaxPending),
 			service.NewIntField(fieldBatchMaxRecords).
 				Description("The most records in one batch. A batch holds records of one partition only, and is the unit of acknowledgement and of replay.").
 				Default(1024).Advanced(),
 			service.NewStringField(fieldBatchMaxBytes).
 				Description("The most record bytes (keys, values, headers) in one batch; a single larger record still makes a batch of its own.").
-				Default("1MiB").Advanced(),
+				Default(defaultBatchMaxBytes).Advanced(),
 			service.NewDurationField(fieldDrainTimeout).
 				Description("On a revoke, how long to wait for the revoked partitions' in-flight batches before committing their final watermark; also the bound on the final commit at shutdown. Must be below `rebalance_timeout`.").
 				Default("10s").Advanced(),
@@ -223,6 +268,7 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 				Description("The most bytes of metadata one partition's commit carries. The broker refuses more than its `offset.metadata.max.bytes` (4096 by default); when the delivered ranges do not fit, those nearest the committed offset are kept (and the cut counted). If a broker refuses metadata anyway, the partition is committed again at once without it.").
 				Default(4000).Advanced(),
 		).
+		Fields(redpandaFields()...).
 		LintRule(lintRule).
 		Example("Out-of-order sink",
 			"An HTTP sink with many requests in flight acknowledges batches out of order; commits still never pass an unacknowledged batch.",
@@ -242,13 +288,19 @@ output:
 
 // lintRule rejects at lint time what Bloblang can see in the raw config;
 // parse-time validation (validate) repeats every check with the parsed values.
-const lintRule = `
+// The redpanda input's fields this input does not take are rejected here too
+// (redpandaLints), with the messages validate gives.
+var lintRule = `
+let has_include = this.regexp_topics_include.or([]).length() > 0
+let regex_mode = this.regexp_topics.or(false) || $has_include
+` + redpandaLets + `
 root = [
   if this.max_pending_batches.or(1) < 1 { "field max_pending_batches: value %v must be at least 1".format(this.max_pending_batches) },
   if this.batch_max_records.or(1) < 1 { "field batch_max_records: value %v must be at least 1".format(this.batch_max_records) },
-  if this.seed_brokers.or([]).length() == 0 { "field seed_brokers: at least one broker address is required" },
-  if this.topics.or([]).length() == 0 { "field topics: at least one topic is required" },
-  if this.consumer_group.or("") == "" { "field consumer_group: a group name is required" },
+  if this.seed_brokers.or([]).length() == 0 { "field seed_brokers: ` + msgNoBrokers + `" },
+  if this.topics.or([]).length() == 0 && !$has_include { "field topics: ` + msgNoTopics + `" },
+  if this.consumer_group.or("") == "" { "field consumer_group: ` + msgNoGroup + `" },
   if this.nack_retry.max_retries.or(0) < -1 { "field nack_retry.max_retries: value %v must be -1 (unlimited) or at least 0".format(this.nack_retry.max_retries) },
-].filter(e -> e != null)
+` + redpandaLints + `
+].flatten().filter(e -> e != null)
 `

@@ -77,6 +77,27 @@ func TestSecurity(t *testing.T) {
 		noSecrets(t, "the TRACE log", p.logText())
 	})
 
+	// A tcp block with TLS: kgo refuses a custom dialer together with its
+	// own TLS dialer, so the input runs the TLS handshake over the tcp
+	// block's dialer itself, with the broker's host as the server name.
+	t.Run("tls_over_tcp_block", func(t *testing.T) {
+		group := "wm-sec-tcp-" + suffix()
+		s := newSink(t, topic, parts, 0, 0)
+		conf := pipeline{brokers: env.SASLBrokers, topic: topic, group: group, sinkURL: s.url(),
+			input: secureInput(env.CA, "SCRAM-SHA-512", env.User, env.Password) +
+				"tcp:\n  connect_timeout: 5s\n  keep_alive:\n    idle: 10s\n"}
+		p := startProc(t, "tls-tcp", conf.yaml())
+		k.waitCommitted(group, topic, end, 2*time.Minute)
+		s.waitIdle(t, 10*time.Second)
+		p.stop(45 * time.Second)
+		if n := s.snapshot().coverage(t, end); n != 0 {
+			t.Errorf("%d duplicates", n)
+		}
+		if ls := connectErrors(p); len(ls) > 0 {
+			t.Errorf("the input failed to connect %d time(s) over the tcp block: %s", len(ls), ls[0].text)
+		}
+	})
+
 	t.Run("echo_scrubs_secrets", func(t *testing.T) {
 		for name, password := range map[string]string{"literal": env.Password, "env": "${WMC_E2E_KAFKA_PASSWORD}"} {
 			conf := pipeline{brokers: env.SASLBrokers, topic: topic, group: "wm-sec-echo", sinkURL: "http://127.0.0.1:1/x",
