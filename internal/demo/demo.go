@@ -5,13 +5,25 @@
 // (sink.go) acknowledges batches out of order and fails a few. It shows each
 // partition's committed offset as the broker reports it (cluster.go: the
 // broker is the truth a restart resumes from), its log end, and the input's
-// own pending / stalled / paused state read from an in-memory metrics
-// exporter (internal/memmetrics), live (watch.go, view.go), then a summary
-// that explains the stall.
+// own pending / stalled / paused state and its replay count read from an
+// in-memory metrics exporter (internal/memmetrics), live (watch.go,
+// view.go), and what `watermark-connect status` reads from the broker at the
+// same time (probe.go), then a summary that tells the failed batch's story
+// step by step (summary.go).
+//
+// The sink rejects a failed batch for --fail-for (3s) after it first
+// rejected it, then accepts it: the partition stalls at the batch, status
+// says why (exit 1), the input replays the partition in place after
+// --stall-replay-after (2s; its stall_replay_after), the batch is delivered
+// again until the sink takes it, and the partition reaches its log end with
+// no restart (status exits 0). With --stall-replay-after 0 nothing delivers
+// the batch again in the process: the partition stays stalled at the
+// batch's first offset until a restart.
 //
 // Files: demo.go (command and options), run.go (the run), watch.go
-// (progress and the end condition), view.go (rendering), sink.go,
-// cluster.go.
+// (progress, events and the end condition), probe.go (status against the
+// demo's broker), view.go (the live table and progress lines), summary.go
+// (the summary), sink.go, cluster.go.
 package demo
 
 import (
@@ -19,6 +31,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/signal"
@@ -36,11 +49,16 @@ type demoOptions struct {
 	Records     int
 	RecordSize  int
 	FailBatches int
+	FailFor     time.Duration // how long the sink rejects a failed batch after its first rejection
 	Duration    time.Duration
-	Brokers     []string
-	Topic       string
-	Group       string
-	Seed        uint64
+
+	// StallReplayAfter is the input's stall_replay_after; neverReplay is
+	// its 0s, the flag's 0: no replay in place.
+	StallReplayAfter time.Duration
+	Brokers          []string
+	Topic            string
+	Group            string
+	Seed             uint64
 
 	BatchMaxRecords int
 	MaxPending      int
@@ -50,6 +68,29 @@ type demoOptions struct {
 
 	LogLevel  string    // Benthos log level, "none" to silence it
 	LogWriter io.Writer // where Benthos logs go; os.Stderr by default
+}
+
+// The defaults of the failure's story: the first replay, 2s after the
+// stall, meets the sink still failing; the second, 4s later (the backoff of
+// replays at one offset), is accepted. About 7s in all.
+const (
+	defaultFailFor          = 3 * time.Second
+	defaultStallReplayAfter = 2 * time.Second
+)
+
+// neverReplay is StallReplayAfter's value for stall_replay_after: 0s. No one
+// types a duration this negative.
+const neverReplay = time.Duration(math.MinInt64)
+
+// replays reports whether the input replays a stalled partition in place.
+func (o demoOptions) replays() bool { return o.StallReplayAfter > 0 }
+
+// replayAfterYAML is the input's stall_replay_after.
+func (o demoOptions) replayAfterYAML() string {
+	if !o.replays() {
+		return "0s"
+	}
+	return o.StallReplayAfter.String()
 }
 
 func (o demoOptions) withDefaults() demoOptions {
@@ -66,6 +107,12 @@ func (o demoOptions) withDefaults() demoOptions {
 	def(&o.MaxInFlight, 8)
 	if o.Duration == 0 {
 		o.Duration = 30 * time.Second
+	}
+	if o.FailFor == 0 {
+		o.FailFor = defaultFailFor
+	}
+	if o.StallReplayAfter == 0 {
+		o.StallReplayAfter = defaultStallReplayAfter
 	}
 	if o.MaxLatency == 0 {
 		o.MaxLatency = 200 * time.Millisecond
@@ -109,6 +156,12 @@ func (o demoOptions) validate() error {
 	if o.FailBatches < 0 {
 		errs = append(errs, fmt.Errorf("--fail-batches must be at least 0, got %d", o.FailBatches))
 	}
+	if o.FailFor <= 0 {
+		errs = append(errs, fmt.Errorf("--fail-for must be greater than 0, got %v", o.FailFor))
+	}
+	if o.StallReplayAfter < 0 && o.StallReplayAfter != neverReplay {
+		errs = append(errs, fmt.Errorf("--stall-replay-after must be at least 0 (0: never replay), got %v", o.StallReplayAfter))
+	}
 	if _, err := parseLogLevel(o.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
@@ -125,15 +178,22 @@ func Command() *cli.Command {
 		Description: `
 Starts an in-process Kafka on 127.0.0.1 (or uses --brokers), produces records
 to a multi-partition topic and consumes them with a kafka_watermark pipeline
-whose sink acknowledges batches out of order and fails a few of them. It shows,
-per partition, the committed offset (asked of the broker), the log end, the
-batches pending and whether the partition is stalled or paused, then a summary
-of what was committed and why.`[1:],
+whose sink acknowledges batches out of order and fails a batch for a few
+seconds. It shows, per partition, the committed offset (asked of the broker),
+the log end, the batches pending, whether the partition is stalled or paused
+and its replays in place, with what "watermark-connect status" reads from the
+broker meanwhile; then a summary of each step: the stall, what status said,
+the replays, and the partition reaching its log end without a restart.
+
+--stall-replay-after 0 turns replays off (stall_replay_after: 0s): the
+partition then stays stalled at the failed batch until a restart.`[1:],
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "partitions", Value: 8, Usage: "partitions of the topic when the demo creates it"},
 			&cli.IntFlag{Name: "records", Value: 20000, Usage: "records to produce"},
 			&cli.IntFlag{Name: "record-size", Value: 100, Usage: "bytes per record value"},
 			&cli.IntFlag{Name: "fail-batches", Value: 1, Usage: "batches the sink fails (each stalls its partition); 0 disables"},
+			&cli.DurationFlag{Name: "fail-for", Value: defaultFailFor, Usage: "how long the sink goes on rejecting a failed batch after its first rejection (each replay delivers it again)"},
+			&cli.DurationFlag{Name: "stall-replay-after", Value: defaultStallReplayAfter, Usage: "the input's stall_replay_after: replay a stalled partition in place after this long; 0: never (it stays stalled until a restart)"},
 			&cli.DurationFlag{Name: "duration", Value: 30 * time.Second, Usage: "stop after this long even if not everything settled"},
 			&cli.StringFlag{Name: "brokers", Usage: "comma-separated seed brokers of a real cluster, instead of the in-process one"},
 			&cli.StringFlag{Name: "topic", Value: "watermark-demo", Usage: "topic to produce to and consume (created if missing)"},
@@ -151,6 +211,7 @@ of what was committed and why.`[1:],
 				Records:         c.Int("records"),
 				RecordSize:      c.Int("record-size"),
 				FailBatches:     c.Int("fail-batches"),
+				FailFor:         c.Duration("fail-for"),
 				Duration:        c.Duration("duration"),
 				Topic:           c.String("topic"),
 				Group:           c.String("group"),
@@ -160,6 +221,9 @@ of what was committed and why.`[1:],
 				MaxInFlight:     c.Int("max-in-flight"),
 				MaxLatency:      c.Duration("max-latency"),
 				LogLevel:        c.String("log-level"),
+			}
+			if o.StallReplayAfter = c.Duration("stall-replay-after"); o.StallReplayAfter == 0 {
+				o.StallReplayAfter = neverReplay
 			}
 			for _, b := range strings.Split(c.String("brokers"), ",") {
 				if b = strings.TrimSpace(b); b != "" {

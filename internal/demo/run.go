@@ -31,14 +31,19 @@ type demoResult struct {
 	Expected     int64 // records between the group's start and the log end
 	Distinct     int
 	Duplicates   int
+	Replays      int64           // replays in place, every partition's
 	Parts        []partitionView // final, after the pipeline stopped
 	Failures     []failedBatch
 	Settled      bool
 	StopReason   string
 	Elapsed      time.Duration
+	Began        time.Time // what the story's times are measured from
 	MaxPending   int
 	MaxInFlight  int
 	MaxLatency   time.Duration
+	FailFor      time.Duration
+	ReplayAfter  time.Duration // the input's stall_replay_after; 0: never
+	Story        *story        // what the demo saw on the way; Story.final is status after the stop
 }
 
 // runDemo runs the demo and prints its progress and summary to w, as a table
@@ -64,7 +69,7 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer, live bool) (*demoR
 	if err != nil {
 		return nil, err
 	}
-	sink := newDemoSink(o.Topic, ranges, rng)
+	sink := newDemoSink(o.Topic, ranges, o.FailFor, rng)
 	sink.planFailures(o.FailBatches, o.BatchMaxRecords)
 	gauges := memmetrics.New()
 	st, err := buildPipeline(o, cluster.brokers, sink, gauges)
@@ -76,7 +81,7 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer, live bool) (*demoR
 
 	obs := observer{cluster: cluster, o: o, ranges: ranges, sink: sink, gauges: gauges}
 	head := fmt.Sprintf("topic %s, group %s, brokers %s", o.Topic, o.Group, strings.Join(cluster.brokers, ","))
-	last, settled, reason, runErr := watch(ctx, obs, o, w, live, head, runDone)
+	seen, runErr := watch(ctx, obs, o, w, live, head, began, runDone)
 
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer stopCancel()
@@ -90,26 +95,32 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer, live bool) (*demoR
 		return nil, fmt.Errorf("the pipeline stopped: %w", runErr)
 	}
 
-	// The input commits its final watermarks on close: read them now. Its
-	// gauges were zeroed on close, so its state is the last one seen live.
+	// The input commits its final watermarks on close: read them now, and
+	// ask status what a probe would say of the stopped pipeline. The
+	// input's gauges were zeroed on close, so its state is the last one
+	// seen live.
 	final, err := obs.observe(stopCtx)
 	if err != nil {
 		return nil, err
 	}
+	last := seen.Last
 	for i := range final {
 		if i < len(last) && last[i].Partition == final[i].Partition {
 			final[i].Pending, final[i].Stalled, final[i].Paused = last[i].Pending, last[i].Stalled, last[i].Paused
 		}
 	}
+	seen.Story.final = obs.askStatus(stopCtx, time.Since(began))
 	r := &demoResult{
 		Topic: o.Topic, Group: o.Group, Seed: o.Seed, Produced: o.Records, RecordSize: o.RecordSize,
-		Parts: final, Settled: settled, StopReason: reason, Elapsed: time.Since(began),
+		Parts: final, Settled: seen.Settled, StopReason: seen.Reason, Elapsed: time.Since(began), Began: began,
 		MaxPending: o.MaxPending, MaxInFlight: o.MaxInFlight, MaxLatency: o.MaxLatency,
+		FailFor: o.FailFor, ReplayAfter: max(o.StallReplayAfter, 0), Story: seen.Story,
 	}
 	for _, v := range final {
 		r.Expected += v.Sink.Expected
 		r.Distinct += v.Sink.Distinct
 		r.Duplicates += v.Sink.Dups
+		r.Replays += v.Replays
 		r.Failures = append(r.Failures, v.Sink.Failed...)
 	}
 	writeSummary(w, r)
@@ -195,8 +206,9 @@ func buildPipeline(o demoOptions, brokers []string, sink *demoSink, gauges *memm
 }
 
 // pipelineYAML is the demo's pipeline: what a user would write, with a
-// short commit period and a small max_pending_batches so that a stall is
-// visible within seconds.
+// short commit period, a small max_pending_batches and a short
+// stall_replay_after so that a stall, and its replay in place, are visible
+// within seconds.
 func pipelineYAML(o demoOptions, brokers []string) string {
 	seeds, _ := json.Marshal(brokers)
 	return fmt.Sprintf(`
@@ -213,12 +225,15 @@ input:
     # Stopping mid-run (Ctrl-C, --duration) need not wait the default 10s
     # for a batch the pipeline will never acknowledge; it is replayed.
     drain_timeout: 1s
+    # A failed batch (nack_retry's default: no retries in the process) is
+    # replayed in place this long after its partition stalled; 0s never.
+    stall_replay_after: %s
 output:
   %s:
     max_in_flight: %d
     max_latency: %s
 metrics:
   %s: {}
-`, seeds, o.Topic, o.Group, o.CommitPeriod, o.BatchMaxRecords, o.MaxPending,
+`, seeds, o.Topic, o.Group, o.CommitPeriod, o.BatchMaxRecords, o.MaxPending, o.replayAfterYAML(),
 		demoSinkName, o.MaxInFlight, o.MaxLatency, demoMetricsName)
 }

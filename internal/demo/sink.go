@@ -15,21 +15,47 @@ import (
 // demoSinkName is the output the demo's stream writes to.
 const demoSinkName = "demo_sink"
 
-// failedBatch is a batch the sink failed on purpose. The sink is the only
-// party that knows why a batch failed, so the summary explains a stall with
-// this record.
+// failedBatch is a batch the sink failed on purpose, and every delivery of
+// its records since. The sink is the only party that knows why a batch
+// failed, so the summary tells its story from this record.
 type failedBatch struct {
 	Partition   int32
 	First, Last int64
-	Err         string
+	Err         string     // the error of its first rejection
+	Until       time.Time  // the sink rejects its deliveries that start before this
+	Deliveries  []delivery // every delivery of a batch overlapping [First, Last], in order of start
 }
+
+// delivery is one delivery of a failed batch's records.
+type delivery struct {
+	Start, Answered time.Time // Answered is zero while in flight
+	Accepted        bool
+}
+
+// rejections counts the deliveries the sink rejected.
+func (f failedBatch) rejections() int {
+	n := 0
+	for _, d := range f.Deliveries {
+		if !d.Answered.IsZero() && !d.Accepted {
+			n++
+		}
+	}
+	return n
+}
+
+// records is the batch's record count, as offsets (no gaps in the demo's
+// topic).
+func (f failedBatch) records() int64 { return f.Last - f.First + 1 }
 
 // demoSink is the demo's downstream system: it acknowledges batches out of
 // order (each one after a random latency, many in flight), fails the batches
-// that contain the planned target offsets on their first delivery, and
-// records every delivery so the summary can count what arrived and how often.
+// that contain the planned target offsets for failFor after their first
+// delivery (and every delivery of their records in that time, which is what
+// a replay in place sends again), and records every delivery so the summary
+// can count what arrived and how often.
 type demoSink struct {
 	topic      string
+	failFor    time.Duration
 	maxLatency time.Duration
 
 	mu    sync.Mutex
@@ -50,11 +76,17 @@ type sinkPartition struct {
 	failed     []failedBatch
 }
 
+// failing returns the index of the failed batch that [first, last]
+// overlaps, or -1.
+func (sp *sinkPartition) failing(first, last int64) int {
+	return slices.IndexFunc(sp.failed, func(f failedBatch) bool { return first <= f.Last && f.First <= last })
+}
+
 // newDemoSink returns a sink expecting, per partition, the offsets
-// ranges[p] = [start, end).
+// ranges[p] = [start, end), that rejects a failed batch for failFor.
 // Its latency and concurrency come from its YAML config (register).
-func newDemoSink(topic string, ranges map[int32][2]int64, rng *rand.Rand) *demoSink {
-	s := &demoSink{topic: topic, rng: rng, parts: map[int32]*sinkPartition{}}
+func newDemoSink(topic string, ranges map[int32][2]int64, failFor time.Duration, rng *rand.Rand) *demoSink {
+	s := &demoSink{topic: topic, failFor: failFor, rng: rng, parts: map[int32]*sinkPartition{}}
 	for p, r := range ranges {
 		s.parts[p] = &sinkPartition{start: r[0], end: r[1], counts: make([]uint32, max(r[1]-r[0], 0))}
 	}
@@ -122,13 +154,15 @@ func (s *demoSink) Close(context.Context) error   { return nil }
 
 // WriteBatch records the batch's deliveries, waits a random latency (so
 // batches written concurrently finish out of order) and then acknowledges
-// it, or fails it if it holds a target offset.
+// it, or fails it: when it holds a target offset (its first failure), or
+// overlaps a failed batch whose time to fail has not run out.
 func (s *demoSink) WriteBatch(ctx context.Context, b service.MessageBatch) error {
 	if len(b) == 0 {
 		return nil
 	}
 	part, first := recordPosition(b[0])
 	_, last := recordPosition(b[len(b)-1])
+	now := time.Now()
 
 	s.mu.Lock()
 	sp := s.parts[part]
@@ -141,13 +175,23 @@ func (s *demoSink) WriteBatch(ctx context.Context, b service.MessageBatch) error
 		sp.deliver(off)
 	}
 	sp.inFlight++
-	fail := false
-	for i, t := range sp.targets {
-		if first <= t && t <= last {
-			fail = true
-			sp.targets = slices.Delete(sp.targets, i, i+1)
-			break
+	fi := sp.failing(first, last)
+	if fi < 0 {
+		for i, t := range sp.targets {
+			if first <= t && t <= last {
+				sp.targets = slices.Delete(sp.targets, i, i+1)
+				sp.failed = append(sp.failed, failedBatch{Partition: part, First: first, Last: last, Until: now.Add(s.failFor),
+					Err: s.injected(part, first, last).Error()})
+				fi = len(sp.failed) - 1
+				break
+			}
 		}
+	}
+	fail := fi >= 0 && now.Before(sp.failed[fi].Until)
+	di := 0
+	if fi >= 0 {
+		di = len(sp.failed[fi].Deliveries)
+		sp.failed[fi].Deliveries = append(sp.failed[fi].Deliveries, delivery{Start: now})
 	}
 	latency := time.Duration(s.rng.Int64N(int64(s.maxLatency) + 1))
 	s.mu.Unlock()
@@ -161,17 +205,23 @@ func (s *demoSink) WriteBatch(ctx context.Context, b service.MessageBatch) error
 		}
 	}
 	if err == nil && fail {
-		err = fmt.Errorf("HTTP 503 from downstream for %s/%d offsets %d-%d (injected failure)", s.topic, part, first, last)
+		err = s.injected(part, first, last)
 	}
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sp.inFlight--
 	sp.answered = append(sp.answered, first)
-	if fail {
-		sp.failed = append(sp.failed, failedBatch{Partition: part, First: first, Last: last, Err: err.Error()})
+	if fi >= 0 {
+		d := &sp.failed[fi].Deliveries[di]
+		d.Answered, d.Accepted = time.Now(), err == nil
 	}
 	return err
+}
+
+// injected is the error the sink fails a batch with.
+func (s *demoSink) injected(part int32, first, last int64) error {
+	return fmt.Errorf("HTTP 503 from downstream for %s/%d offsets %d-%d (injected failure)", s.topic, part, first, last)
 }
 
 func (sp *sinkPartition) deliver(off int64) {
@@ -230,6 +280,9 @@ func (s *demoSink) state(p int32) sinkState {
 	st := sinkState{
 		Expected: sp.end - sp.start, Distinct: sp.distinct, Dups: sp.dups, Other: sp.other,
 		InFlight: sp.inFlight, Failed: slices.Clone(sp.failed),
+	}
+	for i := range st.Failed {
+		st.Failed[i].Deliveries = slices.Clone(st.Failed[i].Deliveries)
 	}
 	if len(sp.failed) > 0 {
 		for _, f := range sp.answered {

@@ -7,18 +7,21 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/watermark-connect/watermark-connect/internal/memmetrics"
+	"github.com/watermark-connect/watermark-connect/internal/status"
 )
 
 // Input metrics the demo reads. Committed offsets come from the broker, not
 // from here: the broker is the truth; these are the input's own view of
 // state the broker cannot know.
 const (
-	gaugePending = "kafka_watermark_pending_batches"
-	gaugeStalled = "kafka_watermark_stalled"
-	gaugePaused  = "kafka_watermark_paused"
+	gaugePending   = "kafka_watermark_pending_batches"
+	gaugeStalled   = "kafka_watermark_stalled"
+	gaugePaused    = "kafka_watermark_paused"
+	counterReplays = "kafka_watermark_stall_replays_total"
 )
 
 // observer gathers partitionViews from the broker, the input's gauges and
@@ -54,6 +57,7 @@ func (ob observer) observe(ctx context.Context) ([]partitionView, error) {
 			Pending: ob.gauges.Get(gaugePending, t, p),
 			Stalled: ob.gauges.Get(gaugeStalled, t, p) == 1,
 			Paused:  ob.gauges.Get(gaugePaused, t, p) == 1,
+			Replays: ob.gauges.Get(counterReplays, t, p),
 			Sink:    ob.sink.state(p),
 		})
 	}
@@ -61,16 +65,99 @@ func (ob observer) observe(ctx context.Context) ([]partitionView, error) {
 	return views, nil
 }
 
+// story is what the demo saw happen while it ran, for the event lines and
+// the summary. Times are since the demo began. Only watch writes it, while
+// it runs; the summary reads it after.
+type story struct {
+	firstStall   *statusSeen // the first status answer that named a stall
+	healthyAgain *statusSeen // the first healthy answer after firstStall
+	latest       *statusSeen // the latest answer, which the live view shows
+	final        *statusSeen // asked after the pipeline stopped (runDemo)
+
+	stalledAt  map[int32]time.Duration   // when the input first reported the partition stalled
+	pausedAt   map[int32]time.Duration   // when it first reported it stalled and paused (max_pending_batches)
+	replaysAt  map[int32][]time.Duration // when each replay of the partition was first counted
+	passedAt   map[int32]time.Duration   // when a failed partition's commit first passed its failed batch
+	reachedEnd map[int32]time.Duration   // when that commit then reached the log end
+}
+
+func newStory() *story {
+	return &story{stalledAt: map[int32]time.Duration{}, pausedAt: map[int32]time.Duration{}, replaysAt: map[int32][]time.Duration{},
+		passedAt: map[int32]time.Duration{}, reachedEnd: map[int32]time.Duration{}}
+}
+
+// record notes what changed in views and in the status answer st, both seen
+// at, and returns the event lines that tell it.
+func (s *story) record(at time.Duration, views []partitionView, st *statusSeen) []string {
+	var events []string
+	ev := func(format string, a ...any) {
+		events = append(events, fmt.Sprintf("[%5.1fs] ", at.Seconds())+fmt.Sprintf(format, a...))
+	}
+	for _, v := range views {
+		f := v.Sink.firstFailure()
+		if f == nil {
+			continue
+		}
+		p := v.Partition
+		if _, ok := s.stalledAt[p]; !ok && v.Stalled {
+			s.stalledAt[p] = at
+			ev("partition %d stalled: the sink rejected batch %d-%d, so its commit cannot pass offset %d", p, f.First, f.Last, f.First)
+		}
+		if _, ok := s.pausedAt[p]; !ok && v.Stalled && v.Paused {
+			s.pausedAt[p] = at
+			ev("partition %d paused: %d batches pending behind the failed one (max_pending_batches)", p, v.Pending)
+		}
+		for int64(len(s.replaysAt[p])) < v.Replays {
+			s.replaysAt[p] = append(s.replaysAt[p], at)
+			ev("partition %d: replayed in place from offset %d (replay %d, kafka_watermark_stall_replays_total)", p, f.First, len(s.replaysAt[p]))
+		}
+		if _, ok := s.passedAt[p]; !ok && v.resumeAt() > f.Last {
+			s.passedAt[p] = at
+			ev("partition %d: the sink accepted batch %d-%d; the commit moved past it to %d", p, f.First, f.Last, v.resumeAt())
+		}
+		if _, ok := s.reachedEnd[p]; !ok && v.resumeAt() > f.Last && v.resumeAt() >= v.End {
+			s.reachedEnd[p] = at
+			ev("partition %d: committed to the log end (%d) without a restart", p, v.End)
+		}
+	}
+	if st == nil {
+		return events
+	}
+	s.latest = st
+	switch {
+	case s.firstStall == nil && st.stalled():
+		s.firstStall = st
+		ev("watermark-connect status, asked of the broker, sees the stall (exit %d):", st.Exit)
+		for _, line := range strings.Split(strings.TrimRight(st.Text, "\n"), "\n") {
+			events = append(events, "          "+line)
+		}
+	case s.firstStall != nil && s.healthyAgain == nil && st.Exit == status.ExitHealthy:
+		s.healthyAgain = st
+		ev("watermark-connect status: %s (exit %d)", st.lastLine(), st.Exit)
+	}
+	return events
+}
+
+// watched is how watch ended: the last views, whether everything settled,
+// why it stopped otherwise, and what it saw on the way.
+type watched struct {
+	Last    []partitionView
+	Settled bool
+	Reason  string
+	Story   *story
+}
+
 // watch shows progress until every partition settles, the duration passes,
-// ctx is cancelled (Ctrl-C) or the pipeline ends by itself. It returns the
-// last views, whether everything settled, why it stopped otherwise, and the
-// pipeline's error if the pipeline ended.
-func watch(ctx context.Context, ob observer, o demoOptions, w io.Writer, live bool, head string, runDone <-chan error) (last []partitionView, settled bool, reason string, err error) {
+// ctx is cancelled (Ctrl-C) or the pipeline ends by itself, and asks status
+// of the broker on every tick. It returns the pipeline's error if the
+// pipeline ended. Times are measured from began, when the demo began.
+func watch(ctx context.Context, ob observer, o demoOptions, w io.Writer, live bool, head string, began time.Time, runDone <-chan error) (watched, error) {
 	const tick = 250 * time.Millisecond
 	printEvery := time.Second
 	if live {
 		printEvery = tick
 	}
+	res := watched{Story: newStory()}
 	var lt *liveTable
 	if live {
 		lt = &liveTable{w: w}
@@ -80,9 +167,9 @@ func watch(ctx context.Context, ob observer, o demoOptions, w io.Writer, live bo
 			lt.end()
 		}()
 	} else {
-		fmt.Fprintf(w, "watermark-connect demo: %s; %d records, sink fails %d batch(es)\n", head, o.Records, o.FailBatches)
+		fmt.Fprintf(w, "watermark-connect demo: %s; %d records, sink fails %d batch(es) for %v, stall_replay_after %s\n",
+			head, o.Records, o.FailBatches, o.FailFor, o.replayAfterYAML())
 	}
-	began := time.Now()
 	deadline := time.NewTimer(o.Duration)
 	defer deadline.Stop()
 	ticker := time.NewTicker(tick)
@@ -91,38 +178,50 @@ func watch(ctx context.Context, ob observer, o demoOptions, w io.Writer, live bo
 	for {
 		views, err := ob.observe(ctx)
 		if err == nil {
-			last = views
-			if time.Since(lastPrint) >= printEvery-tick/2 {
-				lastPrint = time.Now()
-				if live {
-					lt.draw(tableLines(views, fmt.Sprintf("watermark-connect demo, %.1fs: sink fails %d batch(es), %d in flight",
-						time.Since(began).Seconds(), o.FailBatches, o.MaxInFlight), head))
-				} else {
-					fmt.Fprintln(w, progressLine(time.Since(began), views))
+			res.Last = views
+			at := time.Since(began)
+			events := res.Story.record(at, views, ob.askStatus(ctx, at))
+			if live {
+				if time.Since(lastPrint) >= printEvery-tick/2 {
+					lastPrint = time.Now()
+					lt.draw(liveLines(views, res.Story.latest, fmt.Sprintf("watermark-connect demo, %.1fs: sink fails %d batch(es) for %v, %d in flight",
+						at.Seconds(), o.FailBatches, o.FailFor, o.MaxInFlight), head))
+				}
+			} else {
+				for _, e := range events {
+					fmt.Fprintln(w, e)
+				}
+				if time.Since(lastPrint) >= printEvery-tick/2 {
+					lastPrint = time.Now()
+					fmt.Fprintln(w, progressLine(at, views))
 				}
 			}
-			if allSettled(views) {
-				return last, true, "", nil
+			if allSettled(views, o.replays()) {
+				res.Settled = true
+				return res, nil
 			}
 		}
 		select {
 		case <-ticker.C:
 		case <-deadline.C:
-			return last, false, fmt.Sprintf("--duration %v passed", o.Duration), nil
+			res.Reason = fmt.Sprintf("--duration %v passed", o.Duration)
+			return res, nil
 		case <-ctx.Done():
-			return last, false, "interrupted", nil
+			res.Reason = "interrupted"
+			return res, nil
 		case err := <-runDone:
 			if err == nil {
 				err = errors.New("the pipeline ended by itself")
 			}
-			return last, false, "the pipeline ended", err
+			res.Reason = "the pipeline ended"
+			return res, err
 		}
 	}
 }
 
-func allSettled(views []partitionView) bool {
+func allSettled(views []partitionView, replays bool) bool {
 	for _, v := range views {
-		if !v.settled() {
+		if !v.settled(replays) {
 			return false
 		}
 	}
