@@ -30,23 +30,25 @@ func parseDialer(pc *service.ParsedConfig) (*net.Dialer, error) {
 	return d, nil
 }
 
-// dialOpt returns the kgo option that dials brokers, or nil for kgo's
-// default plaintext dialer.
+// dialOpt returns the kgo option that dials brokers: over the tcp block's
+// dialer, or without one over kgo's own (a net.Dialer with kgo's dial
+// timeout, kgo client.go:524-526), with refused connections reported as
+// retriable (retriableRefusals: a broker restart must not end a classic
+// member's session).
 //
-// kgo refuses a Dialer together with DialTLSConfig, so with a tcp block and
-// TLS both set the TLS handshake is dialled here, over the tcp block's
-// dialer, as DialTLSConfig would: the config is cloned per dial, and its
-// ServerName, when empty, is the host of the broker being dialled.
+// kgo refuses a Dialer together with DialTLSConfig, so with TLS set the TLS
+// handshake is dialled here, over that dialer, as DialTLSConfig would: the
+// config is cloned per dial, and its ServerName, when empty, is the host of
+// the broker being dialled.
 func dialOpt(d *net.Dialer, tlsConf *tls.Config) kgo.Opt {
-	switch {
-	case d == nil && tlsConf == nil:
-		return nil
-	case d == nil:
-		return kgo.DialTLSConfig(tlsConf)
-	case tlsConf == nil:
-		return kgo.Dialer(d.DialContext)
+	if d == nil {
+		d = &net.Dialer{Timeout: kgoDialTimeout}
 	}
-	return kgo.Dialer(tlsDial(d, tlsConf))
+	dial := d.DialContext
+	if tlsConf != nil {
+		dial = tlsDial(d, tlsConf)
+	}
+	return kgo.Dialer(retriableRefusals(dial))
 }
 
 // tlsDial dials TLS over d as kgo's DialTLSConfig does over its own dialer.

@@ -162,13 +162,13 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 				Description("Where a partition with no committed offset starts.").
 				Default(startEarliest),
 			service.NewDurationField(fieldSessionTimeout).
-				Description("How long the broker waits for a heartbeat before it removes this member from the group.").
+				Description("How long the broker waits for a heartbeat before it removes this member from the group, under `classic` (under `consumer` the broker's `group.consumer.session.timeout.ms` applies). Also how long a `classic` member keeps retrying its heartbeat while the group coordinator is unreachable, as during a broker restart, before it gives its partitions up as lost and everything after their last commit is delivered again.").
 				Default("1m").Advanced(),
 			service.NewDurationField(fieldRebalanceTimeout).
 				Description("How long members may take to rejoin a rebalance: the budget for draining and committing revoked partitions.").
 				Default("45s").Advanced(),
 			service.NewDurationField(fieldHeartbeatInterval).
-				Description("How often to heartbeat the group coordinator.").
+				Description("How often to heartbeat the group coordinator, under `classic` (under `consumer` the broker sets the interval).").
 				Default("3s").Advanced(),
 			service.NewStringField(fieldFetchMaxBytes).
 				Description("The most bytes one fetch request returns across partitions.").
