@@ -1,0 +1,318 @@
+// Command e2e is the end-to-end benchmark on a real broker (docs/BENCHMARKS.md,
+// sections 1 and 5): throughput and CPU per record of kafka_watermark against
+// a no-tracking baseline input, a raw franz-go poll loop and the binary of a
+// fixed older commit, then the replay a kill -9 costs. It prints
+// docs/BENCHMARKS.md-ready markdown.
+//
+//	bash resources/kafka/broker.sh start   # or: make bench-e2e, which starts its own
+//	KAFKA_ENV_FILE=/tmp/watermark-connect-kafka/env go run ./bench/e2e -out /tmp/e2e.md
+//
+// Every comparison is made side by side in one run: each round runs every
+// contender on every cell, in a random order per cell, and the tables give
+// medians with their ranges over the rounds, and ratios paired round by
+// round. On a shared machine the absolute figures are noise; the ratios are
+// the result.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type options struct {
+	rounds        int
+	partitions    []int
+	sizes         []int
+	codecs        []string
+	records100    int // records per cell of values up to 512 bytes
+	recordsLarge  int // records per cell of larger values
+	headRef       string
+	oldRef        string
+	sections      map[string]bool
+	replayRounds  int
+	profileDir    string
+	workDir       string
+	keep          bool
+	seed          uint64
+	runTimeout    time.Duration
+	out           string
+	root          string
+	loadAtStart   string
+}
+
+func main() {
+	var o options
+	var parts, sizes, codecs, sections string
+	flag.IntVar(&o.rounds, "rounds", 4, "rounds of the throughput matrix")
+	flag.StringVar(&parts, "partitions", "8,64", "partition counts")
+	flag.StringVar(&sizes, "sizes", "100,1024", "record value sizes in bytes")
+	flag.StringVar(&codecs, "codecs", "none,snappy", "producer compression codecs")
+	flag.IntVar(&o.records100, "records-small", 1_000_000, "records per cell for values up to 512 bytes")
+	flag.IntVar(&o.recordsLarge, "records-large", 300_000, "records per cell for larger values")
+	flag.StringVar(&o.headRef, "head-ref", "", "commit to build today's binaries from (default: the working tree)")
+	flag.StringVar(&o.oldRef, "old-ref", "4cc7f9b", "commit whose cmd/watermark-connect is the fixed \"before\" (empty: none)")
+	flag.StringVar(&sections, "sections", "throughput,profile,convert,replay", "what to run, of throughput, profile, convert and replay")
+	flag.IntVar(&o.replayRounds, "replay-rounds", 3, "kill -9 trials per replay configuration")
+	flag.StringVar(&o.profileDir, "profile-dir", "", "where to keep the CPU profiles (default: the work dir)")
+	flag.StringVar(&o.workDir, "work", "", "work dir for binaries, configs and logs (default: a temporary one, removed at the end)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the work dir and the topics")
+	flag.Uint64Var(&o.seed, "seed", uint64(time.Now().UnixNano()), "seed of the contenders' order")
+	flag.DurationVar(&o.runTimeout, "run-timeout", 3*time.Minute, "longest one contender may take over one cell")
+	flag.StringVar(&o.out, "out", "", "also write the markdown to this file")
+	flag.Parse()
+	o.partitions, o.sizes = ints(parts), ints(sizes)
+	o.codecs = strings.Split(codecs, ",")
+	o.sections = map[string]bool{}
+	for _, s := range strings.Split(sections, ",") {
+		o.sections[s] = true
+	}
+	if err := runAll(o); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func runAll(o options) error {
+	ctx := context.Background()
+	brokers, version, err := brokerEnv()
+	if err != nil {
+		return err
+	}
+	o.root, err = os.Getwd()
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(o.root, "go.mod")); err != nil {
+		return fmt.Errorf("run from the module root: %w", err)
+	}
+	if o.workDir == "" {
+		if o.workDir, err = os.MkdirTemp("", "wm-bench-e2e-"); err != nil {
+			return err
+		}
+		if !o.keep {
+			defer os.RemoveAll(o.workDir)
+		}
+	}
+	if o.profileDir == "" {
+		o.profileDir = o.workDir
+	}
+	o.loadAtStart = loadavg()
+	logf("building the contenders in %s", o.workDir)
+	bins, err := build(o.root, o.workDir, o.headRef, o.oldRef)
+	if err != nil {
+		return err
+	}
+	a, err := newAdmin(brokers)
+	if err != nil {
+		return err
+	}
+	defer a.close()
+
+	var md strings.Builder
+	w := io.MultiWriter(os.Stdout, &md)
+	fmt.Fprintf(w, "bench/e2e at %s against %s; %s; Go %s, Apache Kafka %s (one broker, KRaft, 127.0.0.1); %s; seed %d.\n\n",
+		describe(o.root, o.headRef), o.oldRef, machine(), strings.TrimPrefix(runtime.Version(), "go"), version,
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), o.seed)
+	cs := contenders(bins, brokers)
+	var m *matrix
+	if o.sections["throughput"] || o.sections["profile"] {
+		if m, err = newMatrix(ctx, a, o, cs); err != nil {
+			return err
+		}
+		if !o.keep {
+			defer m.dropTopics(a)
+		}
+	}
+	if o.sections["throughput"] {
+		m.run(ctx, o)
+		m.write(w, o)
+	}
+	if o.sections["profile"] {
+		if err := profile(ctx, w, o, m); err != nil {
+			return err
+		}
+	}
+	if o.sections["convert"] {
+		if err := convert(w, o); err != nil {
+			return err
+		}
+	}
+	if o.sections["replay"] {
+		if err := replay(ctx, w, o, a, bins); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, "\nLoad average (1, 5, 15 min) at the start: %s; at the end: %s.\n", o.loadAtStart, loadavg())
+	if o.out != "" {
+		if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(o.out, []byte(md.String()), 0o644)
+	}
+	return nil
+}
+
+// matrix is the throughput benchmark: cells by contenders by rounds.
+type matrix struct {
+	cells []cell
+	cs    []contender
+	runs  []map[string][]measured // [cell][contender key][round]; a failed run has NaN figures
+	tmp   string
+}
+
+func newMatrix(ctx context.Context, a *admin, o options, cs []contender) (*matrix, error) {
+	m := &matrix{cs: cs, tmp: o.workDir}
+	tag := strconv.FormatInt(time.Now().Unix()%1_000_000, 10)
+	for _, p := range o.partitions {
+		for _, s := range o.sizes {
+			for _, codec := range o.codecs {
+				n := o.records100
+				if s > 512 {
+					n = o.recordsLarge
+				}
+				c := cell{partitions: int32(p), size: s, codec: codec, records: n,
+					topic: fmt.Sprintf("bench-%s-p%d-%d-%s", tag, p, s, codec)}
+				start := time.Now()
+				if err := a.createTopic(ctx, c.topic, c.partitions); err != nil {
+					return nil, err
+				}
+				if _, err := fill(ctx, a, c); err != nil {
+					return nil, err
+				}
+				logf("filled %s: %d records in %v", c.topic, n, time.Since(start).Round(time.Millisecond))
+				m.cells = append(m.cells, c)
+				m.runs = append(m.runs, map[string][]measured{})
+			}
+		}
+	}
+	return m, nil
+}
+
+func (m *matrix) dropTopics(a *admin) {
+	names := make([]string, len(m.cells))
+	for i, c := range m.cells {
+		names[i] = c.topic
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := a.deleteTopics(ctx, names...); err != nil {
+		logf("deleting the topics: %v", err)
+	}
+}
+
+// run measures every contender on every cell, o.rounds times. Within a
+// round a cell's contenders run back to back in a random order, so what the
+// machine does meanwhile falls on all of them alike.
+func (m *matrix) run(ctx context.Context, o options) {
+	rng := rand.New(rand.NewPCG(o.seed, 1))
+	for r := range o.rounds {
+		for ci, c := range m.cells {
+			order := rng.Perm(len(m.cs))
+			for _, k := range order {
+				ct := m.cs[k]
+				res, err := m.runOne(ctx, o, c, ct, fmt.Sprintf("r%d-%s", r, ct.key), false, nil)
+				if err != nil {
+					logf("round %d, %s, %s: %v", r+1, c, ct.key, err)
+					res = measured{rate: math.NaN(), cpuPerM: math.NaN()}
+				} else {
+					logf("round %d, %s, %-9s %8.0f rec/s %6.3f cpu-s/Mrec (window %v, process CPU %v)",
+						r+1, c, ct.key, res.rate, res.cpuPerM, res.window.Round(time.Millisecond), res.total.Round(time.Millisecond))
+				}
+				m.runs[ci][ct.key] = append(m.runs[ci][ct.key], res)
+			}
+		}
+	}
+}
+
+// runOne starts one contender on one cell with a fresh group and measures
+// it. during, when set, runs beside the measurement with the process's HTTP
+// address, and the process is stopped only once it has returned.
+func (m *matrix) runOne(ctx context.Context, o options, c cell, ct contender, tag string, debug bool, during func(addr string)) (measured, error) {
+	dir := filepath.Join(m.tmp, "runs", c.topic+"-"+tag)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return measured{}, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return measured{}, err
+	}
+	group := "g-" + c.topic + "-" + tag
+	bin, args, err := ct.args(dir, c, group, addr, debug)
+	if err != nil {
+		return measured{}, err
+	}
+	p, err := startProc(dir, ct.key, bin, args, addr)
+	if err != nil {
+		return measured{}, err
+	}
+	var hold chan struct{}
+	if during != nil {
+		hold = make(chan struct{})
+		go func() { defer close(hold); during(addr) }()
+	}
+	return p.measure(ctx, int64(c.records), o.runTimeout, hold)
+}
+
+func ints(s string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			log.Fatalf("not a number: %q", f)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// machine describes the CPU, the memory and the kernel.
+func machine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	mem := ""
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if f := strings.Fields(string(b)); len(f) > 1 {
+			if kb, err := strconv.ParseFloat(f[1], 64); err == nil {
+				mem = fmt.Sprintf(", %.0f GiB", kb/(1<<20))
+			}
+		}
+	}
+	kernel := ""
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		kernel = ", Linux " + strings.TrimSpace(string(b))
+	}
+	return fmt.Sprintf("%d × %s%s%s", runtime.NumCPU(), model, mem, kernel)
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], ", ")
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05 ")+format+"\n", args...)
+}

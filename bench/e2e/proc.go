@@ -1,0 +1,244 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// A run is measured over its window: from the first scrape that sees a
+// record sent to the first that sees them all. Process start, group join
+// and shutdown fall outside it, for every contender alike. The end time is
+// interpolated between the last two scrapes; the CPU time is the process's
+// at the end scrape (utime+stime of all its threads, from /proc, in clock
+// ticks), so it includes at most one scrape interval of idling: an upper
+// bound.
+const scrapeEvery = 50 * time.Millisecond
+
+// clockTick is the unit of utime and stime in /proc/<pid>/stat (USER_HZ,
+// 100 on Linux everywhere but exotic builds).
+const clockTick = 10 * time.Millisecond
+
+// measured is one run of one contender.
+type measured struct {
+	rate    float64       // records per second over the window
+	cpuPerM float64       // CPU seconds per million records over the window
+	window  time.Duration // the window's length
+	records int64         // records sent within the window
+	total   time.Duration // the whole process's CPU time, from its rusage
+}
+
+// sample is one scrape.
+type sample struct {
+	at    time.Time
+	count int64
+	cpu   time.Duration
+}
+
+// proc is one started contender process; its output goes to a log file in
+// its directory.
+type proc struct {
+	cmd  *exec.Cmd
+	log  string
+	addr string // its /metrics endpoint
+	done chan error
+}
+
+func startProc(dir, name, bin string, args []string, addr string) (*proc, error) {
+	logPath := filepath.Join(dir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, f, f
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	p := &proc{cmd: cmd, log: logPath, addr: addr, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait(); f.Close() }()
+	return p, nil
+}
+
+// stop sends SIGTERM and waits for the exit, SIGKILL after 30s.
+func (p *proc) stop() error {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		return err
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("no exit within 30s of SIGTERM (killed); log %s", p.log)
+	}
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (p *proc) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+func (p *proc) tail() string {
+	b, _ := os.ReadFile(p.log)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// measure scrapes p until it has sent want records, then stops it, once
+// hold (when not nil) is closed.
+func (p *proc) measure(ctx context.Context, want int64, timeout time.Duration, hold <-chan struct{}) (measured, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var first, prev, last sample
+	tick := time.NewTicker(scrapeEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			_ = p.stop()
+			return measured{}, fmt.Errorf("%d of %d records sent after %v; last log lines:\n%s", last.count, want, timeout, p.tail())
+		case err := <-p.done:
+			return measured{}, fmt.Errorf("exited early (%v); last log lines:\n%s", err, p.tail())
+		case <-tick.C:
+		}
+		n, err := scrapeSent(ctx, p.addr)
+		if err != nil {
+			continue // not listening yet
+		}
+		cpu, err := procCPU(p.cmd.Process.Pid)
+		if err != nil {
+			continue
+		}
+		s := sample{at: time.Now(), count: n, cpu: cpu}
+		if first.count == 0 {
+			first = s
+		}
+		prev, last = last, s
+		if s.count >= want {
+			break
+		}
+	}
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+		}
+	}
+	if err := p.stop(); err != nil {
+		return measured{}, err
+	}
+	if first.count >= want {
+		return measured{}, fmt.Errorf("all %d records were sent before the second scrape: make the run longer", want)
+	}
+	// The moment the count reached want, between the last two scrapes.
+	end := last.at
+	if last.count > prev.count && prev.count > 0 {
+		f := float64(want-prev.count) / float64(last.count-prev.count)
+		end = prev.at.Add(time.Duration(f * float64(last.at.Sub(prev.at))))
+	}
+	m := measured{window: end.Sub(first.at), records: want - first.count}
+	m.rate = float64(m.records) / m.window.Seconds()
+	m.cpuPerM = (last.cpu - first.cpu).Seconds() / (float64(m.records) / 1e6)
+	if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		m.total = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return m, nil
+}
+
+// scrapeSent reads output_sent (summed over its series) from addr/metrics.
+func scrapeSent(ctx context.Context, addr string) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	var sum float64
+	found := false
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "output_sent ") && !strings.HasPrefix(line, "output_sent{") {
+			continue
+		}
+		rest := line[len("output_sent"):]
+		if i := strings.LastIndexByte(rest, '}'); i >= 0 {
+			rest = rest[i+1:]
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			return 0, err
+		}
+		sum, found = sum+v, true
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	if !found {
+		return 0, errors.New("no output_sent yet")
+	}
+	return int64(sum), nil
+}
+
+// procCPU is the user plus system time of every thread of pid so far.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold spaces: count fields after
+	// it. utime and stime are fields 14 and 15, so 12 and 13 after it.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return time.Duration(ut+st) * clockTick, nil
+}
+
+// freeAddr returns a 127.0.0.1 address that nothing listens on, on a port
+// below the kernel's ephemeral range (resources/kafka/README.md says why).
+func freeAddr() (string, error) {
+	for range 100 {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(9000)))
+		if err != nil {
+			continue
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return addr, nil
+	}
+	return "", errors.New("no free port in 20000-28999")
+}
