@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The fault kinds.
+const (
+	kindStart       = "startup" // the group's first join: not a fault, accounted like one
+	kindMemberKill  = "member-kill"
+	kindMemberStop  = "member-stop"
+	kindBrokerTerm  = "broker-term"
+	kindBrokerKill  = "broker-kill"
+	kindSinkReverse = "sink-reverse"
+	kindSinkSlow    = "sink-slow"
+	kindSinkFail    = "sink-fail"
+)
+
+var allKinds = []string{kindMemberKill, kindMemberStop, kindBrokerTerm, kindBrokerKill, kindSinkReverse, kindSinkSlow, kindSinkFail}
+
+const defaultWeights = "member-kill=3,member-stop=2,broker-term=1,broker-kill=1,sink-reverse=1,sink-slow=1,sink-fail=1"
+
+type weight struct {
+	kind string
+	w    int
+}
+
+func parseWeights(s string) ([]weight, error) {
+	var out []weight
+	total := 0
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("--weights: %q is not kind=weight", kv)
+		}
+		if !slices.Contains(allKinds, k) {
+			return nil, fmt.Errorf("--weights: unknown fault kind %q (kinds: %s)", k, strings.Join(allKinds, ", "))
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("--weights: %q: the weight must be a whole number >= 0", kv)
+		}
+		out = append(out, weight{k, n})
+		total += n
+	}
+	if total == 0 {
+		return nil, fmt.Errorf("--weights %q: no fault kind has a weight", s)
+	}
+	return out, nil
+}
+
+// plannedFault is one entry of the seeded schedule. Everything in it comes
+// from the seed alone; only when it runs depends on the machine.
+type plannedFault struct {
+	Index  int           `json:"i"`
+	Kind   string        `json:"kind"`
+	Gap    time.Duration `json:"-"` // pause before it
+	Wait   bool          `json:"waits_for_recovery"`
+	Victim string        `json:"victim,omitempty"` // member name
+	Part   int32         `json:"partition,omitempty"`
+	Hold   time.Duration `json:"-"` // downtime, or how long the sink misbehaves
+}
+
+func (f plannedFault) String() string {
+	s := fmt.Sprintf("#%d %s", f.Index, f.Kind)
+	switch f.Kind {
+	case kindMemberKill, kindMemberStop:
+		s += fmt.Sprintf(" %s, down %v", f.Victim, f.Hold)
+	case kindBrokerTerm, kindBrokerKill:
+		s += fmt.Sprintf(", down %v + restart", f.Hold)
+	case kindSinkFail:
+		s += fmt.Sprintf(" partition %d for %v", f.Part, f.Hold)
+	case kindSinkReverse, kindSinkSlow:
+		s += fmt.Sprintf(" for %v", f.Hold)
+	}
+	s += fmt.Sprintf(", after a gap of %v", f.Gap)
+	if !f.Wait {
+		s += " without waiting for the previous recovery"
+	}
+	return s
+}
+
+// schedule draws faults from a seeded generator.
+type schedule struct {
+	rng     *rand.Rand
+	weights []weight
+	total   int
+	members int
+	parts   int
+	gap     time.Duration
+	overlap float64
+	n       int
+}
+
+func newSchedule(seed uint64, weights []weight, members, parts int, gap time.Duration, overlap float64) *schedule {
+	s := &schedule{rng: rand.New(rand.NewPCG(seed, 0x6661756c74)), weights: weights, members: members, parts: parts, gap: gap, overlap: overlap}
+	for _, w := range weights {
+		s.total += w.w
+	}
+	return s
+}
+
+// next draws the next fault. It draws the same number of values whatever
+// the kind, so one kind's parameters never shift the next fault's.
+func (s *schedule) next() plannedFault {
+	s.n++
+	pick := s.rng.IntN(s.total)
+	kind := ""
+	for _, w := range s.weights {
+		if pick < w.w {
+			kind = w.kind
+			break
+		}
+		pick -= w.w
+	}
+	f := plannedFault{Index: s.n, Kind: kind}
+	f.Gap = (time.Duration(float64(s.gap) * (0.25 + 1.5*s.rng.Float64()))).Round(100 * time.Millisecond)
+	f.Wait = s.rng.Float64() >= s.overlap
+	victim := s.rng.IntN(s.members)
+	part := int32(s.rng.IntN(s.parts))
+	u := s.rng.Float64()
+	span := func(lo, hi time.Duration) time.Duration {
+		return (lo + time.Duration(u*float64(hi-lo))).Round(100 * time.Millisecond)
+	}
+	switch kind {
+	case kindMemberKill:
+		f.Victim, f.Hold = memberName(victim), span(500*time.Millisecond, 8*time.Second)
+	case kindMemberStop:
+		f.Victim, f.Hold = memberName(victim), span(time.Second, 6*time.Second)
+	case kindBrokerTerm, kindBrokerKill:
+		f.Hold = span(0, 5*time.Second)
+	case kindSinkReverse:
+		f.Hold = span(5*time.Second, 20*time.Second)
+	case kindSinkSlow:
+		f.Hold = span(10*time.Second, 25*time.Second)
+	case kindSinkFail:
+		f.Part, f.Hold = part, span(3*time.Second, 15*time.Second)
+	}
+	return f
+}
+
+func memberName(i int) string { return fmt.Sprintf("m%d", i+1) }
+
+// execute runs one fault's action, from its start to its end (the victim
+// back, the broker serving again, the sink normal).
+func (h *harness) execute(ctx context.Context, pf plannedFault) *faultRun {
+	fr := &faultRun{plannedFault: pf, Before: h.poller.snapshot()}
+	fr.At = time.Now().UnixNano()
+	h.logf("fault %s", pf)
+	if m := h.fleet.get(pf.Victim); m != nil {
+		fr.VictimInstance = m.instance
+	}
+	var err error
+	switch pf.Kind {
+	case kindMemberKill:
+		if err = h.fleet.kill(pf.Victim); err == nil {
+			if err = sleepCtx(ctx, pf.Hold); err == nil {
+				_, err = h.fleet.start(pf.Victim)
+			}
+		}
+	case kindMemberStop:
+		if err = h.fleet.stop(pf.Victim, 90*time.Second); err == nil {
+			if err = sleepCtx(ctx, pf.Hold); err == nil {
+				_, err = h.fleet.start(pf.Victim)
+			}
+		}
+	case kindBrokerTerm:
+		err = h.broker.restartTerm(ctx, pf.Hold)
+	case kindBrokerKill:
+		err = h.broker.restartKill(ctx, pf.Hold)
+	case kindSinkReverse, kindSinkSlow, kindSinkFail:
+		m := sinkMode{kind: strings.TrimPrefix(pf.Kind, "sink-"), failPart: pf.Part}
+		if pf.Kind == kindSinkSlow {
+			// Well below the production rate: a backlog builds, the members'
+			// in-flight requests queue and partitions reach
+			// max_pending_batches and pause.
+			m.rate = max(20, 0.4*float64(h.opts.rate+h.opts.txnRate))
+		}
+		h.sink.setMode(m)
+		err = sleepCtx(ctx, pf.Hold)
+		h.sink.setMode(sinkMode{kind: "normal"})
+	}
+	if err != nil {
+		fr.Err = err.Error()
+		h.logf("fault #%d: %v", pf.Index, err)
+	}
+	fr.End = time.Now().UnixNano()
+	fr.AtEnd = h.poller.snapshot()
+	return fr
+}

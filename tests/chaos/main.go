@@ -1,0 +1,176 @@
+// Command chaos is the reliability harness of watermark-connect: a seeded
+// schedule of faults (kill -9 and graceful restarts of group members, broker
+// SIGTERM and SIGKILL restarts, a sink that acknowledges in reverse, slows
+// down or fails one partition for a while) against the real broker
+// (resources/kafka/broker.sh) and the real binary (./cmd/watermark-connect),
+// several members of one group, a live producer and a transactional producer
+// that aborts some of its transactions. A checker outside the binary (the
+// sink's ledger, the commits polled from the broker, every OffsetCommit
+// record of __consumer_offsets and, after a final drain, the topic itself
+// read back at both isolation levels) decides whether the guarantee held:
+//
+//   - no commit ever passes a record the sink had not received (violations);
+//   - no commit goes backwards (backward);
+//   - after the drain every record of a committed transaction, and every
+//     non-transactional record, was received at least once (lost), and no
+//     record of an aborted transaction was received at all;
+//   - the duplicates after each fault stay within its exposure: the records
+//     received above the last commit polled before the fault, less what that
+//     commit's metadata covered.
+//
+// It writes chaos-report.md and chaos-report.json to $CHAOS_OUT (default
+// chaos-out/ at the project root) and exits 1 when the guarantee broke, 2
+// when the harness itself could not run. See docs/RELIABILITY.md.
+//
+//	go run ./tests/chaos --duration 3m --seed 42            # what `make chaos` runs
+//	go run ./tests/chaos --duration 30m --seed 7 --fault-gap 4s
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the command line.
+type options struct {
+	duration        time.Duration // of the fault phase
+	seed            uint64
+	protocol        string // classic | consumer
+	cluster         int    // brokers: 1 (3 is not built yet)
+	members         int
+	partitions      int
+	rate            int     // live producer, records/s
+	txnRate         int     // transactional producer, records/s
+	abortRatio      float64 // share of transactions aborted
+	faultGap        time.Duration
+	overlap         float64 // probability that a fault does not wait for the previous one's recovery
+	weights         string
+	drainTimeout    time.Duration
+	recoveryTimeout time.Duration
+	out             string
+	binary          string
+	source          string // tree | head
+	race            bool
+	keepBroker      bool
+	runDir          string
+	port            int
+	brokerScript    string
+	verbose         bool
+	selfCheck       bool
+}
+
+func parseOptions(args []string) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fs.DurationVar(&o.duration, "duration", 3*time.Minute, "how long faults are injected (the drain and the checks come after)")
+	fs.Uint64Var(&o.seed, "seed", 0, "seed of the fault schedule (0: one from the clock, printed)")
+	fs.StringVar(&o.protocol, "protocol", "classic", "group protocol of the members: classic or consumer")
+	fs.IntVar(&o.cluster, "cluster", 1, "brokers in the cluster (only 1 for now)")
+	fs.IntVar(&o.members, "members", 3, "members of the consumer group")
+	fs.IntVar(&o.partitions, "partitions", 12, "partitions of the topic")
+	fs.IntVar(&o.rate, "rate", 300, "records per second of the live producer")
+	fs.IntVar(&o.txnRate, "txn-rate", 100, "records per second of the transactional producer")
+	fs.Float64Var(&o.abortRatio, "abort-ratio", 0.25, "share of the transactions that are aborted")
+	fs.DurationVar(&o.faultGap, "fault-gap", 8*time.Second, "mean pause between one fault's recovery and the next fault")
+	fs.Float64Var(&o.overlap, "overlap", 0.2, "probability that a fault starts without waiting for the previous one to recover")
+	fs.StringVar(&o.weights, "weights", defaultWeights, "relative weights of the fault kinds, kind=weight,...")
+	fs.DurationVar(&o.drainTimeout, "drain-timeout", 5*time.Minute, "how long the final drain may take")
+	fs.DurationVar(&o.recoveryTimeout, "recovery-timeout", 3*time.Minute, "how long to wait for a fault's recovery before the next fault")
+	fs.StringVar(&o.out, "out", "", "report folder (default $CHAOS_OUT, else chaos-out/ at the project root)")
+	fs.StringVar(&o.binary, "binary", "", "a prebuilt watermark-connect (default: built once from --source)")
+	fs.StringVar(&o.source, "source", "tree", "what to build: tree (the working tree) or head (git HEAD, through git archive)")
+	fs.BoolVar(&o.race, "race", false, "build the binary with -race (a DATA RACE in its log fails the run)")
+	fs.BoolVar(&o.keepBroker, "keep-broker", false, "leave the broker running at the end")
+	fs.StringVar(&o.runDir, "run-dir", "/tmp/wm-chaos", "KAFKA_RUN_DIR of the harness's own broker")
+	fs.IntVar(&o.port, "port", 29692, "the broker's client port; the controller and SASL_SSL ports are the next two (keep them below 32768)")
+	fs.StringVar(&o.brokerScript, "broker-script", "", "broker.sh (default resources/kafka/broker.sh)")
+	fs.BoolVar(&o.verbose, "v", false, "log every poll error")
+	fs.BoolVar(&o.selfCheck, "self-check", false, "a negative control: the sink acknowledges one batch without recording it, so the run must FAIL with lost records and commit violations")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	switch {
+	case o.protocol != "classic" && o.protocol != "consumer":
+		return nil, fmt.Errorf("--protocol must be classic or consumer, not %q", o.protocol)
+	case o.cluster != 1:
+		return nil, fmt.Errorf("--cluster %d: only the single-broker shape exists so far", o.cluster)
+	case o.members < 1 || o.partitions < o.members:
+		return nil, fmt.Errorf("--members %d and --partitions %d: need at least one member and a partition each", o.members, o.partitions)
+	case o.source != "tree" && o.source != "head":
+		return nil, fmt.Errorf("--source must be tree or head, not %q", o.source)
+	case o.port < 1024 || o.port+2 >= 32768:
+		return nil, fmt.Errorf("--port %d: keep the broker's three ports between 1024 and 32767, below the ephemeral range", o.port)
+	case o.rate < 1 || o.txnRate < 0 || o.abortRatio < 0 || o.abortRatio > 1:
+		return nil, errors.New("--rate must be positive, --txn-rate not negative, --abort-ratio between 0 and 1")
+	}
+	if _, err := parseWeights(o.weights); err != nil {
+		return nil, err
+	}
+	if o.seed == 0 {
+		o.seed = uint64(time.Now().UnixNano()%1_000_000_000) + 1
+	}
+	return o, nil
+}
+
+func main() {
+	o, err := parseOptions(os.Args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		os.Exit(2)
+	}
+	root, err := projectRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		os.Exit(2)
+	}
+	if o.out == "" {
+		o.out = os.Getenv("CHAOS_OUT")
+	}
+	if o.out == "" {
+		o.out = filepath.Join(root, "chaos-out")
+	}
+	if o.brokerScript == "" {
+		o.brokerScript = filepath.Join(root, "resources", "kafka", "broker.sh")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// A watchdog: a run that hangs somewhere ends, reports and cleans up.
+	ctx, cancel := context.WithTimeout(ctx, o.duration+o.drainTimeout+o.recoveryTimeout+20*time.Minute)
+	code := run(ctx, o, root)
+	cancel()
+	stop()
+	os.Exit(code)
+}
+
+// projectRoot is the folder of the go.mod of this module, from the working
+// directory up.
+func projectRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.Contains(string(b), "module github.com/watermark-connect/watermark-connect\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside the watermark-connect module: run from the project")
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,498 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// harness is one run.
+type harness struct {
+	opts  *options
+	root  string
+	topic string
+	group string
+
+	logMu   sync.Mutex
+	logFile io.Writer
+
+	broker *broker
+	sink   *sink
+	fleet  *fleet
+	poller *poller
+	live   *liveProducer
+	txn    *txnProducer
+
+	began      time.Time
+	faultStart time.Time
+	faultEnd   time.Time
+	faults     []*faultRun
+	notes      []string // harness-level problems that fail the run
+	binary     string
+}
+
+func (h *harness) logf(format string, args ...any) {
+	line := fmt.Sprintf("%s chaos: %s", time.Now().UTC().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+	h.logMu.Lock()
+	defer h.logMu.Unlock()
+	fmt.Println(line)
+	if h.logFile != nil {
+		fmt.Fprintln(h.logFile, line)
+	}
+}
+
+func (h *harness) note(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	h.logf("PROBLEM: %s", msg)
+	h.logMu.Lock()
+	h.notes = append(h.notes, msg)
+	h.logMu.Unlock()
+}
+
+// run is the whole run; its result is the exit status.
+func run(ctx context.Context, o *options, root string) int {
+	h := &harness{opts: o, root: root, began: time.Now()}
+	// A fresh logs folder: a run's member logs are named m1.1, m1.2, ...
+	_ = os.RemoveAll(filepath.Join(o.out, "logs"))
+	if err := os.MkdirAll(filepath.Join(o.out, "logs"), 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		return 2
+	}
+	lf, err := os.Create(filepath.Join(o.out, "chaos.log"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chaos:", err)
+		return 2
+	}
+	defer lf.Close()
+	h.logFile = lf
+	h.logf("seed %d; reproduce with: %s", o.seed, reproduceCommand(o))
+	h.logf("report to %s", o.out)
+	acc, err := h.runPhases(ctx)
+	if err != nil {
+		h.logf("harness error: %v", err)
+	}
+	rep := h.buildReport(acc, err)
+	if werr := writeReport(o.out, rep); werr != nil {
+		h.logf("cannot write the report: %v", werr)
+		return 2
+	}
+	h.logf("wrote %s and %s", filepath.Join(o.out, "chaos-report.md"), filepath.Join(o.out, "chaos-report.json"))
+	fmt.Println(summaryLine(rep))
+	switch {
+	case err != nil:
+		return 2
+	case !rep.Passed:
+		return 1
+	}
+	return 0
+}
+
+func (h *harness) runPhases(ctx context.Context) (*accounting, error) {
+	o := h.opts
+	h.binary = o.binary
+	if h.binary == "" {
+		h.logf("building ./cmd/watermark-connect from the %s", map[string]string{"tree": "working tree", "head": "git HEAD"}[o.source])
+		start := time.Now()
+		b, err := buildBinary(ctx, h.root, o.source, o.race, filepath.Join(o.out, "bin"))
+		if err != nil {
+			return nil, err
+		}
+		h.binary = b
+		h.logf("built %s in %v", b, time.Since(start).Round(time.Millisecond))
+	}
+
+	h.broker = newBroker(o, h.logf)
+	h.logf("starting the broker (run dir %s, port %d)", o.runDir, o.port)
+	if err := h.broker.start(ctx); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := h.broker.keepLog(filepath.Join(o.out, "logs", "broker-server.log")); err != nil {
+			h.logf("keep the broker log: %v", err)
+		}
+		if o.keepBroker {
+			h.logf("leaving the broker running (--keep-broker): %s", h.broker.addr())
+			return
+		}
+		if err := h.broker.stop(context.Background()); err != nil {
+			h.logf("stop the broker: %v", err)
+		}
+	}()
+	suffix := fmt.Sprintf("%d-%d", o.seed, time.Now().Unix()%100000)
+	h.topic, h.group = "chaos-"+suffix, "chaos-g-"+suffix
+	if err := createTopic(ctx, h.broker.addr(), h.topic, o.partitions); err != nil {
+		return nil, err
+	}
+	h.logf("topic %s (%d partitions), group %s (%s protocol), %d members", h.topic, o.partitions, h.group, o.protocol, o.members)
+
+	var err error
+	if h.sink, err = newSink(h.topic, o.partitions); err != nil {
+		return nil, err
+	}
+	defer h.sink.close()
+	conf := memberConf{brokers: h.broker.addr(), topic: h.topic, group: h.group, sinkURL: h.sink.url(), protocol: o.protocol}
+	if h.fleet, err = newFleet(h.binary, filepath.Join(o.out, "logs"), conf, []int{o.port, o.port + 1, o.port + 2}, h.logf); err != nil {
+		return nil, err
+	}
+	defer h.fleet.killAll()
+	if h.poller, err = newPoller(h.broker.addr(), h.group, h.topic, o.partitions, o.protocol, h.fleet, h.logf, o.verbose); err != nil {
+		return nil, err
+	}
+	defer h.poller.close()
+	h.poller.start()
+	if h.live, err = newLiveProducer(h.broker.addr(), h.topic, o.partitions, o.rate, h.logf); err != nil {
+		return nil, err
+	}
+	h.live.start(ctx)
+	h.txn = newTxnProducer(h.broker.addr(), h.topic, o.partitions, o.txnRate, o.abortRatio, o.seed, "chaos-txn-"+suffix, h.logf)
+	if o.txnRate > 0 {
+		h.txn.start(ctx)
+	}
+
+	// The group's first join, accounted as fault 0.
+	start := &faultRun{plannedFault: plannedFault{Kind: kindStart, Wait: true}, Before: h.poller.snapshot()}
+	start.At = time.Now().UnixNano()
+	for i := range o.members {
+		if _, err := h.fleet.start(memberName(i)); err != nil {
+			return nil, err
+		}
+	}
+	if err := h.waitDelivering(ctx, 3*time.Minute); err != nil {
+		return nil, err
+	}
+	start.End = time.Now().UnixNano()
+	start.AtEnd = h.poller.snapshot()
+	h.faults = append(h.faults, start)
+	h.logf("every member delivers; group type %q", h.groupType())
+	if err := sleepCtx(ctx, 5*time.Second); err != nil {
+		return nil, err
+	}
+	if o.selfCheck {
+		h.logf("self-check: the sink acknowledges the next batch without recording it")
+		h.sink.lie.Store(true)
+	}
+
+	if err := h.faultPhase(ctx); err != nil {
+		return nil, err
+	}
+	return h.drainAndCheck(ctx)
+}
+
+func (h *harness) groupType() string {
+	h.poller.mu.Lock()
+	defer h.poller.mu.Unlock()
+	return h.poller.groupType
+}
+
+// waitDelivering waits until every running member has delivered to the
+// sink.
+func (h *harness) waitDelivering(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		missing := []string{}
+		for _, m := range h.fleet.running() {
+			if h.sink.instanceCount(m.instance) == 0 {
+				missing = append(missing, m.instance)
+			}
+		}
+		if len(missing) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("members %v delivered nothing within %v", missing, timeout)
+		}
+		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// faultPhase runs the schedule until --duration is over.
+func (h *harness) faultPhase(ctx context.Context) error {
+	o := h.opts
+	weights, _ := parseWeights(o.weights)
+	sched := newSchedule(o.seed, weights, o.members, o.partitions, o.faultGap, o.overlap)
+	h.faultStart = time.Now()
+	deadline := h.faultStart.Add(o.duration)
+	h.logf("fault phase: %v, mean gap %v, overlap %.2f, weights %s", o.duration, o.faultGap, o.overlap, o.weights)
+	for time.Now().Before(deadline) {
+		pf := sched.next()
+		prev := h.faults[len(h.faults)-1]
+		if pf.Wait {
+			h.waitRecovered(ctx, prev, o.recoveryTimeout)
+		}
+		if err := sleepCtx(ctx, pf.Gap); err != nil {
+			return err
+		}
+		if !time.Now().Before(deadline) {
+			break
+		}
+		h.restartCrashed()
+		fr := h.execute(ctx, pf)
+		h.faults = append(h.faults, fr)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if fr.Err != "" && strings.HasPrefix(pf.Kind, "broker-") {
+			// The broker did not come back: once more, then give up.
+			h.logf("broker restart failed; trying broker.sh restart once more")
+			h.broker.down()
+			err := h.broker.sh(ctx, "restart")
+			h.broker.up()
+			if err != nil {
+				return fmt.Errorf("the broker does not restart: %w", err)
+			}
+		}
+		h.progress()
+	}
+	h.faultEnd = time.Now()
+	h.logf("fault phase over: %d faults in %v", len(h.faults)-1, h.faultEnd.Sub(h.faultStart).Round(time.Second))
+	return nil
+}
+
+// restartCrashed starts again any member that exited on its own (already
+// reported as a problem), so the schedule goes on with a full group.
+func (h *harness) restartCrashed() {
+	for _, name := range h.fleet.names() {
+		if m := h.fleet.get(name); m != nil && !m.running() {
+			h.logf("%s is not running: starting it again", m.instance)
+			if _, err := h.fleet.start(name); err != nil {
+				h.note("cannot restart %s: %v", name, err)
+			}
+		}
+	}
+}
+
+// waitRecovered waits until every partition with records to commit at the
+// end of fr's action has committed past where it was.
+func (h *harness) waitRecovered(ctx context.Context, fr *faultRun, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for !h.poller.recovered(fr.AtEnd) {
+		if time.Now().After(deadline) {
+			fr.Note = fmt.Sprintf("commits had not moved again on every partition %v after the fault's end", timeout)
+			h.logf("fault #%d (%s): %s; going on", fr.Index, fr.Kind, fr.Note)
+			return
+		}
+		if sleepCtx(ctx, 250*time.Millisecond) != nil {
+			return
+		}
+	}
+}
+
+func (h *harness) progress() {
+	h.logf("progress: produced %d live + %d txn records, sink %d requests, %d deliveries, %d failed on purpose",
+		h.live.acked.Load(), h.txnRecords(), h.sink.requests.Load(), h.sink.records.Load(), h.sink.failed.Load())
+}
+
+func (h *harness) txnRecords() int {
+	h.txn.mu.Lock()
+	defer h.txn.mu.Unlock()
+	return len(h.txn.recs)
+}
+
+// drainAndCheck ends the faults and the producers, lets every stall heal and
+// every partition commit to its log end, then reads everything back and
+// accounts.
+func (h *harness) drainAndCheck(ctx context.Context) (*accounting, error) {
+	o := h.opts
+	h.logf("drain: sink normal, every member up, producers stopping")
+	h.sink.setMode(sinkMode{kind: "normal"})
+	if err := h.broker.sh(ctx, "status"); err != nil {
+		h.note("the broker was not running at the drain: %v", err)
+		h.broker.down()
+		err := h.broker.sh(ctx, "restart")
+		h.broker.up()
+		if err != nil {
+			return nil, err
+		}
+	}
+	h.restartCrashed()
+	h.live.finish(ctx)
+	if o.txnRate > 0 {
+		h.txn.finish()
+	}
+	h.logf("producers stopped: live %d acked, %d failed; transactions %d committed, %d aborted, %d failed (%d records of unknown fate)",
+		h.live.acked.Load(), h.live.failed.Load(), h.txn.committed, h.txn.aborted, h.txn.failed, h.txn.unknown)
+
+	drainStart := time.Now()
+	deadline := drainStart.Add(o.drainTimeout)
+	var offs, ends []int64
+	stable := 0
+	for {
+		ok, c, e := h.poller.drained()
+		offs, ends = c, e
+		if ok && h.sink.inflight.Load() == 0 {
+			stable++
+		} else {
+			stable = 0
+		}
+		if stable >= 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			h.note("drain: after %v the commits %v are not at the log ends %v", o.drainTimeout, offs, ends)
+			break
+		}
+		if err := sleepCtx(ctx, 500*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+	h.logf("drained in %v: commits at the log ends %v", time.Since(drainStart).Round(time.Millisecond), ends)
+	h.fleet.stopAll(90 * time.Second)
+	h.poller.stop()
+	runEnd := time.Now().UnixNano()
+
+	finalEnds, err := endOffsets(ctx, h.broker.addr(), h.topic, o.partitions)
+	if err != nil {
+		return nil, err
+	}
+	h.logf("reading the topic back (ends %v) and the commit log", finalEnds)
+	lg, err := readTopic(ctx, h.broker.addr(), h.topic, finalEnds)
+	if err != nil {
+		return nil, err
+	}
+	audit, err := readCommitLog(ctx, h.broker.addr(), h.group, h.topic)
+	if err != nil {
+		return nil, err
+	}
+	if w := h.sink.lied.Load(); w != nil {
+		h.logf("self-check: the sink acknowledged %s without recording it; the checker must report it lost", *w)
+	}
+	ld := h.sink.ledgerCopy()
+	for _, b := range ld.bad {
+		h.note("sink: %s", b)
+	}
+	hist, backs, _, paused := h.poller.history()
+	acc := account(lg, ld, hist, backs, audit, h.broker.outages(), h.faults, paused, runEnd)
+	h.crossCheckProducers(lg)
+	return acc, nil
+}
+
+// crossCheckProducers checks what the producers were told against the log
+// read back: an acknowledged record must be there (the broker's durability,
+// not the binary's), each committed transaction's records visible, each
+// aborted one's not.
+func (h *harness) crossCheckProducers(lg [][]logRec) {
+	kindAt := func(p prodRec) (byte, bool) {
+		if int(p.p) >= len(lg) || p.o < 0 || p.o >= int64(len(lg[p.p])) {
+			return 0, false
+		}
+		r := lg[p.p][p.o]
+		return r.kind, r.hash == p.hash
+	}
+	var missing, wrong int
+	h.live.mu.Lock()
+	for _, r := range h.live.recs {
+		if k, same := kindAt(r); k != offData || !same {
+			missing++
+		}
+	}
+	h.live.mu.Unlock()
+	h.txn.mu.Lock()
+	for _, r := range h.txn.recs {
+		k, same := kindAt(r.prodRec)
+		switch {
+		case !same:
+			wrong++
+		case r.state == 'c' && k != offData, r.state == 'a' && k != offAborted:
+			wrong++
+		}
+	}
+	h.txn.mu.Unlock()
+	if missing > 0 {
+		h.note("%d records the live producer saw acknowledged are not in the log as written", missing)
+	}
+	if wrong > 0 {
+		h.note("%d records of transactions that ended without error are not in the log as their outcome says", wrong)
+	}
+}
+
+func createTopic(ctx context.Context, brokers, topic string, parts int) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	resp, err := adm.CreateTopic(cctx, int32(parts), 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		return fmt.Errorf("create topic %s: %w", topic, err)
+	}
+	for {
+		ends, err := adm.ListEndOffsets(cctx, topic)
+		if err == nil && ends.Error() == nil && len(ends[topic]) == parts {
+			return nil
+		}
+		if cctx.Err() != nil {
+			return errors.New("topic " + topic + " has no leaders after a minute")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func endOffsets(ctx context.Context, brokers, topic string, parts int) ([]int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(cctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("end offsets of %s: %w", topic, err)
+	}
+	out := make([]int64, parts)
+	ends.Each(func(l kadm.ListedOffset) {
+		if int(l.Partition) < parts {
+			out[l.Partition] = l.Offset
+		}
+	})
+	return out, nil
+}
+
+func reproduceCommand(o *options) string {
+	args := []string{"go run ./tests/chaos", "--duration", o.duration.String(), "--seed", fmt.Sprint(o.seed)}
+	if o.protocol != "classic" {
+		args = append(args, "--protocol", o.protocol)
+	}
+	def, _ := parseOptions(nil)
+	add := func(name string, v, d any) {
+		if fmt.Sprint(v) != fmt.Sprint(d) {
+			args = append(args, "--"+name, fmt.Sprint(v))
+		}
+	}
+	add("members", o.members, def.members)
+	add("partitions", o.partitions, def.partitions)
+	add("rate", o.rate, def.rate)
+	add("txn-rate", o.txnRate, def.txnRate)
+	add("abort-ratio", o.abortRatio, def.abortRatio)
+	add("fault-gap", o.faultGap, def.faultGap)
+	add("overlap", o.overlap, def.overlap)
+	add("weights", o.weights, def.weights)
+	add("source", o.source, def.source)
+	if o.selfCheck {
+		args = append(args, "--self-check")
+	}
+	if o.race {
+		args = append(args, "--race")
+	}
+	return strings.Join(args, " ")
+}

@@ -1,0 +1,621 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
+)
+
+// Kinds of offsets in the log, as read back after the run.
+const (
+	offUnknown byte = 0
+	offData    byte = 'd' // a record a read_committed consumer sees
+	offAborted byte = 'a' // a record of an aborted transaction
+	offMarker  byte = 'm' // a transaction marker (control record)
+)
+
+// logRec is one offset of the topic as read back after the run.
+type logRec struct {
+	kind byte
+	hash uint32
+	ts   int64 // the record's timestamp (the producer's clock), Unix ns
+}
+
+// readTopic reads every partition of topic from its start to ends, once at
+// read_committed (visible records and markers) and once at
+// read_uncommitted (what is left are the aborted records).
+func readTopic(ctx context.Context, brokers, topic string, ends []int64) ([][]logRec, error) {
+	out := make([][]logRec, len(ends))
+	for p, e := range ends {
+		out[p] = make([]logRec, e)
+	}
+	for _, committed := range []bool{true, false} {
+		if err := readPass(ctx, brokers, topic, ends, committed, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func readPass(ctx context.Context, brokers, topic string, ends []int64, committed bool, out [][]logRec) error {
+	offsets := map[int32]kgo.Offset{}
+	left := 0
+	for p, e := range ends {
+		if e > 0 {
+			offsets[int32(p)] = kgo.NewOffset().AtStart()
+			left++
+		}
+	}
+	if left == 0 {
+		return nil
+	}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(brokers),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
+		kgo.KeepControlRecords(),
+		kgo.ClientID("chaos-reader"),
+	}
+	if committed {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	done := make([]bool, len(ends))
+	for left > 0 {
+		fs := cl.PollFetches(rctx)
+		if rctx.Err() != nil {
+			return fmt.Errorf("read back %s (read_committed %v): %d partitions not read to their end: %w", topic, committed, left, rctx.Err())
+		}
+		fs.EachError(func(_ string, p int32, err error) {
+			if ctx.Err() == nil {
+				fmt.Printf("chaos: read back partition %d: %v\n", p, err)
+			}
+		})
+		fs.EachRecord(func(r *kgo.Record) {
+			p := r.Partition
+			if int(p) >= len(ends) || r.Offset >= ends[p] {
+				return
+			}
+			lr := &out[p][r.Offset]
+			switch {
+			case r.Attrs.IsControl():
+				lr.kind = offMarker
+			case committed:
+				*lr = logRec{kind: offData, hash: hashValue(string(r.Value)), ts: r.Timestamp.UnixNano()}
+			case lr.kind == offUnknown:
+				*lr = logRec{kind: offAborted, hash: hashValue(string(r.Value)), ts: r.Timestamp.UnixNano()}
+			}
+			if r.Offset == ends[p]-1 && !done[p] {
+				done[p] = true
+				left--
+			}
+		})
+	}
+	return nil
+}
+
+// auditRec is one OffsetCommit record of the group in __consumer_offsets.
+type auditRec struct {
+	p         int32
+	offset    int64
+	meta      string
+	commitTs  int64 // ms, the broker's clock
+	logOffset int64
+}
+
+// readCommitLog reads __consumer_offsets from its start to its end and
+// returns the group's OffsetCommit records for topic, in log order.
+func readCommitLog(ctx context.Context, brokers, group, topic string) ([]auditRec, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ClientID("chaos-auditor"))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	actx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	ends, err := adm.ListEndOffsets(actx, "__consumer_offsets")
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("end offsets of __consumer_offsets: %w", err)
+	}
+	want := map[int32]int64{}
+	offsets := map[int32]kgo.Offset{}
+	ends.Each(func(l kadm.ListedOffset) {
+		if l.Offset > 0 {
+			want[l.Partition] = l.Offset
+			offsets[l.Partition] = kgo.NewOffset().AtStart()
+		}
+	})
+	if len(want) == 0 {
+		return nil, nil
+	}
+	rd, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ClientID("chaos-auditor"),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"__consumer_offsets": offsets}))
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	var out []auditRec
+	for len(want) > 0 {
+		fs := rd.PollFetches(actx)
+		if actx.Err() != nil {
+			return nil, fmt.Errorf("read __consumer_offsets: %w", actx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if e, ok := want[r.Partition]; ok && r.Offset >= e-1 {
+				delete(want, r.Partition)
+			}
+			if len(r.Key) < 2 || r.Value == nil {
+				return
+			}
+			if v := int16(binary.BigEndian.Uint16(r.Key)); v != 0 && v != 1 {
+				return // group metadata and other record types
+			}
+			var k kmsg.OffsetCommitKey
+			if k.ReadFrom(r.Key) != nil || k.Group != group || k.Topic != topic {
+				return
+			}
+			var v kmsg.OffsetCommitValue
+			if err := v.ReadFrom(r.Value); err != nil {
+				return
+			}
+			out = append(out, auditRec{p: k.Partition, offset: v.Offset, meta: v.Metadata, commitTs: v.CommitTimestamp, logOffset: r.Offset})
+		})
+	}
+	slices.SortStableFunc(out, func(a, b auditRec) int { return int(a.logOffset - b.logOffset) })
+	return out, nil
+}
+
+// faultRun is one fault as it was run (index 0 is the start of the group).
+type faultRun struct {
+	plannedFault
+	VictimInstance string   // the member process the fault hit
+	At             int64    // Unix ns: when it began
+	End            int64    // when its action was over (the victim back, the sink normal)
+	Before         snapshot // the commits polled last before At
+	AtEnd          snapshot // the commits polled last before End
+	Err            string
+	Note           string
+	Recovered      int64 // computed: when every partition committed again after End (0: never)
+}
+
+// faultResult is the accounting of one fault.
+type faultResult struct {
+	Duplicates int64   `json:"duplicates"`
+	Exposure   int64   `json:"exposure"`
+	Outside    int64   `json:"outside_replay"` // duplicates below the commit or inside its ranges
+	RecoveryS  float64 `json:"recovery_s"`     // -1: commits did not move again before the next fault / the end
+	MaxAgeS    float64 `json:"max_watermark_age_s"`
+	MaxPaused  int     `json:"max_paused_partitions"`
+	MaxStalled int     `json:"max_stalled_partitions"`
+}
+
+// accounting is everything the checker concludes.
+type accounting struct {
+	Records         int64
+	Aborted         int64
+	Markers         int64
+	Received        int64 // distinct visible records received
+	Deliveries      int64
+	Lost            int64
+	LostExamples    []string
+	AbortedReceived int64
+	Phantom         int64 // received offsets that hold no visible record
+	Corrupt         int64
+	BadExamples     []string
+	Violations      []string
+	ViolationsN     int64
+	BackwardLog     []string
+	BackwardPolled  []string
+	StaleReads      int64
+	Duplicates      int64
+	Exposure        int64
+	Faults          []faultResult
+	MaxAgeS         float64
+	MaxAgeWhere     string
+	Audited         int // OffsetCommit records read from the log
+	StallsInCommits int // distinct stalls (partition, failed batch) the polled commits carried
+	RangesChecked   int64
+}
+
+// staleGrace is how long after a broker is back a poll may still read an
+// older commit (the coordinator still loading __consumer_offsets; see the
+// broker notes): such a poll is a stale read, not a backward commit. The
+// commit log audit has no such allowance.
+const staleGrace = 20 * time.Second
+
+const maxExamples = 20
+
+func (a *accounting) violation(format string, args ...any) {
+	a.ViolationsN++
+	if len(a.Violations) < maxExamples {
+		a.Violations = append(a.Violations, fmt.Sprintf(format, args...))
+	}
+}
+
+// account checks the guarantee against the log read back, the sink's
+// ledger, the commits polled and the commit log, and counts duplicates and
+// exposure per fault.
+func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, audit []auditRec,
+	outages []window, faults []*faultRun, paused []pausedObs, runEnd int64) *accounting {
+	a := &accounting{}
+	ledger, dups := ld.parts, ld.dups
+	at := func(p int, o int64) entry {
+		if p < len(ledger) && o >= 0 && o < int64(len(ledger[p])) {
+			return ledger[p][o]
+		}
+		return entry{}
+	}
+
+	// Records, lost, aborted received, phantoms, corruption.
+	for p := range lg {
+		for o, r := range lg[p] {
+			e := at(p, int64(o))
+			switch r.kind {
+			case offData:
+				a.Records++
+				if e.count == 0 {
+					a.Lost++
+					if len(a.LostExamples) < maxExamples {
+						a.LostExamples = append(a.LostExamples, fmt.Sprintf("%d/%d", p, o))
+					}
+				} else {
+					a.Received++
+					if e.hash != r.hash {
+						a.Corrupt++
+						a.bad("%d/%d received with another value than the log holds", p, o)
+					}
+				}
+			case offAborted:
+				a.Aborted++
+				if e.count > 0 {
+					a.AbortedReceived++
+					a.bad("%d/%d is a record of an aborted transaction, received %d time(s)", p, o, e.count)
+				}
+			case offMarker:
+				a.Markers++
+				if e.count > 0 {
+					a.Phantom++
+					a.bad("%d/%d is a transaction marker, received %d time(s)", p, o, e.count)
+				}
+			default:
+				if e.count > 0 {
+					a.Phantom++
+					a.bad("%d/%d was not read back from the log, received %d time(s)", p, o, e.count)
+				}
+			}
+		}
+		if p < len(ledger) {
+			for o := int64(len(lg[p])); o < int64(len(ledger[p])); o++ {
+				if ledger[p][o].count > 0 {
+					a.Phantom++
+					a.bad("%d/%d is past the log end %d, received", p, o, len(lg[p]))
+				}
+			}
+		}
+		for o := range ledger[p] {
+			a.Deliveries += int64(ledger[p][o].count)
+		}
+	}
+
+	// complete[p][c]: when every visible record below c had been received
+	// (Unix ns; MaxInt64 when one never was).
+	complete := make([][]int64, len(lg))
+	for p := range lg {
+		c := make([]int64, len(lg[p])+1)
+		for o, r := range lg[p] {
+			t := int64(0)
+			if r.kind == offData {
+				if e := at(p, int64(o)); e.count > 0 {
+					t = e.firstAck
+				} else {
+					t = math.MaxInt64
+				}
+			}
+			c[o+1] = max(c[o], t)
+		}
+		complete[p] = c
+	}
+	// firstMissing is the first visible record below c not received by t.
+	firstMissing := func(p int, c, t int64, ms bool) int64 {
+		for o := int64(0); o < c && o < int64(len(lg[p])); o++ {
+			if lg[p][o].kind != offData {
+				continue
+			}
+			e := at(p, o)
+			ack := e.firstAck
+			if ms {
+				ack /= 1e6
+			}
+			if e.count == 0 || ack > t {
+				return o
+			}
+		}
+		return -1
+	}
+	// checkRanges checks that every visible record in the delivered ranges
+	// of meta (when they belong to offset) was received by t.
+	checkRanges := func(p int, offset int64, meta string, t int64, ms bool, who string) {
+		m, _, err := commitmeta.DecodeFields(meta)
+		if err != nil || m.Base != offset {
+			return
+		}
+		for _, r := range m.Delivered {
+			for o := r.From; o < r.To; o++ {
+				a.RangesChecked++
+				if o >= int64(len(lg[p])) {
+					a.violation("%s: partition %d: commit %d claims [%d,%d) delivered, past the log end %d", who, p, offset, r.From, r.To, len(lg[p]))
+					break
+				}
+				if lg[p][o].kind != offData {
+					continue
+				}
+				e := at(p, o)
+				ack := e.firstAck
+				if ms {
+					ack /= 1e6
+				}
+				if e.count == 0 || ack > t {
+					a.violation("%s: partition %d: commit %d claims [%d,%d) delivered, but offset %d was not received by then", who, p, offset, r.From, r.To, o)
+					break
+				}
+			}
+		}
+	}
+
+	// Every distinct commit polled: nothing below it, nor in its ranges,
+	// unreceived when it was first seen.
+	stalls := map[string]bool{}
+	for p := range hist {
+		if p >= len(lg) {
+			continue
+		}
+		for _, h := range hist[p] {
+			switch {
+			case h.offset > int64(len(lg[p])):
+				a.violation("poll: partition %d: commit %d is past the log end %d", p, h.offset, len(lg[p]))
+			case complete[p][h.offset] > h.firstSeen:
+				a.violation("poll: partition %d: commit %d seen at %s, but offset %d had not been received by then",
+					p, h.offset, fmtTime(h.firstSeen), firstMissing(p, h.offset, h.firstSeen, false))
+			}
+			checkRanges(p, h.offset, h.meta, h.firstSeen, false, "poll")
+			if _, f, err := commitmeta.DecodeFields(h.meta); err == nil {
+				if st, ok, err := commitmeta.StallFromFields(f); err == nil && ok {
+					stalls[fmt.Sprintf("%d/%d", p, st.First)] = true
+				}
+			}
+		}
+	}
+	a.StallsInCommits = len(stalls)
+
+	// Every OffsetCommit record in the log: the same, at its commit
+	// timestamp (ms; the sink records before it answers, so a receipt in
+	// the same millisecond is in time), and never below the one before.
+	a.Audited = len(audit)
+	lastLog := map[int32]auditRec{}
+	for _, r := range audit {
+		p := int(r.p)
+		if p >= len(lg) {
+			continue
+		}
+		switch {
+		case r.offset > int64(len(lg[p])):
+			a.violation("log: partition %d: commit %d (log offset %d) is past the log end %d", p, r.offset, r.logOffset, len(lg[p]))
+		case r.offset >= 0 && complete[p][r.offset]/1e6 > r.commitTs:
+			a.violation("log: partition %d: commit %d at %s (log offset %d), but offset %d had not been received by then",
+				p, r.offset, fmtTime(r.commitTs*1e6), r.logOffset, firstMissing(p, r.offset, r.commitTs, true))
+		}
+		checkRanges(p, r.offset, r.meta, r.commitTs, true, "log")
+		if prev, ok := lastLog[r.p]; ok && r.offset < prev.offset {
+			a.BackwardLog = append(a.BackwardLog, fmt.Sprintf("partition %d: commit %d (log offset %d, %s) after %d (log offset %d, %s)",
+				p, r.offset, r.logOffset, fmtTime(r.commitTs*1e6), prev.offset, prev.logOffset, fmtTime(prev.commitTs*1e6)))
+		}
+		lastLog[r.p] = r
+	}
+
+	// Polls that read an older commit: stale reads right after a broker
+	// restart, backward commits otherwise.
+	for _, b := range backs {
+		stale := false
+		for _, w := range outages {
+			to := w.to
+			if to == 0 {
+				to = math.MaxInt64 - int64(staleGrace)
+			}
+			if b.at >= w.from && b.at <= to+int64(staleGrace) {
+				stale = true
+			}
+		}
+		if stale {
+			a.StaleReads++
+			continue
+		}
+		a.BackwardPolled = append(a.BackwardPolled, fmt.Sprintf("partition %d: polled %d at %s after %d", b.p, b.to, fmtTime(b.at), b.from))
+	}
+
+	// Per fault: the window from its start to the next one's.
+	a.Faults = make([]faultResult, len(faults))
+	windowEnd := func(i int) int64 {
+		if i+1 < len(faults) {
+			return faults[i+1].At
+		}
+		return runEnd
+	}
+	for i, f := range faults {
+		f.Recovered = recoveredAt(lg, hist, f.End)
+		res := &a.Faults[i]
+		res.RecoveryS = -1
+		if f.Recovered > 0 && f.Recovered <= windowEnd(i) {
+			res.RecoveryS = float64(f.Recovered-f.At) / 1e9
+		}
+		cut, victim := exposureCut(f, ld.instances)
+		for p := range lg {
+			base, meta := commitBase(f.Before, p)
+			if p >= len(ledger) {
+				continue
+			}
+			for o := base; o < int64(len(ledger[p])); o++ {
+				e := ledger[p][o]
+				if e.count > 0 && (e.firstArrive < cut || (victim != 0 && e.inst == victim)) && !meta.Covered(o) {
+					res.Exposure++
+				}
+			}
+		}
+		for _, pz := range paused {
+			if pz.at >= f.At && pz.at < windowEnd(i) {
+				res.MaxPaused = max(res.MaxPaused, pz.paused)
+				res.MaxStalled = max(res.MaxStalled, pz.stalled)
+			}
+		}
+		a.Exposure += res.Exposure
+	}
+	for _, d := range dups {
+		i := faultAt(faults, d.at)
+		if i < 0 {
+			continue
+		}
+		res := &a.Faults[i]
+		res.Duplicates++
+		a.Duplicates++
+		base, meta := commitBase(faults[i].Before, int(d.p))
+		if d.o < base || meta.Covered(d.o) {
+			res.Outside++
+		}
+	}
+
+	// Watermark age: how long a visible record waited above the commit.
+	for p := range hist {
+		if p >= len(lg) {
+			continue
+		}
+		for _, h := range hist[p] {
+			o := max(h.offset, 0)
+			for ; o < int64(len(lg[p])) && lg[p][o].kind != offData; o++ {
+			}
+			if o >= int64(len(lg[p])) || lg[p][o].ts >= h.lastSeen {
+				continue
+			}
+			age := float64(h.lastSeen-lg[p][o].ts) / 1e9
+			if age > a.MaxAgeS {
+				a.MaxAgeS = age
+				a.MaxAgeWhere = fmt.Sprintf("partition %d, commit %d, until %s", p, h.offset, fmtTime(h.lastSeen))
+			}
+			if i := faultAt(faults, h.lastSeen); i >= 0 {
+				a.Faults[i].MaxAgeS = max(a.Faults[i].MaxAgeS, age)
+			}
+		}
+	}
+	return a
+}
+
+func (a *accounting) bad(format string, args ...any) {
+	if len(a.BadExamples) < maxExamples {
+		a.BadExamples = append(a.BadExamples, fmt.Sprintf(format, args...))
+	}
+}
+
+// exposureCut says which received records a fault puts at risk: those
+// whose first delivery arrived before cut, and, for a member fault, every
+// record the victim process delivered first (its requests in flight at the
+// kill arrive after it; a stopping member delivers until its final commit).
+// A member fault threatens the victim's partitions from its signal on (the
+// rejoin at its restart moves partitions with a drain and a commit); a
+// broker fault threatens every partition until the broker serves again
+// (members deliver while it shuts down and until their partitions are
+// lost); a sink fault until the sink is normal again.
+func exposureCut(f *faultRun, instances map[string]uint16) (cut int64, victim uint16) {
+	switch f.Kind {
+	case kindMemberKill, kindMemberStop:
+		return f.At, instances[f.VictimInstance]
+	}
+	return f.End, 0
+}
+
+// commitBase is the commit of partition p in s (offset 0 when there was
+// none: the members start at the earliest offset) and its delivered ranges
+// when its metadata belongs to that offset.
+func commitBase(s snapshot, p int) (int64, commitmeta.Meta) {
+	if p >= len(s.commits) || s.commits[p].offset < 0 {
+		return 0, commitmeta.Meta{}
+	}
+	c := s.commits[p]
+	if m, err := commitmeta.Decode(c.meta); err == nil && m.Base == c.offset {
+		return c.offset, m
+	}
+	return c.offset, commitmeta.Meta{}
+}
+
+// faultAt is the index of the last fault that began at or before t.
+func faultAt(faults []*faultRun, t int64) int {
+	i := -1
+	for j, f := range faults {
+		if f.At <= t {
+			i = j
+		}
+	}
+	return i
+}
+
+// recoveredAt is when, after end, every partition that had a visible record
+// waiting above its commit at end had committed past that commit; 0 when
+// one never did.
+func recoveredAt(lg [][]logRec, hist [][]commitObs, end int64) int64 {
+	var latest int64
+	for p := range hist {
+		if p >= len(lg) {
+			continue
+		}
+		base := int64(-1)
+		for _, h := range hist[p] {
+			if h.firstSeen <= end {
+				base = h.offset
+			}
+		}
+		pending := false
+		for o := max(base, 0); o < int64(len(lg[p])); o++ {
+			if lg[p][o].kind == offData && lg[p][o].ts < end {
+				pending = true
+				break
+			}
+		}
+		if !pending {
+			continue
+		}
+		var moved int64
+		for _, h := range hist[p] {
+			if h.firstSeen > end && h.offset > base {
+				moved = h.firstSeen
+				break
+			}
+		}
+		if moved == 0 {
+			return 0
+		}
+		latest = max(latest, moved)
+	}
+	if latest == 0 {
+		latest = end
+	}
+	return latest
+}
+
+func fmtTime(ns int64) string {
+	return time.Unix(0, ns).UTC().Format("15:04:05.000")
+}
