@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // binaries are the programs under test, built once per driver run.
@@ -18,8 +19,9 @@ type binaries struct {
 
 // contender is one way of reading a cell's topic into drop.
 type contender struct {
-	key  string // short column name
-	name string // what it is, for the tables' legend
+	key    string        // short column name
+	name   string        // what it is, for the tables' legend
+	scrape time.Duration // how often its /metrics is read
 	// args writes what the process needs into dir and returns its binary
 	// and arguments; addr is where it must serve /metrics.
 	args func(dir string, c cell, group, addr string, debug bool) (string, []string, error)
@@ -34,19 +36,19 @@ func contenders(b binaries, brokers string) []contender {
 		}
 	}
 	cs := []contender{
-		{"raw", "raw franz-go poll loop (bench/rawloop): poll and count, no Benthos", func(_ string, c cell, group, addr string, _ bool) (string, []string, error) {
+		{"raw", "raw franz-go poll loop (bench/rawloop): poll and count, no Benthos", scrapeRaw, func(_ string, c cell, group, addr string, _ bool) (string, []string, error) {
 			return b.rawloop, []string{"-brokers", brokers, "-topic", c.topic, "-group", group, "-http", addr}, nil
 		}},
-		{"base", "baseline (bench/baseline): franz-go autocommit input, no tracking, plugin.RecordsToBatch", func(dir string, c cell, group, addr string, debug bool) (string, []string, error) {
+		{"base", "baseline (bench/baseline): franz-go autocommit input, no tracking, plugin.RecordsToBatch", scrapeBenthos, func(dir string, c cell, group, addr string, debug bool) (string, []string, error) {
 			input := fmt.Sprintf("baseline_kafka:\n    seed_brokers: %s\n    topics: [ %q ]\n    consumer_group: %q\n", seeds, c.topic, group)
 			return benthos(dir, b.baseline, input, addr, debug)
 		}},
-		{"wm", "kafka_watermark, commit_metadata: true (the default)", wm(b.head, "    commit_metadata: true\n")},
-		{"wm-nometa", "kafka_watermark, commit_metadata: false", wm(b.head, "    commit_metadata: false\n")},
+		{"wm", "kafka_watermark, commit_metadata: true (the default)", scrapeBenthos, wm(b.head, "    commit_metadata: true\n")},
+		{"wm-nometa", "kafka_watermark, commit_metadata: false", scrapeBenthos, wm(b.head, "    commit_metadata: false\n")},
 	}
 	if b.old != "" {
 		// That commit has no commit_metadata field: its defaults otherwise.
-		cs = append(cs, contender{"wm-old", "kafka_watermark at " + b.oldRef + " (the fixed \"before\"), its defaults", wm(b.old, "")})
+		cs = append(cs, contender{"wm-old", "kafka_watermark at " + b.oldRef + " (the fixed \"before\"), its defaults", scrapeBenthos, wm(b.old, "")})
 	}
 	return cs
 }

@@ -31,30 +31,30 @@ import (
 )
 
 type options struct {
-	rounds        int
-	partitions    []int
-	sizes         []int
-	codecs        []string
-	records100    int // records per cell of values up to 512 bytes
-	recordsLarge  int // records per cell of larger values
-	headRef       string
-	oldRef        string
-	sections      map[string]bool
-	replayRounds  int
-	profileDir    string
-	workDir       string
-	keep          bool
-	seed          uint64
-	runTimeout    time.Duration
-	out           string
-	root          string
-	loadAtStart   string
+	rounds       int
+	partitions   []int
+	sizes        []int
+	codecs       []string
+	records100   int // records per cell of values up to 512 bytes
+	recordsLarge int // records per cell of larger values
+	headRef      string
+	oldRef       string
+	sections     map[string]bool
+	replayRounds int
+	profileDir   string
+	workDir      string
+	keep         bool
+	seed         uint64
+	runTimeout   time.Duration
+	out          string
+	root         string
+	loadAtStart  string
 }
 
 func main() {
 	var o options
 	var parts, sizes, codecs, sections string
-	flag.IntVar(&o.rounds, "rounds", 4, "rounds of the throughput matrix")
+	flag.IntVar(&o.rounds, "rounds", 5, "rounds of the throughput matrix")
 	flag.StringVar(&parts, "partitions", "8,64", "partition counts")
 	flag.StringVar(&sizes, "sizes", "100,1024", "record value sizes in bytes")
 	flag.StringVar(&codecs, "codecs", "none,snappy", "producer compression codecs")
@@ -260,7 +260,7 @@ func (m *matrix) runOne(ctx context.Context, o options, c cell, ct contender, ta
 		hold = make(chan struct{})
 		go func() { defer close(hold); during(addr) }()
 	}
-	return p.measure(ctx, int64(c.records), o.runTimeout, hold)
+	return p.measure(ctx, int64(c.records), ct.scrape, o.runTimeout, hold)
 }
 
 func ints(s string) []int {

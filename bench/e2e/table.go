@@ -41,8 +41,8 @@ func (m *matrix) write(w io.Writer, o options) {
 	for _, c := range m.cs {
 		fmt.Fprintf(w, "- `%s`: %s\n", c.key, c.name)
 	}
-	fmt.Fprintf(w, "\n%d rounds; each cell's topic is filled once (%d records of up to 512 B, %d of 1 KiB; keys are the record number, values random hex) and read from the start by a fresh group in every run. The figures cover the window from the first scrape that sees a record sent to the moment all are (scrapes every %v): process start, group join and shutdown are outside it.\n\n",
-		o.rounds, o.records100, o.recordsLarge, scrapeEvery)
+	fmt.Fprintf(w, "\n%d rounds; each cell's topic is filled once (%d records of up to 512 B, %d of 1 KiB; keys are the record number, values random hex) and read from the start by a fresh group in every run. The figures cover the window from the first scrape of the process's metrics that sees a record sent to the moment all are (interpolated; scrapes every %v, the raw loop's every %v): process start, group join and shutdown are outside it. CPU is the process's (all threads, /proc).\n\n",
+		o.rounds, o.records100, o.recordsLarge, scrapeBenthos, scrapeRaw)
 
 	header := func(title string) {
 		fmt.Fprintf(w, "%s\n\n| cell |", title)
