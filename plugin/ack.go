@@ -25,7 +25,8 @@ func (o *owner) onAck(a ackMsg) {
 		}
 		b.lastErr = errorClass(a.err)
 		if _, head, _ := p.stallInfo(); head == b {
-			p.dirty = true // the stall provenance changed: commit it
+			o.markDirty(p) // the stall provenance changed: commit it
+			o.gauges.add(p)
 		}
 	}
 	if a.err != nil && o.retriesLeft(b) && !p.draining {
@@ -77,7 +78,7 @@ func (o *owner) resolve(b *inflight, err error) {
 		p.unresolved--
 		if err == nil {
 			p.window.deliver(b.seq)
-			p.dirty = true
+			o.markDirty(p)
 		}
 		if err != nil {
 			o.log.Errorf("kafka_watermark: batch %s/%d offsets %d-%d failed after %d attempt(s): %v",
@@ -103,10 +104,13 @@ func (o *owner) resolve(b *inflight, err error) {
 
 // advance moves p's watermark over its delivered prefix, resumes its fetch
 // below the pending limit, and says once, loudly, when the partition stalls.
+// Every change to p's tracker ends here, so this is where p goes on the
+// owner's lists: dirty (passSkipped, in metadata.go, sets p.dirty itself
+// before it calls advance), gauges and stalled.
 func (o *owner) advance(p *partState) {
 	wasStalled := p.tracker.Stalled()
 	if wm, moved := p.tracker.Advance(); moved {
-		p.lastMoved = time.Now()
+		p.lastMoved = o.now()
 		p.epochs.trim(wm - 1)
 		p.window.trim(p.tracker.NextSeq() - uint64(p.tracker.Pending()))
 		p.dirty = true
@@ -114,7 +118,12 @@ func (o *owner) advance(p *partState) {
 			p.replay = replayState{} // the replay got past its offset
 		}
 	}
+	if p.dirty {
+		o.dirty.add(p)
+	}
+	o.gauges.add(p)
 	if !wasStalled && p.tracker.Stalled() {
+		o.stalled.add(p)
 		o.logStall(p)
 	}
 	if p.paused && p.tracker.Pending() < o.conf.maxPending && !p.draining {

@@ -14,46 +14,72 @@ import (
 
 // commitJob is one periodic commit, run by the committer goroutine because
 // kgo's CommitOffsets may block while a rebalance or a sync commit is under
-// way, and the owner must never block. plans is what each partition's
-// success means for its state.
+// way, and the owner must never block. parts holds each partition of set,
+// the epoch it was planned in and what its success means for its state.
 type commitJob struct {
 	set   commitSet
-	parts map[topicPartition]*partState
-	plans map[topicPartition]*planned
+	parts []jobPart
+}
+
+type jobPart struct {
+	p    *partState
+	plan *planned
 }
 
 // commit starts a periodic commit of every live partition whose watermark or
 // delivered ranges changed what the broker holds. One periodic commit is in
 // flight at a time; a partition left out by a failure is planned again on
-// the next tick.
+// the next tick. It walks the dirty list only, so a tick costs what moved
+// since the last one, whatever is assigned.
 func (o *owner) commit() {
-	if o.committing || o.closed {
+	if o.committing || o.closed || len(o.dirty.parts) == 0 {
 		return
 	}
-	job := commitJob{parts: map[topicPartition]*partState{}, plans: map[topicPartition]*planned{}}
-	for tp, p := range o.parts {
-		if p.draining || !p.dirty {
-			continue // a draining partition's final commit is the drain's
+	var job commitJob
+	metaBytes := 0
+	o.dirty.keep(func(p *partState) bool {
+		// A draining partition's final commit is the drain's, and its
+		// epoch ends with the drain: it leaves the list for good.
+		if o.parts[p.tp] != p || p.draining || !p.dirty {
+			return false
 		}
 		p.dirty = false
 		if c, ok := o.plan(p, o.metaMax); ok && p.differs(c) {
-			job.plans[tp] = &c
-			job.parts[tp] = p
+			job.parts = append(job.parts, jobPart{p: p, plan: &c})
+			metaBytes += len(c.meta)
 		}
-	}
+		return false
+	})
 	if len(job.parts) == 0 {
 		return
 	}
-	o.budgetMeta(job.plans)
-	for tp, c := range job.plans {
-		p := job.parts[tp]
+	if metaBytes > requestMetaBudget {
+		plans := make(map[topicPartition]*planned, len(job.parts))
+		for _, jp := range job.parts {
+			plans[jp.p.tp] = jp.plan
+		}
+		o.budgetMeta(plans) // cuts the plans it holds in place
+	}
+	job.set = sizedSet(len(job.parts), o.conf.commitMetadata)
+	for _, jp := range job.parts {
+		p, c := jp.p, jp.plan
 		o.noteCut(p, *c)
-		job.set.add(tp, c.eo, c.meta, o.conf.commitMetadata)
+		job.set.add(p.tp, c.eo, c.meta, o.conf.commitMetadata)
 		p.committing, p.committingMeta = c.eo.Offset, c.meta
 		p.handedSinceSnap = 0
 	}
 	o.committing = true
 	o.commitJobs <- job // capacity 1 and one job at a time: never blocks
+}
+
+// sizedSet returns an empty commitSet with room for n partitions, so a
+// large commit does not grow its maps step by step.
+func sizedSet(n int, withMeta bool) commitSet {
+	s := commitSet{offsets: make(epochOffsets, 1)}
+	if withMeta {
+		s.meta = make(map[topicPartition]string, n)
+	}
+	return s
 }
 
 // committer runs periodic commits and reports each result to the owner.
@@ -159,7 +185,11 @@ func setOffset(offsets epochOffsets, tp topicPartition, eo kgo.EpochOffset) {
 // for concurrent use, because the revoke and shutdown commits run off the
 // owner goroutine. Gauges are the owner's, and only for live epochs.
 func (m *metrics) countCommit(tp topicPartition, eo kgo.EpochOffset, err error) string {
-	l := labels(tp)
+	return m.countCommitOf(tp, labels(tp), eo, err)
+}
+
+// countCommitOf is countCommit with tp's labels formatted already.
+func (m *metrics) countCommitOf(tp topicPartition, l [2]string, eo kgo.EpochOffset, err error) string {
 	if err != nil {
 		m.commitErrors.Incr(1, l[0], l[1])
 		return fmt.Sprintf("%s/%d@%d: %v", tp.topic, tp.partition, eo.Offset, err)
@@ -191,31 +221,40 @@ func (o *owner) onCommitDone(c commitDone) {
 	o.m.commitLatency.Timing(c.took.Nanoseconds())
 	o.noteMetaRefused(c.result.metaRefused)
 	var failed []string
-	eachResult(c.set.offsets, c.result.errs, c.result.err, func(tp topicPartition, eo kgo.EpochOffset, err error) {
-		p := c.parts[tp]
+	for _, jp := range c.parts {
+		p, tp, eo := jp.p, jp.p.tp, jp.plan.eo
+		err := c.result.err
+		if err == nil {
+			err = c.result.errs[tp]
+		}
 		live := o.parts[tp] == p
 		if live {
 			p.committing, p.committingMeta = -1, ""
 		}
-		if msg := o.m.countCommit(tp, eo, err); msg != "" {
+		if msg := o.m.countCommitOf(tp, p.labels, eo, err); msg != "" {
 			failed = append(failed, msg)
 			if live {
-				p.dirty = true
+				o.markDirty(p)
 			}
-			return
+			continue
 		}
-		if live {
-			p.committed, p.hasCommitted = eo.Offset, true
-			p.committedMeta = c.set.meta[tp]
-			if _, refused := c.result.metaRefused[tp]; refused {
-				// Committed without its ranges: send them again, smaller.
-				p.committedMeta = ""
-				p.dirty = true
-			}
-			p.exposure = c.plans[tp].exposure + p.handedSinceSnap
-			o.m.committed.Set(eo.Offset, p.labels[0], p.labels[1])
+		if !live {
+			continue
 		}
-	})
+		p.committed, p.hasCommitted = eo.Offset, true
+		p.committedMeta = "" // what set.meta holds: "" without commit_metadata
+		if c.set.meta != nil {
+			p.committedMeta = jp.plan.meta
+		}
+		if _, refused := c.result.metaRefused[tp]; refused {
+			// Committed without its ranges: send them again, smaller.
+			p.committedMeta = ""
+			o.markDirty(p)
+		}
+		p.exposure = jp.plan.exposure + p.handedSinceSnap
+		o.m.committed.Set(eo.Offset, p.labels[0], p.labels[1])
+		o.gauges.add(p) // the exposure, the lag's resume point
+	}
 	if len(failed) > 0 {
 		o.log.Warnf("kafka_watermark: commit failed for %d partition(s), retrying next period: %s", len(failed), strings.Join(failed, "; "))
 	}

@@ -8,9 +8,11 @@ import (
 
 // Gauges are refreshed on a clock of their own (owner.gaugeEvery, at most a
 // second), not on the commit tick, so an alert on a stall or on the
-// watermark's age fires on time whatever commit_period is. Each refresh sets
-// only the gauges whose value changed since the last one, which keeps a
-// refresh of 10,000 idle partitions to a walk of comparisons.
+// watermark's age fires on time whatever commit_period is. A refresh visits
+// only the partitions on the owner's gauge list (owner.gauges): those an
+// event changed since the last refresh, and those whose age moves with the
+// clock. It sets only the gauges whose value changed, so 10,000 idle
+// partitions cost a refresh nothing.
 
 // gaugeValues is what one partition's gauges show. A field of -1 has not
 // been shown in this epoch (unshown), so the first refresh sets every gauge.
@@ -37,11 +39,18 @@ func (p *partState) values(now time.Time) gaugeValues {
 	return v
 }
 
-// publishGauges refreshes the gauges of every live partition.
+// publishGauges refreshes the gauges of the listed live partitions. A
+// partition with batches pending or stalled stays listed, its age moving;
+// any other leaves the list, showing what it will show until an event
+// lists it again.
 func (o *owner) publishGauges(now time.Time) {
-	for _, p := range o.parts {
+	o.gauges.keep(func(p *partState) bool {
+		if o.parts[p.tp] != p {
+			return false
+		}
 		o.m.show(p, p.values(now))
-	}
+		return p.tracker.Pending() > 0 || p.stalled()
+	})
 }
 
 // show sets the gauges of p whose value differs from what they show.

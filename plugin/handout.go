@@ -50,8 +50,10 @@ func (o *owner) serve() {
 			p.window.add(seq, rb.last, len(rb.records), b)
 			if p.tracker.Pending() >= o.conf.maxPending && !p.paused {
 				p.paused = true
+				o.paused.add(p)
 				o.cl.PauseFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
 			}
+			o.gauges.add(p)
 		}
 		o.parked[0].reply <- b
 		o.parked = o.parked[1:]
@@ -110,6 +112,7 @@ func (o *owner) onPoll(seq uint64, fetches kgo.Fetches) {
 			// rewind: the next owner, or the rewound epoch, reads it again.
 			return
 		}
+		o.gauges.add(p) // the log end, the first offset fetched
 		if p.firstAtMost >= 0 && p.firstFetched < 0 && len(fp.Records) > 0 && fp.Records[0].Offset > p.firstAtMost {
 			o.log.Warnf("kafka_watermark: dropped a fetch of %s/%d from offset %d after its rewind to %d: it was not read from the rewound position",
 				p.tp.topic, p.tp.partition, fp.Records[0].Offset, p.rewindTo.Offset)

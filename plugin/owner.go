@@ -138,6 +138,23 @@ type owner struct {
 	// (stall.go).
 	lastPoll uint64
 	rewinds  []*partState
+	// The partitions each periodic walk visits, so that a walk costs what
+	// changed rather than what is assigned (10,000 idle partitions cost a
+	// commit tick and a gauge refresh nothing):
+	//   - dirty: p.dirty, a commit may be due (commit, markDirty);
+	//   - gauges: a gauge may show something else at the next refresh,
+	//     because an event changed a value, or because the partition has
+	//     pending batches or is stalled, so its age moves with the clock
+	//     (publishGauges);
+	//   - stalled: the tracker is stalled (checkStalls);
+	//   - paused: fetching is paused at the pending limit (the log-end
+	//     queries).
+	// Ended epochs are dropped by the walk that meets them.
+	dirty, gauges, stalled, paused partList
+	// clock is the time of the event being handled, read once (now) and
+	// zeroed after each event, so that a burst of acks costs one reading
+	// of the clock, not one per watermark move.
+	clock time.Time
 	// member names this client in stall provenance (memberName).
 	member string
 	// metaMax is the most bytes of metadata one partition's commit
@@ -174,7 +191,54 @@ func newOwner(conf *config, log *service.Logger, m *metrics) *owner {
 		metaMax:    conf.commitMetadataMaxBytes,
 		wakePoll:   func() {},
 		member:     memberName(conf.clientID),
+		dirty:      partList{bit: listDirty},
+		gauges:     partList{bit: listGauges},
+		stalled:    partList{bit: listStalled},
+		paused:     partList{bit: listPaused},
 	}
+}
+
+// now returns the time of the event being handled: the clock read at its
+// first use in this event. The watermark's age, the one thing it times, is
+// shown in seconds; an event, a burst of acks included, lasts microseconds.
+func (o *owner) now() time.Time {
+	if o.clock.IsZero() {
+		o.clock = time.Now()
+	}
+	return o.clock
+}
+
+// markDirty says a commit of p may be due on the next tick.
+func (o *owner) markDirty(p *partState) {
+	p.dirty = true
+	o.dirty.add(p)
+}
+
+// listEpochs lists the epochs that code outside the owner's own event
+// handlers made: new assignments (their first refresh shows every gauge)
+// and epochs that replay in place, which are dirty (the replay's stall
+// provenance is committed) and show their predecessor's gauges.
+func (o *owner) listEpochs(tps []topicPartition) {
+	for _, tp := range tps {
+		if p := o.parts[tp]; p != nil {
+			o.gauges.add(p)
+		}
+	}
+	for _, p := range o.rewinds {
+		if o.parts[p.tp] == p {
+			if p.dirty {
+				o.dirty.add(p)
+			}
+			o.gauges.add(p)
+		}
+	}
+}
+
+// anyPaused reports whether a live partition is paused, dropping the
+// entries of the paused list that no longer are.
+func (o *owner) anyPaused() bool {
+	o.paused.keep(func(p *partState) bool { return p.paused && o.parts[p.tp] == p })
+	return len(o.paused.parts) > 0
 }
 
 // stopped is closed when the run goroutine has returned.
@@ -184,6 +248,27 @@ func (o *owner) stopped() <-chan struct{} { return o.sig.HasStoppedChan() }
 // second, whatever commit_period is, so alerts on age and stalls fire on
 // time even with a long commit period.
 func (o *owner) gaugeEvery() time.Duration { return min(time.Second, o.conf.commitPeriod) }
+
+// ackBurst is the most acks the owner applies in a row, once one has woken
+// it, before it looks at its other channels again.
+const ackBurst = 256
+
+// drainAcks applies the acks already queued, up to ackBurst of them. Under
+// load, acks arrive far more often than anything else, and each pass
+// through run's select locks every one of its channels; a non-blocking
+// receive on the ack channel alone costs a fraction of that, so a burst of
+// acks pays for the select once. The bound keeps a flood of acks from
+// delaying a rebalance, a poll or a commit result by more than a burst.
+func (o *owner) drainAcks() {
+	for range ackBurst - 1 {
+		select {
+		case a := <-o.ackCh:
+			o.onAck(a)
+		default:
+			return
+		}
+	}
+}
 
 // run is the owner goroutine.
 func (o *owner) run() {
@@ -203,15 +288,22 @@ func (o *owner) run() {
 			o.onWithdraw(w)
 		case a := <-o.ackCh:
 			o.onAck(a)
+			o.drainAcks()
 		case res := <-o.pollCh:
 			o.pollAsked = false
 			o.onPoll(res.seq, res.fetches)
 			close(res.done)
 		case r := <-o.assignCh:
 			o.onAssign(r.tps)
+			o.listEpochs(r.tps)
 			close(r.done)
 		case r := <-o.fetchedCh:
 			o.onFetched(r.commits)
+			for tp := range r.commits {
+				if p := o.parts[tp]; p != nil {
+					o.gauges.add(p) // the lag's resume point
+				}
+			}
 			close(r.done)
 		case r := <-o.revokeCh:
 			o.onRevoke(r)
@@ -231,14 +323,20 @@ func (o *owner) run() {
 			o.publishGauges(now)
 			o.checkStalls(now)
 		case <-lagTick.C:
-			o.queryEnds()
+			if o.anyPaused() {
+				o.queryEnds()
+			}
 		case <-o.sig.HardStopChan():
 			for _, r := range o.parked {
 				r.reply <- nil
 			}
 			return
 		}
+		if len(o.rewinds) > 0 {
+			o.listEpochs(nil) // a drain just ended in a replay's rewind
+		}
 		o.serve()
 		o.askPoll()
+		o.clock = time.Time{} // the next event reads it afresh
 	}
 }

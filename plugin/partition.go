@@ -60,7 +60,12 @@ type partState struct {
 	tp     topicPartition
 	labels [2]string
 
-	tracker *tracker.PartitionTracker
+	// tracker is held by value, and starts with a ring of one slot that
+	// doubles when it is full: its size follows this epoch's largest
+	// window of pending batches (a partition with light traffic keeps a
+	// slot or two), never max_pending_batches up front, nor the 64 slots
+	// (1 KiB) of a zero-value tracker.
+	tracker tracker.PartitionTracker
 	// epochs holds the leader epoch changes of the records queued and
 	// pending, so a commit carries the leader epoch of the record before
 	// its offset (KIP-320).
@@ -113,8 +118,11 @@ type partState struct {
 	// skipQueued counts the skip batches in ready.
 	skipQueued int
 	// dirty: a batch was delivered or the watermark moved since the last
-	// commit was planned, so the next tick plans one (metadata.go).
+	// commit was planned, so the next tick plans one (metadata.go). A
+	// dirty partition is on the owner's dirty list (markDirty).
 	dirty bool
+	// listed holds a bit for each owner list this epoch is on (partList).
+	listed listBits
 	// exposure is the replay exposure (records a crash now would deliver
 	// again). When the commit in flight succeeds it becomes that commit's
 	// planned exposure plus handedSinceSnap, what was handed out since the
@@ -146,12 +154,15 @@ type partState struct {
 	shown gaugeValues
 }
 
-func newPartState(tp topicPartition, maxPending int, now time.Time) *partState {
+// newPartState returns a new epoch of tp. The second argument, once the
+// size of the tracker's ring, is unused: the ring follows the pending
+// batches now (partState.tracker).
+func newPartState(tp topicPartition, _ int, now time.Time) *partState {
 	return &partState{
 		tp:            tp,
+		tracker:       *tracker.NewWithCapacity(1),
 		labels:        labels(tp),
 		shown:         unshown,
-		tracker:       tracker.NewWithCapacity(maxPending),
 		lastQueued:    -1,
 		committing:    -1,
 		fetched:       -1,
@@ -161,6 +172,50 @@ func newPartState(tp topicPartition, maxPending int, now time.Time) *partState {
 		highWatermark: -1,
 		lastMoved:     now,
 	}
+}
+
+// partList is a list of partitions, each on it at most once: its bit in
+// partState.listed says a partition is on it. The owner keeps one for each
+// walk that must cost what changed, not what is assigned (owner.dirty and
+// the others). An epoch that has ended may still be listed: every walk
+// checks o.parts[p.tp] == p and drops the ones that fail. Owned by the
+// owner goroutine.
+type partList struct {
+	bit   listBits
+	parts []*partState
+}
+
+type listBits uint8
+
+const (
+	listDirty   listBits = 1 << iota // a commit may be due (owner.dirty)
+	listGauges                       // a gauge may show something else (owner.gauges)
+	listStalled                      // the tracker is stalled (owner.stalled)
+	listPaused                       // fetching is paused (owner.paused)
+)
+
+// add lists p, unless it is listed already.
+func (l *partList) add(p *partState) {
+	if p.listed&l.bit == 0 {
+		p.listed |= l.bit
+		l.parts = append(l.parts, p)
+	}
+}
+
+// keep walks the list, in the order the partitions were listed, and keeps
+// those for which fn returns true; the others are unlisted. fn must not add
+// to this list.
+func (l *partList) keep(fn func(p *partState) bool) {
+	kept := l.parts[:0]
+	for _, p := range l.parts {
+		if fn(p) {
+			kept = append(kept, p)
+		} else {
+			p.listed &^= l.bit
+		}
+	}
+	clear(l.parts[len(kept):]) // drop the references to unlisted epochs
+	l.parts = kept
 }
 
 // canHandOut reports whether the next ReadBatch may take a batch of p.

@@ -123,14 +123,17 @@ func memberName(clientID string) string {
 }
 
 // checkStalls starts the replay of every partition whose head batch has
-// failed for good long enough. Called on the gauge clock.
+// failed for good long enough. Called on the gauge clock, it walks the
+// stalled list only (a tracker's stall lasts as long as its epoch); the
+// epochs that ended leave it, whether or not replays are enabled.
 func (o *owner) checkStalls(now time.Time) {
-	if o.conf.stallReplayAfter <= 0 || o.closed {
-		return
-	}
-	for _, p := range o.parts {
-		if p.draining || !p.tracker.Stalled() {
-			continue
+	var due []*partState
+	o.stalled.keep(func(p *partState) bool {
+		if o.parts[p.tp] != p {
+			return false
+		}
+		if o.conf.stallReplayAfter <= 0 || o.closed || p.draining {
+			return true
 		}
 		since, _ := p.tracker.StalledSince()
 		wait := o.conf.stallReplayAfter
@@ -138,8 +141,14 @@ func (o *owner) checkStalls(now time.Time) {
 			wait <<= min(p.replay.count, maxReplayShift)
 		}
 		if now.Sub(since) >= wait {
-			o.beginReplay(p)
+			due = append(due, p)
 		}
+		return true
+	})
+	// After the walk: a replay's drain may end at once, in a rewind that
+	// changes the owner's lists.
+	for _, p := range due {
+		o.beginReplay(p)
 	}
 }
 

@@ -21,7 +21,7 @@ type window struct {
 }
 
 type windowBatch struct {
-	b         *inflight // nil for a skipped batch
+	b         *inflight // nil for a skipped or delivered batch
 	last      int64
 	records   int32
 	delivered bool
@@ -38,10 +38,13 @@ func (w *window) add(seq uint64, last int64, records int, b *inflight) {
 	w.batches = append(w.batches, windowBatch{b: b, last: last, records: int32(records), delivered: skipped, skipped: skipped})
 }
 
-// deliver marks batch seq delivered.
+// deliver marks batch seq delivered, and forgets its inflight: only an
+// undelivered batch is ever looked at again (stallInfo), so the records of
+// a delivered batch above the watermark are not kept for nothing.
 func (w *window) deliver(seq uint64) {
 	if seq >= w.base && seq-w.base < uint64(len(w.batches)) {
 		w.batches[seq-w.base].delivered = true
+		w.batches[seq-w.base].b = nil
 	}
 }
 

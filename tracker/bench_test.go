@@ -27,7 +27,13 @@ func windowOrder(n int, random bool) []int {
 }
 
 func benchTracker(b *testing.B, window int, order []int) {
-	tr := NewWithCapacity(window)
+	benchTrackerOf(b, NewWithCapacity(window), window, order)
+}
+
+// benchTrackerOf runs the window pattern on tr: sized up front, or with one
+// slot, as the kafka_watermark input starts its trackers, whose ring grows
+// to the window in the first round and then stays.
+func benchTrackerOf(b *testing.B, tr *PartitionTracker, window int, order []int) {
 	var seq uint64
 	filled := 0
 	b.ReportAllocs()
@@ -93,6 +99,9 @@ func BenchmarkTracker(b *testing.B) {
 	b.Run("in-order", benchTrackerInOrder)
 	b.Run("reverse-window-64", func(b *testing.B) { benchTracker(b, 64, windowOrder(64, false)) })
 	b.Run("random-window-1024", func(b *testing.B) { benchTracker(b, 1024, windowOrder(1024, true)) })
+	b.Run("random-window-1024-from-1-slot", func(b *testing.B) {
+		benchTrackerOf(b, NewWithCapacity(1), 1024, windowOrder(1024, true))
+	})
 }
 
 func BenchmarkUncapped(b *testing.B) {
