@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,6 +74,13 @@ func TestCommitFreshness(t *testing.T) {
 	}
 	fmt.Fprintf(&b, "\n%d round(s), the two periods interleaved; median [min–max] over rounds of each run's quantile.\n", rounds)
 	fmt.Println(b.String())
+}
+
+func medRange(xs []float64, format string) string {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	f := func(v float64) string { return fmt.Sprintf(format, v) }
+	return fmt.Sprintf("%s [%s–%s]", f(median(s)), f(s[0]), f(s[len(s)-1]))
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,13 +120,6 @@ func runRSSChild(scenario, mode string, parts, records int) (rssSample, error) {
 		}
 	}
 	return rssSample{}, fmt.Errorf("no RSS line in %s", out)
-}
-
-func medRange(xs []float64, format string) string {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	f := func(v float64) string { return fmt.Sprintf(format, v) }
-	return fmt.Sprintf("%s [%s–%s]", f(median(s)), f(s[0]), f(s[len(s)-1]))
 }
 
 // TestScaleRSSChild is one contender of TestScaleRSS, in a process of its own.
