@@ -122,7 +122,7 @@ func (p *proc) measure(ctx context.Context, want int64, every, timeout time.Dura
 			_ = p.stop()
 			return measured{}, fmt.Errorf("%d of %d records sent after %v; last log lines:\n%s", last.count, want, timeout, p.tail())
 		case err := <-p.done:
-			return measured{}, fmt.Errorf("exited early (%v); last log lines:\n%s", err, p.tail())
+			return measured{}, fmt.Errorf("exited early (%w); last log lines:\n%s", err, p.tail())
 		case <-tick.C:
 		}
 		n, err := scrapeSent(ctx, p.addr)

@@ -124,7 +124,7 @@ func replayTrial(ctx context.Context, o options, a *admin, b binaries, s *sink, 
 	for s.held.Load() < replayPartitions {
 		select {
 		case err := <-p1.done:
-			return trial{}, fmt.Errorf("run 1 exited (%v):\n%s", err, p1.tail())
+			return trial{}, fmt.Errorf("run 1 exited (%w):\n%s", err, p1.tail())
 		case <-time.After(10 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -197,7 +197,7 @@ func waitCommitted(ctx context.Context, a *admin, group, topic string, ends map[
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("commits %v did not reach the log ends %v within %v (%v)", got, ends, timeout, err)
+			return fmt.Errorf("commits %v did not reach the log ends %v within %v (%w)", got, ends, timeout, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
