@@ -5,7 +5,7 @@
 #
 #   bash bench/e2e.sh -out bin/bench-e2e/e2e.md -rounds 5
 #
-# It takes about 15 minutes on two cores. Set BENCH_KAFKA_RUN_DIR and
+# It takes about 17 minutes on two cores. Set BENCH_KAFKA_RUN_DIR and
 # BENCH_KAFKA_PORT (it uses that port and the next two) to run it beside
 # another broker of the same ports.
 set -euo pipefail
