@@ -77,7 +77,7 @@ func benchAcks(b *testing.B, parts int) {
 			close(w)
 		}
 	}()
-	var elapsed time.Duration
+	var elapsed, cpu time.Duration
 	var mallocs, bytes uint64
 	var ms runtime.MemStats
 	b.ReportAllocs()
@@ -94,13 +94,13 @@ func benchAcks(b *testing.B, parts int) {
 		runtime.ReadMemStats(&ms)
 		m0, b0 := ms.Mallocs, ms.TotalAlloc
 		b.StartTimer()
-		t0 := time.Now()
+		t0, c0 := time.Now(), cpuTime()
 		for k, w := range work {
 			w <- shares[k]
 		}
 		done.Wait()
 		r.applied()
-		elapsed += time.Since(t0)
+		elapsed, cpu = elapsed+time.Since(t0), cpu+cpuTime()-c0
 		b.StopTimer()
 		runtime.ReadMemStats(&ms)
 		mallocs, bytes = mallocs+ms.Mallocs-m0, bytes+ms.TotalAlloc-b0
@@ -112,6 +112,7 @@ func benchAcks(b *testing.B, parts int) {
 	// figures.
 	b.ReportMetric(float64(elapsed.Nanoseconds())/n, "ns/op")
 	b.ReportMetric(n/elapsed.Seconds(), "acks/s")
+	b.ReportMetric(float64(cpu.Nanoseconds())/n, "cpu-ns/op")
 	b.ReportMetric(float64(mallocs)/n, "allocs/op")
 	b.ReportMetric(float64(bytes)/n, "B/op")
 }
