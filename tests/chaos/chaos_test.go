@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ func TestScheduleIsSeeded(t *testing.T) {
 		t.Fatal(err)
 	}
 	draw := func(seed uint64) []plannedFault {
-		s := newSchedule(seed, w, 3, 12, 8*time.Second, 0.2)
+		s := newSchedule(seed, w, 3, 12, 1, 8*time.Second, 0.2)
 		out := make([]plannedFault, 200)
 		for i := range out {
 			out[i] = s.next()
@@ -49,15 +50,59 @@ func TestScheduleIsSeeded(t *testing.T) {
 		}
 	}
 	for _, k := range allKinds {
-		if kinds[k] == 0 {
+		if kinds[k] == 0 && !slices.Contains(clusterKinds, k) {
 			t.Errorf("200 faults and no %s", k)
 		}
 	}
 	only, _ := parseWeights("broker-kill=1,member-kill=0")
-	s := newSchedule(1, only, 3, 12, time.Second, 0)
+	s := newSchedule(1, only, 3, 12, 1, time.Second, 0)
 	for range 50 {
 		if f := s.next(); f.Kind != kindBrokerKill || !f.Wait {
 			t.Fatalf("weights broker-kill=1 drew %s", f)
+		}
+	}
+}
+
+// The cluster's draws come after the single-broker ones: a seed's
+// single-broker schedule (what docs/RELIABILITY.md records) does not depend
+// on them, and the cluster's schedule names nodes and cut victims.
+func TestClusterSchedule(t *testing.T) {
+	single, _ := parseWeights(defaultWeights)
+	clustered, _ := parseWeights(defaultWeights + "," + clusterExtraWeights)
+	a := newSchedule(3, single, 3, 12, 1, 8*time.Second, 0.2)
+	nodes := map[int]bool{}
+	kinds := map[string]bool{}
+	c := newSchedule(3, clustered, 3, 12, 3, 8*time.Second, 0.2)
+	for range 300 {
+		f := a.next()
+		if f.Node != 0 || f.Coordinator {
+			t.Fatalf("single broker: %s names a node", f)
+		}
+		g := c.next()
+		kinds[g.Kind] = true
+		if g.Kind == kindBrokerKill || g.Kind == kindBrokerTerm {
+			nodes[g.Node] = true
+		}
+		if g.Kind == kindMemberCut && (g.Victim == "" || g.Hold < 5*time.Second) {
+			t.Errorf("%s: no victim or a short cut", g)
+		}
+	}
+	if len(nodes) != 3 || !kinds[kindLeaderMove] || !kinds[kindMemberCut] {
+		t.Errorf("cluster schedule: broker faults on nodes %v, kinds %v", nodes, kinds)
+	}
+	if _, err := parseOptions([]string{"--weights", "member-cut=1"}); err == nil {
+		t.Error("member-cut accepted without --cluster 3")
+	}
+	if _, err := parseOptions([]string{"--cluster", "3", "--weights", "member-cut=1"}); err != nil {
+		t.Errorf("member-cut with --cluster 3: %v", err)
+	}
+}
+
+func TestJavaStringHash(t *testing.T) {
+	// "chaos-g-1".hashCode() in Java.
+	for s, want := range map[string]int32{"": 0, "a": 97, "ab": 3105, "chaos-g-1": 1493308542} {
+		if got := javaStringHash(s); got != want {
+			t.Errorf("javaStringHash(%q) = %d, want %d", s, got, want)
 		}
 	}
 }
@@ -142,7 +187,7 @@ func TestDuplicatesAgainstExposure(t *testing.T) {
 	ld := delivered(10e9, 0, 1, 2, 3, 4, 5, 8, 9)
 	ld.parts[0][9].firstArrive = 25e9 // after the kill, from another member
 	ld.parts[0][9].inst = 2
-	ld.parts[0][8].firstArrive = 25e9 // after the kill, from the victim: at risk
+	ld.parts[0][8].firstArrive = 21e9 // after the kill, from the victim (in flight): at risk
 	// The last commit before the kill at 20s: offset 2, with 4 in its ranges.
 	before := snapshot{commits: []commitObs{{offset: 2, meta: "wm1 o=2 e=-1 d=2.1"}}}
 	faults := []*faultRun{

@@ -20,11 +20,19 @@ const (
 	kindSinkReverse = "sink-reverse"
 	kindSinkSlow    = "sink-slow"
 	kindSinkFail    = "sink-fail"
+	kindLeaderMove  = "leader-move" // --cluster 3: a forced leader move
+	kindMemberCut   = "member-cut"  // --cluster 3: a network cut between a member and the cluster
 )
 
-var allKinds = []string{kindMemberKill, kindMemberStop, kindBrokerTerm, kindBrokerKill, kindSinkReverse, kindSinkSlow, kindSinkFail}
+var allKinds = []string{kindMemberKill, kindMemberStop, kindBrokerTerm, kindBrokerKill, kindSinkReverse, kindSinkSlow, kindSinkFail, kindLeaderMove, kindMemberCut}
 
-const defaultWeights = "member-kill=3,member-stop=2,broker-term=1,broker-kill=1,sink-reverse=1,sink-slow=1,sink-fail=1"
+// clusterKinds need the 3-node cluster.
+var clusterKinds = []string{kindLeaderMove, kindMemberCut}
+
+const (
+	defaultWeights      = "member-kill=3,member-stop=2,broker-term=1,broker-kill=1,sink-reverse=1,sink-slow=1,sink-fail=1"
+	clusterExtraWeights = "leader-move=1,member-cut=2"
+)
 
 type weight struct {
 	kind string
@@ -69,6 +77,11 @@ type plannedFault struct {
 	Victim string        `json:"victim,omitempty"` // member name
 	Part   int32         `json:"partition,omitempty"`
 	Hold   time.Duration `json:"-"` // downtime, or how long the sink misbehaves
+	// The 3-node cluster only (drawn only there, so that a seed draws the
+	// same single-broker schedule whatever the cluster code does).
+	Node        int  `json:"node,omitempty"`        // broker faults: the node (0-based)
+	Coordinator bool `json:"coordinator,omitempty"` // leader-move: the group coordinator's partition
+	clustered   bool
 }
 
 func (f plannedFault) String() string {
@@ -77,7 +90,18 @@ func (f plannedFault) String() string {
 	case kindMemberKill, kindMemberStop:
 		s += fmt.Sprintf(" %s, down %v", f.Victim, f.Hold)
 	case kindBrokerTerm, kindBrokerKill:
+		if f.Node > 0 || f.clustered {
+			s += fmt.Sprintf(" node %d", f.Node+1)
+		}
 		s += fmt.Sprintf(", down %v + restart", f.Hold)
+	case kindMemberCut:
+		s += fmt.Sprintf(" %s for %v", f.Victim, f.Hold)
+	case kindLeaderMove:
+		if f.Coordinator {
+			s += " of the group coordinator"
+		} else {
+			s += fmt.Sprintf(" of partitions from %d", f.Part)
+		}
 	case kindSinkFail:
 		s += fmt.Sprintf(" partition %d for %v", f.Part, f.Hold)
 	case kindSinkReverse, kindSinkSlow:
@@ -99,11 +123,12 @@ type schedule struct {
 	parts   int
 	gap     time.Duration
 	overlap float64
+	nodes   int
 	n       int
 }
 
-func newSchedule(seed uint64, weights []weight, members, parts int, gap time.Duration, overlap float64) *schedule {
-	s := &schedule{rng: rand.New(rand.NewPCG(seed, 0x6661756c74)), weights: weights, members: members, parts: parts, gap: gap, overlap: overlap}
+func newSchedule(seed uint64, weights []weight, members, parts, nodes int, gap time.Duration, overlap float64) *schedule {
+	s := &schedule{rng: rand.New(rand.NewPCG(seed, 0x6661756c74)), weights: weights, members: members, parts: parts, nodes: nodes, gap: gap, overlap: overlap}
 	for _, w := range weights {
 		s.total += w.w
 	}
@@ -129,6 +154,11 @@ func (s *schedule) next() plannedFault {
 	victim := s.rng.IntN(s.members)
 	part := int32(s.rng.IntN(s.parts))
 	u := s.rng.Float64()
+	node, coord := 0, false
+	if s.nodes > 1 {
+		f.clustered = true
+		node, coord = s.rng.IntN(s.nodes), s.rng.Float64() < 0.5
+	}
 	span := func(lo, hi time.Duration) time.Duration {
 		return (lo + time.Duration(u*float64(hi-lo))).Round(100 * time.Millisecond)
 	}
@@ -138,7 +168,11 @@ func (s *schedule) next() plannedFault {
 	case kindMemberStop:
 		f.Victim, f.Hold = memberName(victim), span(time.Second, 6*time.Second)
 	case kindBrokerTerm, kindBrokerKill:
-		f.Hold = span(0, 5*time.Second)
+		f.Node, f.Hold = node, span(0, 5*time.Second)
+	case kindLeaderMove:
+		f.Coordinator, f.Part = coord, part
+	case kindMemberCut:
+		f.Victim, f.Hold = memberName(victim), span(5*time.Second, 20*time.Second)
 	case kindSinkReverse:
 		f.Hold = span(5*time.Second, 20*time.Second)
 	case kindSinkSlow:
@@ -151,9 +185,21 @@ func (s *schedule) next() plannedFault {
 
 func memberName(i int) string { return fmt.Sprintf("m%d", i+1) }
 
+// memberIndex is the inverse of memberName.
+func memberIndex(name string) int {
+	i, _ := strconv.Atoi(strings.TrimPrefix(name, "m"))
+	return i - 1
+}
+
 // execute runs one fault's action, from its start to its end (the victim
 // back, the broker serving again, the sink normal).
 func (h *harness) execute(ctx context.Context, pf plannedFault) *faultRun {
+	if pf.Kind == kindBrokerTerm || pf.Kind == kindBrokerKill {
+		// One broker at a time: the last restart has fully healed.
+		if err := h.kafka.ready(ctx); err != nil {
+			h.note("before fault #%d: %v", pf.Index, err)
+		}
+	}
 	fr := &faultRun{plannedFault: pf, Before: h.poller.snapshot()}
 	fr.At = time.Now().UnixNano()
 	h.logf("fault %s", pf)
@@ -174,10 +220,25 @@ func (h *harness) execute(ctx context.Context, pf plannedFault) *faultRun {
 				_, err = h.fleet.start(pf.Victim)
 			}
 		}
-	case kindBrokerTerm:
-		err = h.broker.restartTerm(ctx, pf.Hold)
-	case kindBrokerKill:
-		err = h.broker.restartKill(ctx, pf.Hold)
+	case kindBrokerTerm, kindBrokerKill:
+		err = h.kafka.restart(ctx, pf.Node, pf.Kind == kindBrokerKill, pf.Hold)
+	case kindLeaderMove:
+		c := h.kafka.(*cluster)
+		var moved string
+		moved, err = c.moveLeaders(ctx, h.topic, h.group, pf.Coordinator, pf.Part, h.opts.partitions)
+		fr.Note = moved
+		h.logf("fault #%d: moved %s", pf.Index, moved)
+		if pf.Coordinator {
+			// The new coordinator loads the group: polls may read an older
+			// commit for a moment, as after a restart.
+			defer func() { c.addWindow(window{from: fr.At, to: fr.End}) }()
+		}
+	case kindMemberCut:
+		c := h.kafka.(*cluster)
+		i := memberIndex(pf.Victim)
+		c.cut(i, true)
+		err = sleepCtx(ctx, pf.Hold)
+		c.cut(i, false)
 	case kindSinkReverse, kindSinkSlow, kindSinkFail:
 		m := sinkMode{kind: strings.TrimPrefix(pf.Kind, "sink-"), failPart: pf.Part}
 		if pf.Kind == kindSinkSlow {

@@ -34,6 +34,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -73,7 +74,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.DurationVar(&o.duration, "duration", 3*time.Minute, "how long faults are injected (the drain and the checks come after)")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the fault schedule (0: one from the clock, printed)")
 	fs.StringVar(&o.protocol, "protocol", "classic", "group protocol of the members: classic or consumer")
-	fs.IntVar(&o.cluster, "cluster", 1, "brokers in the cluster (only 1 for now)")
+	fs.IntVar(&o.cluster, "cluster", 1, "brokers: 1 (resources/kafka/broker.sh) or 3 (nodes this harness launches: replication factor 3, min.insync.replicas 2, a proxy per member for network cuts)")
 	fs.IntVar(&o.members, "members", 3, "members of the consumer group")
 	fs.IntVar(&o.partitions, "partitions", 12, "partitions of the topic")
 	fs.IntVar(&o.rate, "rate", 300, "records per second of the live producer")
@@ -81,7 +82,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.Float64Var(&o.abortRatio, "abort-ratio", 0.25, "share of the transactions that are aborted")
 	fs.DurationVar(&o.faultGap, "fault-gap", 8*time.Second, "mean pause between one fault's recovery and the next fault")
 	fs.Float64Var(&o.overlap, "overlap", 0.2, "probability that a fault starts without waiting for the previous one to recover")
-	fs.StringVar(&o.weights, "weights", defaultWeights, "relative weights of the fault kinds, kind=weight,...")
+	fs.StringVar(&o.weights, "weights", "", "relative weights of the fault kinds, kind=weight,... (default "+defaultWeights+"; with --cluster 3 also "+clusterExtraWeights+")")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 5*time.Minute, "how long the final drain may take")
 	fs.DurationVar(&o.recoveryTimeout, "recovery-timeout", 3*time.Minute, "how long to wait for a fault's recovery before the next fault")
 	fs.StringVar(&o.out, "out", "", "report folder (default $CHAOS_OUT, else chaos-out/ at the project root)")
@@ -90,7 +91,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.BoolVar(&o.race, "race", false, "build the binary with -race (a DATA RACE in its log fails the run)")
 	fs.BoolVar(&o.keepBroker, "keep-broker", false, "leave the broker running at the end")
 	fs.StringVar(&o.runDir, "run-dir", "/tmp/wm-chaos", "KAFKA_RUN_DIR of the harness's own broker")
-	fs.IntVar(&o.port, "port", 29692, "the broker's client port; the controller and SASL_SSL ports are the next two (keep them below 32768)")
+	fs.IntVar(&o.port, "port", 29692, "the broker's client port; the controller and SASL_SSL ports are the next two; with --cluster 3 the nodes take the 30 ports from port+10 (keep them below 32768)")
 	fs.StringVar(&o.brokerScript, "broker-script", "", "broker.sh (default resources/kafka/broker.sh)")
 	fs.BoolVar(&o.verbose, "v", false, "log every poll error")
 	fs.BoolVar(&o.selfCheck, "self-check", false, "a negative control: the sink acknowledges one batch without recording it, so the run must FAIL with lost records and commit violations")
@@ -103,19 +104,33 @@ func parseOptions(args []string) (*options, error) {
 	switch {
 	case o.protocol != "classic" && o.protocol != "consumer":
 		return nil, fmt.Errorf("--protocol must be classic or consumer, not %q", o.protocol)
-	case o.cluster != 1:
-		return nil, fmt.Errorf("--cluster %d: only the single-broker shape exists so far", o.cluster)
+	case o.cluster != 1 && o.cluster != 3:
+		return nil, fmt.Errorf("--cluster %d: the shapes are 1 (broker.sh) and 3", o.cluster)
+	case o.cluster > 1 && o.members > maxCutMembers:
+		return nil, fmt.Errorf("--cluster %d takes at most %d members", o.cluster, maxCutMembers)
 	case o.members < 1 || o.partitions < o.members:
 		return nil, fmt.Errorf("--members %d and --partitions %d: need at least one member and a partition each", o.members, o.partitions)
 	case o.source != "tree" && o.source != "head":
 		return nil, fmt.Errorf("--source must be tree or head, not %q", o.source)
-	case o.port < 1024 || o.port+2 >= 32768:
+	case o.port < 1024 || o.port+nodeStride*(o.cluster+1) >= 32768:
 		return nil, fmt.Errorf("--port %d: keep the broker's three ports between 1024 and 32767, below the ephemeral range", o.port)
 	case o.rate < 1 || o.txnRate < 0 || o.abortRatio < 0 || o.abortRatio > 1:
 		return nil, errors.New("--rate must be positive, --txn-rate not negative, --abort-ratio between 0 and 1")
 	}
-	if _, err := parseWeights(o.weights); err != nil {
+	if o.weights == "" {
+		o.weights = defaultWeights
+		if o.cluster > 1 {
+			o.weights += "," + clusterExtraWeights
+		}
+	}
+	weights, err := parseWeights(o.weights)
+	if err != nil {
 		return nil, err
+	}
+	for _, w := range weights {
+		if o.cluster == 1 && w.w > 0 && slices.Contains(clusterKinds, w.kind) {
+			return nil, fmt.Errorf("--weights: %s needs --cluster 3", w.kind)
+		}
 	}
 	if o.seed == 0 {
 		o.seed = uint64(time.Now().UnixNano()%1_000_000_000) + 1

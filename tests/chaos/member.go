@@ -22,7 +22,7 @@ import (
 
 // memberConf is what every member's pipeline shares.
 type memberConf struct {
-	brokers  string
+	seeds    func(name string) string // the member's seed brokers (its proxies in the cluster)
 	topic    string
 	group    string
 	sinkURL  string
@@ -79,7 +79,7 @@ output:
     retries: 0
     timeout: 60s
     max_in_flight: 16
-`, metricsAddr, c.brokers, c.topic, c.group, "chaos-"+name, c.protocol, c.sinkURL, instance)
+`, metricsAddr, c.seeds(name), c.topic, c.group, "chaos-"+name, c.protocol, c.sinkURL, instance)
 }
 
 // member is one incarnation of one group member: a watermark-connect
@@ -110,7 +110,6 @@ type fleet struct {
 	binary string
 	dir    string // config and log files
 	conf   memberConf
-	avoid  map[int]bool // ports not to use for metrics
 	logf   func(string, ...any)
 
 	mu          sync.Mutex
@@ -120,26 +119,18 @@ type fleet struct {
 	problems    []string // unclean exits and the like
 }
 
-func newFleet(binary, dir string, conf memberConf, avoid []int, logf func(string, ...any)) (*fleet, error) {
+func newFleet(binary, dir string, conf memberConf, logf func(string, ...any)) (*fleet, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	f := &fleet{binary: binary, dir: dir, conf: conf, avoid: map[int]bool{}, logf: logf,
-		current: map[string]*member{}, incarnation: map[string]int{}}
-	for _, p := range avoid {
-		f.avoid[p] = true
-	}
-	return f, nil
+	return &fleet{binary: binary, dir: dir, conf: conf, logf: logf, current: map[string]*member{}, incarnation: map[string]int{}}, nil
 }
 
-// freePort returns a loopback port below the ephemeral range that nothing
-// listens on right now.
+// freePort returns a loopback port below the ephemeral range (and below the
+// brokers' ports from 29692) that nothing listens on right now.
 func (f *fleet) freePort() (string, error) {
 	for range 200 {
 		p := 20000 + rand.IntN(9000)
-		if f.avoid[p] {
-			continue
-		}
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err != nil {
 			continue

@@ -72,7 +72,7 @@ type poller struct {
 }
 
 func newPoller(brokers, group, topic string, parts int, protocol string, f *fleet, logf func(string, ...any), verbose bool) (*poller, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ClientID("chaos-checker"), kgo.RetryTimeout(5*time.Second))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seedList(brokers)...), kgo.ClientID("chaos-checker"), kgo.RetryTimeout(5*time.Second))
 	if err != nil {
 		return nil, err
 	}

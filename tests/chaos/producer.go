@@ -41,7 +41,7 @@ type liveProducer struct {
 
 func newLiveProducer(brokers, topic string, parts, rate int, logf func(string, ...any)) (*liveProducer, error) {
 	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(brokers),
+		kgo.SeedBrokers(seedList(brokers)...),
 		kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(10*time.Millisecond),
@@ -148,7 +148,7 @@ func newTxnProducer(brokers, topic string, parts, rate int, abortRatio float64, 
 
 func (tp *txnProducer) client() (*kgo.Client, error) {
 	return kgo.NewClient(
-		kgo.SeedBrokers(tp.brokers),
+		kgo.SeedBrokers(seedList(tp.brokers)...),
 		kgo.DefaultProduceTopic(tp.topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.TransactionalID(tp.id),

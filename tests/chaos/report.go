@@ -82,6 +82,8 @@ type report struct {
 	SlowestRecovery  string  `json:"slowest_recovery_fault"`
 	KillCycles       int     `json:"kill_cycles"`
 	BrokerRestarts   int     `json:"broker_restarts"`
+	LeaderMoves      int     `json:"leader_moves"`
+	NetworkCuts      int     `json:"network_cuts"`
 	Rebalances       int     `json:"rebalances"`
 	MaxPaused        int     `json:"max_paused_partitions"`
 	OutOfOrderAcks   int64   `json:"out_of_order_acks"`
@@ -213,6 +215,10 @@ func (h *harness) buildReport(acc *accounting, runErr error) *report {
 		switch f.Kind {
 		case kindMemberKill:
 			r.KillCycles++
+		case kindMemberCut:
+			r.NetworkCuts++
+		case kindLeaderMove:
+			r.LeaderMoves++
 		case kindBrokerTerm, kindBrokerKill:
 			r.BrokerRestarts++
 		}
@@ -232,6 +238,9 @@ func (h *harness) buildReport(acc *accounting, runErr error) *report {
 		fail(r.AbortedReceived > 0, "%d records of aborted transactions received at read_committed", r.AbortedReceived)
 		fail(r.Phantom > 0, "%d deliveries of offsets that hold no visible record", r.Phantom)
 		fail(r.Corrupt > 0, "%d records received with a value other than the log's", r.Corrupt)
+	}
+	if h.poller != nil && acc != nil && r.GroupType != o.protocol {
+		r.Failures = append(r.Failures, fmt.Sprintf("the group is a %q group, not %q: the members fell back to another protocol", r.GroupType, o.protocol))
 	}
 	for _, b := range r.Logs.Bad {
 		r.Failures = append(r.Failures, "member log: "+b)
@@ -309,6 +318,9 @@ func markdown(r *report) string {
 	row := func(k string, v any) { fmt.Fprintf(&b, "| %s | %v |\n", k, v) }
 	row("faults", r.Faults)
 	row("kill -9 cycles / broker restarts / rebalances seen", fmt.Sprintf("%d / %d / %d", r.KillCycles, r.BrokerRestarts, r.Rebalances))
+	if r.Cluster > 1 {
+		row("leader moves / network cuts", fmt.Sprintf("%d / %d", r.LeaderMoves, r.NetworkCuts))
+	}
 	row("records (visible in the log)", r.Records)
 	row("records written (with aborted ones)", r.Produced.ProducedRecords)
 	row("aborted records / transaction markers", fmt.Sprintf("%d / %d", r.Aborted, r.Markers))
@@ -350,6 +362,16 @@ func markdown(r *report) string {
 			params = fmt.Sprintf("%s, down %.1fs", f.Victim, f.HoldS)
 		case kindBrokerTerm, kindBrokerKill:
 			params = fmt.Sprintf("down %.1fs", f.HoldS)
+			if r.Cluster > 1 {
+				params = fmt.Sprintf("node %d, %s", f.Node+1, params)
+			}
+		case kindMemberCut:
+			params = fmt.Sprintf("%s cut off for %.1fs", f.Victim, f.HoldS)
+		case kindLeaderMove:
+			params = "3 partitions of the topic"
+			if f.Coordinator {
+				params = "the group coordinator"
+			}
 		case kindSinkFail:
 			params = fmt.Sprintf("partition %d, %.1fs", f.Part, f.HoldS)
 		case kindSinkReverse, kindSinkSlow:
@@ -368,6 +390,19 @@ func markdown(r *report) string {
 		note := strings.TrimSpace(f.Err + " " + f.Note)
 		fmt.Fprintf(&b, "| %d | %s | %s | %.1f | %.1f | %s | %d | %d | %d | %.1f | %d | %s |\n",
 			f.Index, f.Kind, params, f.AtS, f.ActionS, rec, f.Duplicates, f.Exposure, f.Outside, f.MaxAgeS, f.MaxPaused, strings.ReplaceAll(note, "|", "/"))
+	}
+	for _, f := range r.Schedule {
+		if f.Duplicates > f.Exposure || f.Outside > 0 {
+			fmt.Fprintf(&b, "\n## Duplicates of fault #%d (%s) by source\n\n", f.Index, f.Kind)
+			keys := make([]string, 0, len(f.Sources))
+			for k := range f.Sources {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				fmt.Fprintf(&b, "- %s: %d\n", k, f.Sources[k])
+			}
+		}
 	}
 	if len(r.Violation) > 0 || len(r.Backwards) > 0 || len(r.LostAt) > 0 || len(r.Bad) > 0 {
 		b.WriteString("\n## Examples\n\n")

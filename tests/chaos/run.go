@@ -25,7 +25,7 @@ type harness struct {
 	logMu   sync.Mutex
 	logFile io.Writer
 
-	broker *broker
+	kafka  kafkaShape
 	sink   *sink
 	fleet  *fleet
 	poller *poller
@@ -110,26 +110,34 @@ func (h *harness) runPhases(ctx context.Context) (*accounting, error) {
 		h.logf("built %s in %v", b, time.Since(start).Round(time.Millisecond))
 	}
 
-	h.broker = newBroker(o, h.logf)
-	h.logf("starting the broker (run dir %s, port %d)", o.runDir, o.port)
-	if err := h.broker.start(ctx); err != nil {
-		return nil, err
+	if o.cluster == 1 {
+		h.kafka = newBroker(o, h.logf)
+		h.logf("starting the broker (run dir %s, port %d)", o.runDir, o.port)
+	} else {
+		h.kafka = newCluster(o, h.root, h.logf, h.note)
+		h.logf("starting a cluster of %d nodes (run dir %s-cluster, ports from %d)", o.cluster, o.runDir, o.port+nodeStride)
 	}
-	defer func() {
-		if err := h.broker.keepLog(filepath.Join(o.out, "logs", "broker-server.log")); err != nil {
-			h.logf("keep the broker log: %v", err)
-		}
-		if o.keepBroker {
-			h.logf("leaving the broker running (--keep-broker): %s", h.broker.addr())
+	stopKafka := func() {
+		h.kafka.keepLogs(filepath.Join(o.out, "logs"))
+		if o.keepBroker && o.cluster == 1 {
+			h.logf("leaving the broker running (--keep-broker): %s", h.kafka.seeds())
 			return
 		}
-		if err := h.broker.stop(context.Background()); err != nil {
+		if err := h.kafka.stop(context.Background()); err != nil {
 			h.logf("stop the broker: %v", err)
 		}
-	}()
+	}
+	if err := h.kafka.start(ctx); err != nil {
+		stopKafka()
+		return nil, err
+	}
+	defer stopKafka()
 	suffix := fmt.Sprintf("%d-%d", o.seed, time.Now().Unix()%100000)
 	h.topic, h.group = "chaos-"+suffix, "chaos-g-"+suffix
-	if err := createTopic(ctx, h.broker.addr(), h.topic, o.partitions); err != nil {
+	if err := createTopic(ctx, h.kafka.seeds(), h.topic, o.partitions, h.kafka.replication()); err != nil {
+		return nil, err
+	}
+	if err := h.kafka.ready(ctx); err != nil {
 		return nil, err
 	}
 	h.logf("topic %s (%d partitions), group %s (%s protocol), %d members", h.topic, o.partitions, h.group, o.protocol, o.members)
@@ -139,21 +147,22 @@ func (h *harness) runPhases(ctx context.Context) (*accounting, error) {
 		return nil, err
 	}
 	defer h.sink.close()
-	conf := memberConf{brokers: h.broker.addr(), topic: h.topic, group: h.group, sinkURL: h.sink.url(), protocol: o.protocol}
-	if h.fleet, err = newFleet(h.binary, filepath.Join(o.out, "logs"), conf, []int{o.port, o.port + 1, o.port + 2}, h.logf); err != nil {
+	conf := memberConf{seeds: func(name string) string { return h.kafka.memberSeeds(memberIndex(name)) },
+		topic: h.topic, group: h.group, sinkURL: h.sink.url(), protocol: o.protocol}
+	if h.fleet, err = newFleet(h.binary, filepath.Join(o.out, "logs"), conf, h.logf); err != nil {
 		return nil, err
 	}
 	defer h.fleet.killAll()
-	if h.poller, err = newPoller(h.broker.addr(), h.group, h.topic, o.partitions, o.protocol, h.fleet, h.logf, o.verbose); err != nil {
+	if h.poller, err = newPoller(h.kafka.seeds(), h.group, h.topic, o.partitions, o.protocol, h.fleet, h.logf, o.verbose); err != nil {
 		return nil, err
 	}
 	defer h.poller.close()
 	h.poller.start()
-	if h.live, err = newLiveProducer(h.broker.addr(), h.topic, o.partitions, o.rate, h.logf); err != nil {
+	if h.live, err = newLiveProducer(h.kafka.seeds(), h.topic, o.partitions, o.rate, h.logf); err != nil {
 		return nil, err
 	}
 	h.live.start(ctx)
-	h.txn = newTxnProducer(h.broker.addr(), h.topic, o.partitions, o.txnRate, o.abortRatio, o.seed, "chaos-txn-"+suffix, h.logf)
+	h.txn = newTxnProducer(h.kafka.seeds(), h.topic, o.partitions, o.txnRate, o.abortRatio, o.seed, "chaos-txn-"+suffix, h.logf)
 	if o.txnRate > 0 {
 		h.txn.start(ctx)
 	}
@@ -220,7 +229,7 @@ func (h *harness) waitDelivering(ctx context.Context, timeout time.Duration) err
 func (h *harness) faultPhase(ctx context.Context) error {
 	o := h.opts
 	weights, _ := parseWeights(o.weights)
-	sched := newSchedule(o.seed, weights, o.members, o.partitions, o.faultGap, o.overlap)
+	sched := newSchedule(o.seed, weights, o.members, o.partitions, o.cluster, o.faultGap, o.overlap)
 	h.faultStart = time.Now()
 	deadline := h.faultStart.Add(o.duration)
 	h.logf("fault phase: %v, mean gap %v, overlap %.2f, weights %s", o.duration, o.faultGap, o.overlap, o.weights)
@@ -244,11 +253,8 @@ func (h *harness) faultPhase(ctx context.Context) error {
 		}
 		if fr.Err != "" && strings.HasPrefix(pf.Kind, "broker-") {
 			// The broker did not come back: once more, then give up.
-			h.logf("broker restart failed; trying broker.sh restart once more")
-			h.broker.down()
-			err := h.broker.sh(ctx, "restart")
-			h.broker.up()
-			if err != nil {
+			h.logf("broker restart failed; trying once more")
+			if err := h.kafka.restart(ctx, pf.Node, false, 0); err != nil {
 				return fmt.Errorf("the broker does not restart: %w", err)
 			}
 		}
@@ -306,14 +312,8 @@ func (h *harness) drainAndCheck(ctx context.Context) (*accounting, error) {
 	o := h.opts
 	h.logf("drain: sink normal, every member up, producers stopping")
 	h.sink.setMode(sinkMode{kind: "normal"})
-	if err := h.broker.sh(ctx, "status"); err != nil {
-		h.note("the broker was not running at the drain: %v", err)
-		h.broker.down()
-		err := h.broker.sh(ctx, "restart")
-		h.broker.up()
-		if err != nil {
-			return nil, err
-		}
+	if err := h.kafka.ready(ctx); err != nil {
+		h.note("at the drain: %v", err)
 	}
 	h.restartCrashed()
 	h.live.finish(ctx)
@@ -351,16 +351,16 @@ func (h *harness) drainAndCheck(ctx context.Context) (*accounting, error) {
 	h.poller.stop()
 	runEnd := time.Now().UnixNano()
 
-	finalEnds, err := endOffsets(ctx, h.broker.addr(), h.topic, o.partitions)
+	finalEnds, err := endOffsets(ctx, h.kafka.seeds(), h.topic, o.partitions)
 	if err != nil {
 		return nil, err
 	}
 	h.logf("reading the topic back (ends %v) and the commit log", finalEnds)
-	lg, err := readTopic(ctx, h.broker.addr(), h.topic, finalEnds)
+	lg, err := readTopic(ctx, h.kafka.seeds(), h.topic, finalEnds)
 	if err != nil {
 		return nil, err
 	}
-	audit, err := readCommitLog(ctx, h.broker.addr(), h.group, h.topic)
+	audit, err := readCommitLog(ctx, h.kafka.seeds(), h.group, h.topic)
 	if err != nil {
 		return nil, err
 	}
@@ -371,8 +371,11 @@ func (h *harness) drainAndCheck(ctx context.Context) (*accounting, error) {
 	for _, b := range ld.bad {
 		h.note("sink: %s", b)
 	}
+	if err := writeDuplicates(filepath.Join(o.out, "duplicates.csv"), ld); err != nil {
+		h.logf("write duplicates.csv: %v", err)
+	}
 	hist, backs, _, paused := h.poller.history()
-	acc := account(lg, ld, hist, backs, audit, h.broker.outages(), h.faults, paused, runEnd)
+	acc := account(lg, ld, hist, backs, audit, h.kafka.outages(), h.faults, paused, runEnd)
 	h.crossCheckProducers(lg)
 	return acc, nil
 }
@@ -416,8 +419,8 @@ func (h *harness) crossCheckProducers(lg [][]logRec) {
 	}
 }
 
-func createTopic(ctx context.Context, brokers, topic string, parts int) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers))
+func createTopic(ctx context.Context, brokers, topic string, parts, rf int) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seedList(brokers)...))
 	if err != nil {
 		return err
 	}
@@ -425,7 +428,7 @@ func createTopic(ctx context.Context, brokers, topic string, parts int) error {
 	adm := kadm.NewClient(cl)
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	resp, err := adm.CreateTopic(cctx, int32(parts), 1, nil, topic)
+	resp, err := adm.CreateTopic(cctx, int32(parts), int16(rf), nil, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -445,7 +448,7 @@ func createTopic(ctx context.Context, brokers, topic string, parts int) error {
 }
 
 func endOffsets(ctx context.Context, brokers, topic string, parts int) ([]int64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seedList(brokers)...))
 	if err != nil {
 		return nil, err
 	}
@@ -479,6 +482,7 @@ func reproduceCommand(o *options) string {
 			args = append(args, "--"+name, fmt.Sprint(v))
 		}
 	}
+	add("cluster", o.cluster, def.cluster)
 	add("members", o.members, def.members)
 	add("partitions", o.partitions, def.partitions)
 	add("rate", o.rate, def.rate)
@@ -486,7 +490,12 @@ func reproduceCommand(o *options) string {
 	add("abort-ratio", o.abortRatio, def.abortRatio)
 	add("fault-gap", o.faultGap, def.faultGap)
 	add("overlap", o.overlap, def.overlap)
-	add("weights", o.weights, def.weights)
+	if want := defaultWeights; o.cluster > 1 {
+		want += "," + clusterExtraWeights
+		add("weights", o.weights, want)
+	} else {
+		add("weights", o.weights, want)
+	}
 	add("source", o.source, def.source)
 	if o.selfCheck {
 		args = append(args, "--self-check")
@@ -495,4 +504,20 @@ func reproduceCommand(o *options) string {
 		args = append(args, "--race")
 	}
 	return strings.Join(args, " ")
+}
+
+// writeDuplicates writes every duplicate delivery: partition, offset, when
+// and by whom it came again, when and by whom it came first.
+func writeDuplicates(path string, ld ledgerData) error {
+	names := map[uint16]string{}
+	for n, i := range ld.instances {
+		names[i] = n
+	}
+	var b strings.Builder
+	b.WriteString("partition,offset,again_at,again_by,first_arrived_at,first_by\n")
+	for _, d := range ld.dups {
+		e := ld.parts[d.p][d.o]
+		fmt.Fprintf(&b, "%d,%d,%s,%s,%s,%s\n", d.p, d.o, fmtTime(d.at), names[d.inst], fmtTime(e.firstArrive), names[e.inst])
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }

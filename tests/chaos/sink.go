@@ -34,9 +34,10 @@ type entry struct {
 
 // dupEvent is one delivery of a record the sink had already recorded.
 type dupEvent struct {
-	p  int32
-	o  int64
-	at int64 // Unix ns, when recorded
+	p    int32
+	o    int64
+	at   int64  // Unix ns, when recorded
+	inst uint16 // the member process that delivered it again
 }
 
 // sinkMode is how the sink treats requests right now.
@@ -278,7 +279,7 @@ func (s *sink) record(recs []wire, instance string, arrive int64) {
 		if e.count == 0 {
 			e.hash, e.firstArrive, e.firstAck, e.inst = h, arrive, now, inst
 		} else {
-			s.dups = append(s.dups, dupEvent{p: r.P, o: r.O, at: now})
+			s.dups = append(s.dups, dupEvent{p: r.P, o: r.O, at: now, inst: inst})
 			if e.hash != h && len(s.bad) < 1000 {
 				s.bad = append(s.bad, fmt.Sprintf("record %d/%d delivered again with another value %q", r.P, r.O, r.V))
 			}

@@ -59,7 +59,7 @@ func readPass(ctx context.Context, brokers, topic string, ends []int64, committe
 		return nil
 	}
 	opts := []kgo.Opt{
-		kgo.SeedBrokers(brokers),
+		kgo.SeedBrokers(seedList(brokers)...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
 		kgo.KeepControlRecords(),
 		kgo.ClientID("chaos-reader"),
@@ -120,7 +120,7 @@ type auditRec struct {
 // readCommitLog reads __consumer_offsets from its start to its end and
 // returns the group's OffsetCommit records for topic, in log order.
 func readCommitLog(ctx context.Context, brokers, group, topic string) ([]auditRec, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ClientID("chaos-auditor"))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seedList(brokers)...), kgo.ClientID("chaos-auditor"))
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +146,7 @@ func readCommitLog(ctx context.Context, brokers, group, topic string) ([]auditRe
 	if len(want) == 0 {
 		return nil, nil
 	}
-	rd, err := kgo.NewClient(kgo.SeedBrokers(brokers), kgo.ClientID("chaos-auditor"),
+	rd, err := kgo.NewClient(kgo.SeedBrokers(seedList(brokers)...), kgo.ClientID("chaos-auditor"),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"__consumer_offsets": offsets}))
 	if err != nil {
 		return nil, err
@@ -205,6 +205,9 @@ type faultResult struct {
 	MaxAgeS    float64 `json:"max_watermark_age_s"`
 	MaxPaused  int     `json:"max_paused_partitions"`
 	MaxStalled int     `json:"max_stalled_partitions"`
+	// Sources breaks the duplicates down: "first deliverer -> repeat
+	// deliverer, first delivered before|during|after the fault".
+	Sources map[string]int64 `json:"duplicate_sources,omitempty"`
 }
 
 // accounting is everything the checker concludes.
@@ -452,6 +455,10 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 
 	// Per fault: the window from its start to the next one's.
 	a.Faults = make([]faultResult, len(faults))
+	names := map[uint16]string{0: "?"}
+	for n, i := range ld.instances {
+		names[i] = n
+	}
 	windowEnd := func(i int) int64 {
 		if i+1 < len(faults) {
 			return faults[i+1].At
@@ -466,6 +473,13 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 			res.RecoveryS = float64(f.Recovered-f.At) / 1e9
 		}
 		cut, victim := exposureCut(f, ld.instances)
+		// The victim's own deliveries count until the group recovered
+		// (a cut-off member delivers until it learns it lost its
+		// partitions), at the latest until the next fault.
+		victimCut := windowEnd(i)
+		if f.Recovered > 0 && f.Recovered < victimCut {
+			victimCut = f.Recovered
+		}
 		for p := range lg {
 			base, meta := commitBase(f.Before, p)
 			if p >= len(ledger) {
@@ -473,7 +487,7 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 			}
 			for o := base; o < int64(len(ledger[p])); o++ {
 				e := ledger[p][o]
-				if e.count > 0 && (e.firstArrive < cut || (victim != 0 && e.inst == victim)) && !meta.Covered(o) {
+				if e.count > 0 && (e.firstArrive < cut || (victim != 0 && e.inst == victim && e.firstArrive < victimCut)) && !meta.Covered(o) {
 					res.Exposure++
 				}
 			}
@@ -498,6 +512,18 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 		if d.o < base || meta.Covered(d.o) {
 			res.Outside++
 		}
+		if res.Sources == nil {
+			res.Sources = map[string]int64{}
+		}
+		first := ledger[d.p][d.o]
+		when := "before"
+		switch {
+		case first.firstArrive >= faults[i].End:
+			when = "after"
+		case first.firstArrive >= faults[i].At:
+			when = "during"
+		}
+		res.Sources[fmt.Sprintf("%s -> %s, first delivered %s the fault", names[first.inst], names[d.inst], when)]++
 	}
 
 	// Watermark age: how long a visible record waited above the commit.
@@ -532,9 +558,11 @@ func (a *accounting) bad(format string, args ...any) {
 }
 
 // exposureCut says which received records a fault puts at risk: those
-// whose first delivery arrived before cut, and, for a member fault, every
-// record the victim process delivered first (its requests in flight at the
-// kill arrive after it; a stopping member delivers until its final commit).
+// whose first delivery arrived before cut, and, for a member fault, the
+// records the victim process delivered first until the group recovered
+// (its requests in flight at a kill arrive after it; a stopping member
+// delivers until its final commit; a member cut off delivers what it holds
+// until it learns that its partitions are gone).
 // A member fault threatens the victim's partitions from its signal on (the
 // rejoin at its restart moves partitions with a drain and a commit); a
 // broker fault threatens every partition until the broker serves again
@@ -542,7 +570,7 @@ func (a *accounting) bad(format string, args ...any) {
 // lost); a sink fault until the sink is normal again.
 func exposureCut(f *faultRun, instances map[string]uint16) (cut int64, victim uint16) {
 	switch f.Kind {
-	case kindMemberKill, kindMemberStop:
+	case kindMemberKill, kindMemberStop, kindMemberCut:
 		return f.At, instances[f.VictimInstance]
 	}
 	return f.End, 0
