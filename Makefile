@@ -1,5 +1,6 @@
 # Common commands. `make test` is what CI runs (.ci/run).
-.PHONY: demo test unit lint build bench fuzz broker-start broker-stop
+.PHONY: demo test unit lint build bench bench-e2e fuzz broker-start broker-stop
+.PHONY: bench-inprocess bench-ack bench-scale bench-tracker bench-freshness
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
@@ -28,6 +29,44 @@ build:
 
 bench:
 	go test ./tracker -run '^$$' -bench . -benchtime 2s -count 5
+
+# In-process benchmarks (docs/BENCHMARKS.md): each prints a markdown table
+# of medians and ranges over interleaved rounds (bench/rounds.sh). ROUNDS and
+# BENCHTIME tune them; BENCH_BASE=<git rev> adds that revision as a second
+# contender, with the ratios of this tree to it. bench-inprocess runs them all.
+ROUNDS    ?= 5
+BENCHTIME ?= 1s
+export ROUNDS BENCHTIME
+
+bench-inprocess: bench-ack bench-scale bench-tracker bench-freshness
+
+bench-ack:
+	@echo '### Ack path'
+	@bench/rounds.sh plugin 'AckPath' ns/op,acks/s,batches/s,cpu-ns/op,allocs/op,B/op
+
+bench-scale:
+	@echo '### Scale: commit cycle, metadata encoding, gauge tick'
+	@bench/rounds.sh plugin 'CommitCycle|MetadataEncoding|GaugeTick' ns/op,req-B,meta-B,meta-B/partition,allocs/op
+	@echo '### Scale: owner state, Go heap'
+	@BENCH_RSS=1 go test ./plugin -count 1 -run '^TestScaleStateSize$$' -v | grep '^|'
+	@echo '### Scale: RSS, one process with kfake'
+	@BENCH_RSS=1 go test ./plugin -count 1 -run '^TestScaleRSS$$' -v -timeout 60m | grep -v '^\(=== \|--- \|PASS\|ok \)'
+
+bench-tracker:
+	@echo '### Tracker against Jeffail/checkpoint Uncapped'
+	@SPLIT='s#^main Benchmark(Tracker|Uncapped)/#\1 Benchmark/#' TRIM=Benchmark/ BASE_NAME=Uncapped bench/rounds.sh tracker 'Tracker|Uncapped' ns/op,allocs/op,B/op
+
+bench-freshness:
+	@echo '### Commit freshness'
+	@BENCH_FRESHNESS=1 go test ./plugin -count 1 -run '^TestCommitFreshness$$' -v -timeout 30m | grep -v '^\(=== \|--- \|PASS\|ok \)'
+
+# The end-to-end benchmark on a real broker that it starts and stops (about
+# 17 minutes; not run by CI): docs/BENCHMARKS.md-ready tables in
+# $(BENCH_E2E_DIR)/e2e.md, CPU profiles beside them.
+BENCH_E2E_DIR ?= bin/bench-e2e
+BENCH_E2E_FLAGS ?=
+bench-e2e:
+	bash bench/e2e.sh -out $(BENCH_E2E_DIR)/e2e.md -profile-dir $(BENCH_E2E_DIR)/profiles $(BENCH_E2E_FLAGS)
 
 fuzz:
 	go test ./tracker -run '^$$' -fuzz FuzzTracker -fuzztime 60s
