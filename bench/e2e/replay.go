@@ -17,9 +17,13 @@ import (
 // One topic of replayPartitions partitions holds replayRecords records. In
 // run 1 the sink holds each partition's first batch (a slow head: no
 // watermark can move past it) and lets the rest through at replayRate
-// records/s; once it has delivered replayKillAt records (or delivery has
-// stalled for a second: every partition's window is full), the binary is
-// killed with SIGKILL. Run 2 restarts it with the same group and instance_id (static
+// records/s; once it has delivered a number of records drawn uniformly from
+// [replayKillMin, replayKillMax) (or delivery has stalled for a second:
+// every partition's window is full), the binary is killed with SIGKILL. The
+// draw spreads the kill over two seconds of flow, so it falls at any moment
+// of the commit period: process start and group join take about the same
+// time in every trial, and a fixed count would kill at about the same
+// moment of it every time. Run 2 restarts it with the same group and instance_id (static
 // membership, so it takes the dead member's place at once instead of after
 // its session timeout; what it resumes from is the same) against a sink
 // that lets everything through, until the group's commits reach the log
@@ -31,7 +35,8 @@ const (
 	replayRecords    = 32_000
 	replayBatch      = 10 // batch_max_records: 800 batches a partition
 	replayRate       = 4000
-	replayKillAt     = 12_000
+	replayKillMin    = 10_000
+	replayKillMax    = 18_000
 )
 
 type replayConf struct {
@@ -76,7 +81,7 @@ func replay(ctx context.Context, w io.Writer, o options, a *admin, b binaries) e
 	for r := range o.replayRounds {
 		for _, k := range rng.Perm(len(confs)) {
 			rc := confs[k]
-			t, err := replayTrial(ctx, o, a, b, s, c, ends, rc, r)
+			t, err := replayTrial(ctx, o, a, b, s, c, ends, rc, r, rng)
 			if err != nil {
 				return fmt.Errorf("replay trial %+v: %w", rc, err)
 			}
@@ -87,8 +92,8 @@ func replay(ctx context.Context, w io.Writer, o options, a *admin, b binaries) e
 	}
 
 	fmt.Fprintf(w, "### Replay after kill -9\n\n")
-	fmt.Fprintf(w, "%d partitions, %d records of 100 B, batch_max_records %d, http_client max_in_flight 64; slow-head sink at %d records/s; kill -9 once %d records are delivered or delivery has stalled for 1s; %d trials each, median [min–max].\n\n",
-		replayPartitions, replayRecords, replayBatch, replayRate, replayKillAt, o.replayRounds)
+	fmt.Fprintf(w, "%d partitions, %d records of 100 B, batch_max_records %d, http_client max_in_flight 64; slow-head sink at %d records/s; kill -9 once a number of records drawn from [%d, %d) is delivered, or once delivery has stalled for 1s; %d trials each, median [min–max].\n\n",
+		replayPartitions, replayRecords, replayBatch, replayRate, replayKillMin, replayKillMax, o.replayRounds)
 	fmt.Fprintf(w, "| max_pending_batches | commit_period | commit_metadata | delivered by run 1 | delivered again after the restart | share |\n| ---: | ---: | :---: | ---: | ---: | ---: |\n")
 	for _, rc := range confs {
 		var del, dups, share []float64
@@ -103,7 +108,7 @@ func replay(ctx context.Context, w io.Writer, o options, a *admin, b binaries) e
 	return nil
 }
 
-func replayTrial(ctx context.Context, o options, a *admin, b binaries, s *sink, c cell, ends map[int32]int64, rc replayConf, round int) (trial, error) {
+func replayTrial(ctx context.Context, o options, a *admin, b binaries, s *sink, c cell, ends map[int32]int64, rc replayConf, round int, rng *rand.Rand) (trial, error) {
 	tag := fmt.Sprintf("mp%d-cp%dms-meta%v-r%d", rc.maxPending, rc.commitPeriod.Milliseconds(), rc.meta, round)
 	group := "g-" + c.topic + "-" + tag
 	dir := filepath.Join(o.workDir, "replay", tag)
@@ -132,10 +137,11 @@ func replayTrial(ctx context.Context, o options, a *admin, b binaries, s *sink, 
 			return trial{}, fmt.Errorf("only %d heads held after a minute:\n%s", s.held.Load(), p1.tail())
 		}
 	}
-	// Kill once replayKillAt records are delivered, or once delivery has
-	// stalled (every partition's window is full) for a second.
+	// Kill once killAt records are delivered, or once delivery has stalled
+	// (every partition's window is full) for a second.
+	killAt := replayKillMin + rng.Int64N(replayKillMax-replayKillMin)
 	last, lastAt := s.total.Load(), time.Now()
-	for n := last; n < replayKillAt && time.Since(lastAt) < time.Second; n = s.total.Load() {
+	for n := last; n < killAt && time.Since(lastAt) < time.Second; n = s.total.Load() {
 		if n != last {
 			last, lastAt = n, time.Now()
 		}
