@@ -352,7 +352,7 @@ func markdown(r *report) string {
 		}
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %.1f | %d | %.1f | %d |\n", k, kr.Count, kr.Duplicates, kr.Exposure, kr.Outside, kr.MaxRecoveryS, kr.Unrecovered, kr.MaxAgeS, kr.MaxPaused)
 	}
-	b.WriteString("\nExposure: the records received above the last commit polled before the fault, less those in that commit's delivered ranges, counted up to the recovery. Outside replay: duplicates below that commit or inside its ranges (a restart from it should not have delivered them again).\n")
+	b.WriteString("\nExposure: the records received above the last commit polled before the fault, less those in that commit's delivered ranges, counted up to the recovery. Outside replay: duplicates below that commit or inside its ranges (a restart from it should not have delivered them again). Unrecovered: the next fault (one drawn not to wait) began before every partition had committed again; a fault that never recovers shows in the drain.\n")
 
 	b.WriteString("\n## Schedule (seeded) and what it did\n\n| # | kind | parameters | at s | action s | recovery s | duplicates | exposure | outside | max age s | paused | note |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, f := range r.Schedule {
@@ -385,7 +385,7 @@ func markdown(r *report) string {
 		}
 		rec := fmt.Sprintf("%.1f", f.RecoveryS)
 		if f.RecoveryS < 0 {
-			rec = "—"
+			rec = "— (next fault first)"
 		}
 		note := strings.TrimSpace(f.Err + " " + f.Note)
 		fmt.Fprintf(&b, "| %d | %s | %s | %.1f | %.1f | %s | %d | %d | %d | %.1f | %d | %s |\n",
