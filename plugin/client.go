@@ -71,6 +71,9 @@ func (in *Input) clientOpts(o *owner) []kgo.Opt {
 	if c.groupProtocol == protocolConsumer {
 		opts = append(opts, kgo.ServerSideBalancer())
 	}
+	if o.fence.hb != nil {
+		opts = append(opts, kgo.WithHooks(o.fence.hb))
+	}
 	if c.rackID != "" {
 		opts = append(opts, kgo.Rack(c.rackID))
 	}

@@ -18,7 +18,7 @@ func (o *owner) serve() {
 			o.parked = o.parked[1:]
 			continue
 		}
-		if len(o.runQ) == 0 {
+		if len(o.runQ) == 0 || o.fenceHolds(o.now()) {
 			return
 		}
 		p := o.runQ[0]

@@ -162,6 +162,9 @@ type owner struct {
 	// refuses metadata as too large (its offset.metadata.max.bytes is
 	// smaller).
 	metaMax int
+	// fence holds hand-outs back while the group may have given this
+	// member's partitions away (fence.go).
+	fence fence
 }
 
 func newOwner(conf *config, log *service.Logger, m *metrics) *owner {
@@ -195,6 +198,7 @@ func newOwner(conf *config, log *service.Logger, m *metrics) *owner {
 		gauges:     partList{bit: listGauges},
 		stalled:    partList{bit: listStalled},
 		paused:     partList{bit: listPaused},
+		fence:      newFence(conf, time.Now()),
 	}
 }
 
@@ -317,6 +321,8 @@ func (o *owner) run() {
 			o.onRetryDue(r.b)
 		case d := <-o.drainDone:
 			o.finishDrain(d)
+		case <-o.fence.wake():
+			// A heartbeat answered: serve below sees whether the fence lifts.
 		case <-commitTick.C:
 			o.commit()
 		case now := <-gaugeTick.C:

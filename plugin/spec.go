@@ -162,7 +162,7 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 				Description("Where a partition with no committed offset starts.").
 				Default(startEarliest),
 			service.NewDurationField(fieldSessionTimeout).
-				Description("How long the broker waits for a heartbeat before it removes this member from the group, under `classic` (under `consumer` the broker's `group.consumer.session.timeout.ms` applies). Also how long a `classic` member keeps retrying its heartbeat while the group coordinator is unreachable, as during a broker restart, before it gives its partitions up as lost and everything after their last commit is delivered again.").
+				Description("How long the broker waits for a heartbeat before it removes this member from the group, under `classic` (under `consumer` the broker's `group.consumer.session.timeout.ms` applies). Also how long a `classic` member keeps retrying its heartbeat while the group coordinator is unreachable, as during a broker restart, before it gives its partitions up as lost and everything after their last commit is delivered again. Under `consumer`, how long this member goes on handing out records while no heartbeat is answered (at most 45s, the broker's default `group.consumer.session.timeout.ms`): after that the broker may have given its partitions to another member, so it holds them back until the coordinator answers again. Keep it at or below the broker's setting.").
 				Default("1m").Advanced(),
 			service.NewDurationField(fieldRebalanceTimeout).
 				Description("How long members may take to rejoin a rebalance: the budget for draining and committing revoked partitions.").
