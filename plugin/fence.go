@@ -32,13 +32,17 @@ import (
 // HookBrokerE2E, which runs on the connection's read path before kgo reads
 // the answer). It engages when the last answer is older than
 // session_timeout (at most 45 s), by when the broker may have expired the
-// session.
-// It lifts at the second answer after it engaged, not the first, because the
-// first may be the broker's "you were fenced": kgo handles that answer by
-// calling OnPartitionsLost, which the owner completes (dropping every such
-// partition) before kgo sends its next heartbeat, so by the second answer the
-// partitions are either still ours or gone. The cost is a pause of one
-// heartbeat interval after a cut longer than session_timeout.
+// session, and it lifts at the next answer after the one that ended the
+// silence, not at that one, because that one may be the broker's "you were
+// fenced": kgo handles it by calling OnPartitionsLost, which the owner
+// completes (dropping every such partition) before kgo sends its next
+// heartbeat, so by the next answer the partitions are either still ours or
+// gone. The silence is judged twice, because the owner looks only when it
+// has something to hand out: by the owner, while it lasts, and by the hook,
+// when the answer that ends it arrives (a cut member's fetches resume with
+// its heartbeats, and the owner may first look after that answer). The cost
+// is a pause of one heartbeat interval after a cut longer than
+// session_timeout.
 //
 // Nothing is lost by holding back: the held records stay registered or
 // queued, and are handed out after the fence lifts or replayed by the next
@@ -48,30 +52,69 @@ import (
 // (KIP-848).
 const keyConsumerGroupHeartbeat = 68
 
-// heartbeats counts the group's answered heartbeats. Safe for concurrent use:
-// kgo's connection goroutines write it, the owner reads it.
+// brokerSessionTimeout is the broker's default group.consumer.session.timeout.ms.
+// The fence engages at session_timeout or this, whichever is shorter: the
+// broker's own setting is not known to the member, and engaging early only
+// pauses, while engaging after the broker expired the session lets
+// duplicates through.
+const brokerSessionTimeout = 45 * time.Second
+
+// heartbeats counts the group's answered heartbeats and holds the fence.
+// Safe for concurrent use: kgo's connection goroutines record answers, the
+// owner asks whether the fence holds.
 type heartbeats struct {
+	timeout time.Duration
 	answers atomic.Uint64
 	last    atomic.Int64 // time.Time.UnixNano of the latest answer
+	// liftAt is the number of answers at which the fence lifts: it holds
+	// while answers < liftAt. It only grows.
+	liftAt atomic.Uint64
 	// wake nudges the owner (capacity 1, never blocks), so that reads held
 	// by the fence are served as soon as it can lift.
 	wake chan struct{}
 }
 
-func newHeartbeats(now time.Time) *heartbeats {
-	h := &heartbeats{wake: make(chan struct{}, 1)}
+func newHeartbeats(timeout time.Duration, now time.Time) *heartbeats {
+	h := &heartbeats{timeout: timeout, wake: make(chan struct{}, 1)}
 	h.last.Store(now.UnixNano())
 	return h
 }
 
-// answered records one answered heartbeat at now.
+// raiseLift makes the fence hold until the answers reach n.
+func (h *heartbeats) raiseLift(n uint64) {
+	for {
+		cur := h.liftAt.Load()
+		if cur >= n || h.liftAt.CompareAndSwap(cur, n) {
+			return
+		}
+	}
+}
+
+// answered records one answered heartbeat at now. An answer after a silence
+// longer than the timeout engages the fence until the next one.
 func (h *heartbeats) answered(now time.Time) {
-	h.last.Store(now.UnixNano())
+	prev := h.last.Swap(now.UnixNano())
+	if now.Sub(time.Unix(0, prev)) > h.timeout {
+		// Raised before the count, so the owner never sees this answer
+		// counted without the fence it may carry.
+		h.raiseLift(h.answers.Load() + 2)
+	}
 	h.answers.Add(1)
 	select {
 	case h.wake <- struct{}{}:
 	default:
 	}
+}
+
+// holds reports whether the fence holds at now, engaging it if no answer
+// came for longer than the timeout, and how long the silence has lasted.
+func (h *heartbeats) holds(now time.Time) (bool, time.Duration) {
+	n := h.answers.Load()
+	silent := now.Sub(time.Unix(0, h.last.Load()))
+	if silent > h.timeout {
+		h.raiseLift(n + 2)
+	}
+	return n < h.liftAt.Load(), silent
 }
 
 // OnBrokerE2E implements kgo.HookBrokerE2E: an answer read without error is
@@ -85,36 +128,7 @@ func (h *heartbeats) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.Broker
 // fence is the owner's view of the heartbeats. Owned by the owner goroutine.
 type fence struct {
 	hb      *heartbeats // nil: no fence (the classic protocol)
-	timeout time.Duration
-	engaged bool
-	// since is hb.answers when the fence engaged; it lifts at since+2.
-	since uint64
-}
-
-// fenceHolds reports whether hand-outs must wait at now, engaging or lifting the
-// fence as the heartbeats say, and logs each change.
-func (o *owner) fenceHolds(now time.Time) bool {
-	f := &o.fence
-	if f.hb == nil {
-		return false
-	}
-	n := f.hb.answers.Load()
-	if f.engaged {
-		if n < f.since+2 {
-			return true
-		}
-		f.engaged = false
-		o.log.Infof("kafka_watermark: the group coordinator answers heartbeats again: handing out records")
-		return false
-	}
-	last := time.Unix(0, f.hb.last.Load())
-	if silent := now.Sub(last); silent > f.timeout {
-		f.engaged, f.since = true, n
-		o.log.Warnf("kafka_watermark: no heartbeat answered for %v (%s %v): holding back records until the group coordinator answers, since the broker may have given this member's partitions to another",
-			silent.Truncate(time.Millisecond), fieldSessionTimeout, f.timeout)
-		return true
-	}
-	return false
+	holding bool        // as last seen, for the log lines
 }
 
 // newFence returns the fence of a member of the given config: none under the
@@ -123,15 +137,8 @@ func newFence(conf *config, now time.Time) fence {
 	if conf.groupProtocol != protocolConsumer {
 		return fence{}
 	}
-	return fence{hb: newHeartbeats(now), timeout: min(conf.sessionTimeout, brokerSessionTimeout)}
+	return fence{hb: newHeartbeats(min(conf.sessionTimeout, brokerSessionTimeout), now)}
 }
-
-// brokerSessionTimeout is the broker's default group.consumer.session.timeout.ms.
-// The fence engages at session_timeout or this, whichever is shorter: the
-// broker's own setting is not known to the member, and engaging early only
-// pauses, while engaging after the broker expired the session lets
-// duplicates through.
-const brokerSessionTimeout = 45 * time.Second
 
 // wake is the channel a heartbeat answer nudges; nil (never ready) without a
 // fence.
@@ -140,4 +147,23 @@ func (f *fence) wake() <-chan struct{} {
 		return nil
 	}
 	return f.hb.wake
+}
+
+// fenceHolds reports whether hand-outs must wait at now, and logs each
+// change.
+func (o *owner) fenceHolds(now time.Time) bool {
+	f := &o.fence
+	if f.hb == nil {
+		return false
+	}
+	hold, silent := f.hb.holds(now)
+	switch {
+	case hold && !f.holding:
+		o.log.Warnf("kafka_watermark: no heartbeat answered for more than %s %v (silent for %v now): holding back records until the group coordinator answers, since the broker may have given this member's partitions to another",
+			fieldSessionTimeout, f.hb.timeout, silent.Truncate(time.Millisecond))
+	case !hold && f.holding:
+		o.log.Infof("kafka_watermark: the group coordinator answers heartbeats again: handing out records")
+	}
+	f.holding = hold
+	return hold
 }

@@ -101,6 +101,28 @@ func TestFenceLiftsOnlyAfterTheLossOfAFencedMember(t *testing.T) {
 	})
 }
 
+// The owner looks at the fence only when it has something to hand out, and a
+// cut-off member fetches nothing: the first thing it may see after the cut is
+// the answer that ended it, which may be "you were fenced", and then the
+// records fetched from its old position. The answer itself must engage the
+// fence.
+func TestFenceEngagesAtTheAnswerThatEndsASilence(t *testing.T) {
+	m, _ := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "group_protocol: consumer\nsession_timeout: 6s\nbatch_max_records: 2\n"), m)
+		hb := h.o.fence.hb
+		h.assign(tp0)
+		hb.answered(time.Now())
+		time.Sleep(7 * time.Second) // the cut: nothing fetched, nothing to hand out
+		hb.answered(time.Now())     // it ends
+		h.fetch(tp0, 4, records(tp0, 0, 4)...)
+		_, ok := h.tryRead()
+		require.False(t, ok, "held by the answer that ended a silence longer than session_timeout")
+		hb.answered(time.Now())
+		h.read()
+	})
+}
+
 // Under the classic protocol kgo retries a heartbeat for session_timeout at
 // most and then gives the partitions up itself: no fence, and silence alone
 // holds nothing back (a long JoinGroup sends no heartbeat at all).
@@ -125,14 +147,14 @@ func TestFenceTimeoutIsAtMostTheBrokerDefault(t *testing.T) {
 		{"group_protocol: consumer\n", 45 * time.Second}, // session_timeout's default is 1m
 	} {
 		f := newFence(testConfig(t, c.yaml), time.Now())
-		require.Equal(t, c.want, f.timeout, "fence timeout of %q", c.yaml)
+		require.Equal(t, c.want, f.hb.timeout, "fence timeout of %q", c.yaml)
 	}
 }
 
 // Only an answered ConsumerGroupHeartbeat is an answer: not a request that
 // failed on the wire, nor another API's response.
 func TestHeartbeatsCountAnsweredConsumerGroupHeartbeats(t *testing.T) {
-	hb := newHeartbeats(time.Unix(0, 0))
+	hb := newHeartbeats(time.Minute, time.Unix(0, 0))
 	cut := errors.New("i/o timeout")
 	hb.OnBrokerE2E(kgo.BrokerMetadata{}, keyConsumerGroupHeartbeat, kgo.BrokerE2E{ReadErr: cut})
 	hb.OnBrokerE2E(kgo.BrokerMetadata{}, keyConsumerGroupHeartbeat, kgo.BrokerE2E{WriteErr: cut})
