@@ -13,7 +13,13 @@
 #      slower here; its packages are already compiled for race by step 2)
 #      and a "DATA RACE" in its output, or its exit status 66, fails the
 #      test. The test process itself runs without -race (it is only the
-#      harness). WMC_E2E_RACE=0 builds a plain binary.
+#      harness). WMC_E2E_RACE=0 builds a plain binary;
+#   6. the chaos harness's short profile (make chaos, tests/chaos, under 5
+#      minutes) on a broker of its own, after the first one has stopped:
+#      kill -9s, graceful restarts, broker restarts and sink faults against
+#      three members, checked from outside the binary. CI runs the fixed
+#      seed CHAOS_SEED (below), so a red run replays the same schedule;
+#      WMC_CHAOS=0 leaves this stage out of a local run (never under CI).
 #
 # The broker honours broker.sh's settings (KAFKA_RUN_DIR, KAFKA_PORT, ...),
 # so a second copy of the suite can run beside a developer's broker:
@@ -73,6 +79,25 @@ rm -f "$e2e_log"
 if [ "$rc" -ne 0 ]; then
   echo "end-to-end tests FAILED (exit $rc)" >&2
   exit "$rc"
+fi
+
+# The chaos harness starts its own broker (KAFKA_RUN_DIR=/tmp/wm-chaos,
+# ports 29692-29694): stop this one first, so the two do not share 2 cores.
+echo "== stopping the Kafka broker of the end-to-end tests"
+bash resources/kafka/broker.sh stop
+trap - EXIT
+if [ "${WMC_CHAOS:-1}" = 0 ] && [ "${CI:-}" != true ]; then
+  echo "== chaos harness skipped (WMC_CHAOS=0)"
+else
+  stage "chaos harness, short profile: make chaos CHAOS_SEED=${CHAOS_SEED:-20261202}"
+  export CHAOS_OUT="${CHAOS_OUT:-$PWD/chaos-out}"
+  rc=0
+  make --no-print-directory chaos CHAOS_SEED="${CHAOS_SEED:-20261202}" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    echo "chaos harness FAILED (exit $rc); its report:" >&2
+    cat "$CHAOS_OUT/chaos-report.md" >&2 || true
+    exit "$rc"
+  fi
 fi
 
 echo "== all tests passed in $((SECONDS - t0)) s"
