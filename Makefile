@@ -2,6 +2,11 @@
 .PHONY: demo test unit lint build bench bench-e2e fuzz broker-start broker-stop
 .PHONY: bench-inprocess bench-ack bench-scale bench-tracker bench-freshness
 
+# bash with pipefail: several recipes filter go test through grep, and the
+# exit status must be go test's, not grep's, or a failing test passes.
+SHELL       := bash
+.SHELLFLAGS := -o pipefail -c
+
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 LDFLAGS := -X main.version=$(VERSION) -X main.dateBuilt=$(DATE)
