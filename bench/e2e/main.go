@@ -120,8 +120,12 @@ func runAll(o options) error {
 
 	var md strings.Builder
 	w := io.MultiWriter(os.Stdout, &md)
-	fmt.Fprintf(w, "bench/e2e at %s against %s; %s; Go %s, Apache Kafka %s (one broker, KRaft, 127.0.0.1); %s; seed %d.\n\n",
-		describe(o.root, o.headRef), o.oldRef, machine(), strings.TrimPrefix(runtime.Version(), "go"), version,
+	against := "" // -old-ref "": no "before" contender (the replay alone does not need one)
+	if o.oldRef != "" {
+		against = " against " + o.oldRef
+	}
+	fmt.Fprintf(w, "bench/e2e at %s%s; %s; Go %s, Apache Kafka %s (one broker, KRaft, 127.0.0.1); %s; seed %d.\n\n",
+		describe(o.root, o.headRef), against, machine(), strings.TrimPrefix(runtime.Version(), "go"), version,
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), o.seed)
 	cs := contenders(bins, brokers)
 	var m *matrix
