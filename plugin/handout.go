@@ -14,8 +14,7 @@ import (
 func (o *owner) serve() {
 	for len(o.parked) > 0 {
 		if o.closed {
-			o.parked[0].reply <- nil
-			o.parked = o.parked[1:]
+			o.popParked().reply <- nil
 			continue
 		}
 		if len(o.runQ) == 0 {
@@ -55,11 +54,22 @@ func (o *owner) serve() {
 			}
 			o.gauges.add(p)
 		}
-		o.parked[0].reply <- b
-		o.parked = o.parked[1:]
+		o.popParked().reply <- b
 		o.passSkipped(p)
 		o.schedule(p)
 	}
+}
+
+// popParked removes and returns the oldest parked read. It shifts the rest
+// down rather than slicing the head off, so the queue keeps its array: one
+// reader parks one read at a time, and each would otherwise cost an
+// allocation when it parks.
+func (o *owner) popParked() *readReq {
+	r := o.parked[0]
+	n := copy(o.parked, o.parked[1:])
+	o.parked[n] = nil
+	o.parked = o.parked[:n]
+	return r
 }
 
 // schedule puts p on the run queue if it can hand out and is not there yet.

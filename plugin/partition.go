@@ -76,6 +76,12 @@ type partState struct {
 	// the watermark.
 	ready []rawBatch
 	retry []*inflight
+	// readyBuf is the array ready was last grown into, from its start:
+	// hand-outs slice ready forward (clearing what they take), and an
+	// emptied queue starts again at readyBuf's start (enqueue), so a
+	// partition that fetches and hands out allocates no queue in steady
+	// state. Only a small array is reused (keepEmpty).
+	readyBuf []rawBatch
 	// unresolved counts registered batches with no final verdict yet (in
 	// the pipeline or waiting for a retry): what a drain waits for.
 	unresolved int
@@ -272,7 +278,17 @@ func (p *partState) enqueue(records []*kgo.Record, maxRecords int, maxBytes int6
 	flush := func(end int) {
 		if start >= 0 && end > start {
 			rs := records[start:end:end]
+			if len(p.ready) == 0 && p.readyBuf != nil {
+				p.ready = p.readyBuf
+			}
+			had := cap(p.ready)
 			p.ready = append(p.ready, rawBatch{records: rs, first: rs[0].Offset, last: rs[len(rs)-1].Offset, logEnd: p.highWatermark, skip: skip || control, control: control})
+			if cap(p.ready) != had {
+				p.readyBuf = nil
+				if cap(p.ready) <= keepEmpty {
+					p.readyBuf = p.ready[:0]
+				}
+			}
 			if skip && !control {
 				p.skipQueued++
 			}
