@@ -218,10 +218,15 @@ func (in *Input) stoppedErr() error {
 }
 
 // handOut converts a batch to fresh messages (on the reader's goroutine, not
-// the owner's) and wraps its ack in a once-guard. A retry converts again
-// rather than reusing the messages of the attempt before: processors may
-// have changed those in place, and a retry must process the records, not its
-// own earlier output.
+// the owner's) and makes its ack function. A retry converts again rather
+// than reusing the messages of the attempt before: processors may have
+// changed those in place, and a retry must process the records, not its own
+// earlier output.
+//
+// The ack function lets its first call through to the owner and counts and
+// drops any later one, or any call made after a later hand-out of b was
+// acknowledged (b.takeAck). The guard lives in b, so the function is all a
+// hand-out allocates for its ack.
 //
 // A retry after a batch error that named the failed messages re-delivers
 // only those (b.only). To tell which they were, a batch that may be retried
@@ -243,9 +248,9 @@ func (in *Input) handOut(o *owner, b *inflight) (service.MessageBatch, service.A
 	if in.conf.nackRetries != 0 {
 		index = msgs.Index()
 	}
-	var acked atomic.Bool
+	attempt := b.attempt
 	ack := func(_ context.Context, err error) error {
-		if !acked.CompareAndSwap(false, true) {
+		if !b.takeAck(attempt) {
 			in.m.dupAcks.Incr(1, b.part.labels[0], b.part.labels[1])
 			return nil
 		}

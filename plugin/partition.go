@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -33,13 +34,25 @@ type rawBatch struct {
 // retry never sees what processors did to an earlier attempt's messages.
 //
 // part, seq and raw never change after creation and may be read from any
-// goroutine; attempt and unread are the owner's.
+// goroutine; attempt and unread are the owner's, but the reader that
+// received b reads attempt before it makes the ack function (the owner
+// changes it only on a retry, after that ack was applied). acked is the one
+// field the ack functions write.
+//
+// An inflight belongs to one epoch and is never reused or pooled: a late
+// ack, whatever its epoch or hand-out, touches only its own batch.
 type inflight struct {
 	part    *partState
 	seq     uint64
 	raw     rawBatch
 	attempt int  // 0 on first delivery
 	unread  bool // given back by a cancelled ReadBatch: not an attempt
+	// acked is the once-guard of this batch's ack functions, one for each
+	// hand-out: the attempt whose ack was last let through, plus one (0:
+	// none yet). It only grows (takeAck), so a second ack of a hand-out,
+	// and an ack of a hand-out older than one already acknowledged, are
+	// both duplicates.
+	acked atomic.Int64
 	// only holds the indices in raw.records of the records the next
 	// attempt re-delivers: those a batch error named failed. nil: all.
 	only []int
