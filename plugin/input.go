@@ -225,8 +225,9 @@ func (in *Input) stoppedErr() error {
 //
 // The ack function lets its first call through to the owner and counts and
 // drops any later one, or any call made after a later hand-out of b was
-// acknowledged (b.takeAck). The guard lives in b, so the function is all a
-// hand-out allocates for its ack.
+// acknowledged (b.takeAck). Besides b and the messages it is the one
+// allocation of a batch's way from hand-out to ack: the guard lives in b,
+// the read request is reused (Input.read), and a plain ack builds nothing.
 //
 // A retry after a batch error that named the failed messages re-delivers
 // only those (b.only). To tell which they were, a batch that may be retried
@@ -254,7 +255,11 @@ func (in *Input) handOut(o *owner, b *inflight) (service.MessageBatch, service.A
 			in.m.dupAcks.Incr(1, b.part.labels[0], b.part.labels[1])
 			return nil
 		}
-		in.sendAck(o, b, err, failedRecords(err, index, sent))
+		var failed []int
+		if err != nil {
+			failed = failedRecords(err, index, sent)
+		}
+		in.sendAck(o, b, err, failed)
 		return nil
 	}
 	return msgs, ack, nil
@@ -264,7 +269,9 @@ func (in *Input) handOut(o *owner, b *inflight) (service.MessageBatch, service.A
 // the batch's records, through the index made at hand-out; sent maps a
 // message index to its record index (nil: the same). It returns nil (retry
 // the whole batch) when err is no batch error, names no message, or a
-// message does not map back.
+// message does not map back. Its errors.As target lives on the heap, so
+// even a nil err costs an allocation: the ack function calls it for a nack
+// only.
 func failedRecords(err error, index *service.Indexer, sent []int) []int {
 	var berr *service.BatchError
 	if err == nil || index == nil || !errors.As(err, &berr) || berr.IndexedErrors() == 0 {
