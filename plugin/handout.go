@@ -20,8 +20,7 @@ func (o *owner) serve() {
 		if len(o.runQ) == 0 {
 			return
 		}
-		p := o.runQ[0]
-		o.runQ = o.runQ[1:]
+		p := o.popRun()
 		p.queued = false
 		if !p.canHandOut(o.conf.maxPending) || o.parts[p.tp] != p {
 			continue
@@ -71,6 +70,29 @@ func (o *owner) popParked() *readReq {
 	o.parked = o.parked[:n]
 	return r
 }
+
+// popRun removes and returns the partition at the head of the run queue. A
+// short queue shifts down, as popParked does, so that the few partitions
+// with data, taking turns, keep the queue's array: slicing the head off
+// would make the next schedule grow a new one, an allocation per hand-out
+// for a single busy partition. A long queue, where a shift would cost its
+// length on every pop, slices the head off, and append's doubling keeps
+// its growth to an allocation per many hand-outs.
+func (o *owner) popRun() *partState {
+	p := o.runQ[0]
+	if n := len(o.runQ); n <= shiftMax {
+		copy(o.runQ, o.runQ[1:])
+		o.runQ[n-1] = nil
+		o.runQ = o.runQ[:n-1]
+	} else {
+		o.runQ[0] = nil
+		o.runQ = o.runQ[1:]
+	}
+	return p
+}
+
+// shiftMax is the longest run queue popRun shifts down.
+const shiftMax = 16
 
 // schedule puts p on the run queue if it can hand out and is not there yet.
 func (o *owner) schedule(p *partState) {

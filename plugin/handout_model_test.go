@@ -143,3 +143,38 @@ func TestHandOutModel(t *testing.T) {
 		})
 	}
 }
+
+// TestRoundRobinOverALongRunQueue: popRun shifts a short run queue down and
+// slices a long one's head off; either way the partitions take turns. 40
+// partitions with three batches each go out one batch each per round, in
+// the order they were queued, as the queue shrinks from long to short.
+func TestRoundRobinOverALongRunQueue(t *testing.T) {
+	m, _ := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		const parts, batches = 40, 3
+		h := startOwner(t, testConfig(t, "batch_max_records: 1\n"), m)
+		tps := make([]topicPartition, parts)
+		for i := range tps {
+			tps[i] = topicPartition{"t", int32(i)}
+		}
+		h.assign(tps...)
+		for _, tp := range tps {
+			h.fetch(tp, batches, records(tp, 0, batches)...)
+		}
+		for round := range int64(batches) {
+			for _, tp := range tps {
+				b := h.read()
+				require.Equalf(t, tp, b.part.tp, "round %d: partition", round)
+				require.Equalf(t, round, b.raw.first, "round %d: %v's batch", round, tp)
+			}
+		}
+		_, ok := h.tryRead()
+		require.False(t, ok, "nothing left")
+		h.state(func(o *owner) {
+			require.Empty(t, o.runQ)
+			for i, p := range o.runQ[:cap(o.runQ)] {
+				require.Nilf(t, p, "runQ[%d], past the queue, holds a partition", i)
+			}
+		})
+	})
+}
