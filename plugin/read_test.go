@@ -130,7 +130,6 @@ func TestReadRequestReuseAfterWithdrawal(t *testing.T) {
 // doneFrom 0, ReadBatch receives the answer and then finds its context
 // ended; with 2, its wait for the answer sees the context end.
 type stagedCtx struct {
-	context.Context
 	doneFrom int32
 	calls    atomic.Int32
 }
