@@ -44,9 +44,20 @@ func (o *owner) commit() {
 			return false
 		}
 		p.dirty = false
-		if c, ok := o.plan(p, o.metaMax); ok && p.differs(c) {
+		c, ok := o.plan(p, o.metaMax)
+		switch {
+		case !ok:
+		case p.differs(c):
 			job.parts = append(job.parts, jobPart{p: p, plan: c})
 			metaBytes += len(c.meta)
+		default:
+			// The broker holds this metadata already (or will, once the
+			// commit in flight lands). It may have been committed whole
+			// when it filled the room exactly: every plan since cuts the
+			// ranges delivered after and encodes the same. Those ranges
+			// are left out all the same, so count them, as a plan that
+			// is sent counts its cut.
+			o.noteCut(p, c)
 		}
 		return false
 	})
