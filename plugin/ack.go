@@ -13,6 +13,26 @@ import (
 // holding the watermark; any other verdict is final and is resolved in the
 // tracker, which then advances.
 
+// takeAck claims the ack of b's hand-out of attempt (handOut reads it when
+// it makes the ack function): true once for that hand-out, false for a
+// second ack of it and for any ack of an older hand-out, which the guard
+// has passed. A hand-out that a cancelled ReadBatch gave back made no ack
+// function, and the next one shares its attempt. Safe for concurrent use:
+// a sink may ack one hand-out from two goroutines at once, and only one of
+// them wins the CompareAndSwap.
+func (b *inflight) takeAck(attempt int) bool {
+	h := int64(attempt) + 1
+	for {
+		last := b.acked.Load()
+		if last >= h {
+			return false
+		}
+		if b.acked.CompareAndSwap(last, h) {
+			return true
+		}
+	}
+}
+
 func (o *owner) onAck(a ackMsg) {
 	b, p := a.b, a.b.part
 	if o.parts[p.tp] != p {

@@ -23,7 +23,7 @@ type commitJob struct {
 
 type jobPart struct {
 	p    *partState
-	plan *planned
+	plan planned
 }
 
 // commit starts a periodic commit of every live partition whose watermark or
@@ -35,7 +35,7 @@ func (o *owner) commit() {
 	if o.committing || o.closed || len(o.dirty.parts) == 0 {
 		return
 	}
-	var job commitJob
+	job := commitJob{parts: make([]jobPart, 0, len(o.dirty.parts))}
 	metaBytes := 0
 	o.dirty.keep(func(p *partState) bool {
 		// A draining partition's final commit is the drain's, and its
@@ -44,9 +44,20 @@ func (o *owner) commit() {
 			return false
 		}
 		p.dirty = false
-		if c, ok := o.plan(p, o.metaMax); ok && p.differs(c) {
-			job.parts = append(job.parts, jobPart{p: p, plan: &c})
+		c, ok := o.plan(p, o.metaMax)
+		switch {
+		case !ok:
+		case p.differs(c):
+			job.parts = append(job.parts, jobPart{p: p, plan: c})
 			metaBytes += len(c.meta)
+		default:
+			// The broker holds this metadata already (or will, once the
+			// commit in flight lands). It may have been committed whole
+			// when it filled the room exactly: every plan since cuts the
+			// ranges delivered after and encodes the same. Those ranges
+			// are left out all the same, so count them, as a plan that
+			// is sent counts its cut.
+			o.noteCut(p, c)
 		}
 		return false
 	})
@@ -55,14 +66,14 @@ func (o *owner) commit() {
 	}
 	if metaBytes > requestMetaBudget {
 		plans := make(map[topicPartition]*planned, len(job.parts))
-		for _, jp := range job.parts {
-			plans[jp.p.tp] = jp.plan
+		for i := range job.parts {
+			plans[job.parts[i].p.tp] = &job.parts[i].plan
 		}
 		o.budgetMeta(plans) // cuts the plans it holds in place
 	}
-	job.set = sizedSet(len(job.parts), o.conf.commitMetadata)
-	for _, jp := range job.parts {
-		p, c := jp.p, jp.plan
+	job.set = sizedSet(job.parts[0].p.tp.topic, len(job.parts), o.conf.commitMetadata)
+	for i := range job.parts {
+		p, c := job.parts[i].p, &job.parts[i].plan
 		o.noteCut(p, *c)
 		job.set.add(p.tp, c.eo, c.meta, o.conf.commitMetadata)
 		p.committing, p.committingMeta = c.eo.Offset, c.meta
@@ -72,10 +83,10 @@ func (o *owner) commit() {
 	o.commitJobs <- job // capacity 1 and one job at a time: never blocks
 }
 
-// sizedSet returns an empty commitSet with room for n partitions, so a
-// large commit does not grow its maps step by step.
-func sizedSet(n int, withMeta bool) commitSet {
-	s := commitSet{offsets: make(epochOffsets, 1)}
+// sizedSet returns an empty commitSet with room for n partitions, of topic
+// for the most part, so a large commit does not grow its maps step by step.
+func sizedSet(topic string, n int, withMeta bool) commitSet {
+	s := commitSet{offsets: epochOffsets{topic: make(map[int32]kgo.EpochOffset, n)}}
 	if withMeta {
 		s.meta = make(map[topicPartition]string, n)
 	}
@@ -221,7 +232,8 @@ func (o *owner) onCommitDone(c commitDone) {
 	o.m.commitLatency.Timing(c.took.Nanoseconds())
 	o.noteMetaRefused(c.result.metaRefused)
 	var failed []string
-	for _, jp := range c.parts {
+	for i := range c.parts {
+		jp := &c.parts[i]
 		p, tp, eo := jp.p, jp.p.tp, jp.plan.eo
 		err := c.result.err
 		if err == nil {

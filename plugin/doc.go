@@ -19,8 +19,9 @@
 //     hands it out. ReadBatch converts its records to fresh messages and
 //     returns them with an ack function bound to that batch and epoch.
 //  2. The sink calls the ack function, from any goroutine, in any order. A
-//     once-guard lets the first call through; it is one channel send to the
-//     owner, and never waits on the network.
+//     once-guard in the batch lets the first call of each hand-out through
+//     (inflight.takeAck); it is one channel send to the owner, and never
+//     waits on the network.
 //  3. The owner drops an ack of an ended epoch (late), schedules a retry
 //     for a nack with retries left, or resolves the batch in the tracker,
 //     which advances the watermark over the delivered prefix.

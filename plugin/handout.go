@@ -14,15 +14,13 @@ import (
 func (o *owner) serve() {
 	for len(o.parked) > 0 {
 		if o.closed {
-			o.parked[0].reply <- nil
-			o.parked = o.parked[1:]
+			o.popParked().reply <- nil
 			continue
 		}
 		if len(o.runQ) == 0 || o.fenceHolds(o.now()) {
 			return
 		}
-		p := o.runQ[0]
-		o.runQ = o.runQ[1:]
+		p := o.popRun()
 		p.queued = false
 		if !p.canHandOut(o.conf.maxPending) || o.parts[p.tp] != p {
 			continue
@@ -55,12 +53,46 @@ func (o *owner) serve() {
 			}
 			o.gauges.add(p)
 		}
-		o.parked[0].reply <- b
-		o.parked = o.parked[1:]
+		o.popParked().reply <- b
 		o.passSkipped(p)
 		o.schedule(p)
 	}
 }
+
+// popParked removes and returns the oldest parked read. It shifts the rest
+// down rather than slicing the head off, so the queue keeps its array: one
+// reader parks one read at a time, and each would otherwise cost an
+// allocation when it parks.
+func (o *owner) popParked() *readReq {
+	r := o.parked[0]
+	n := copy(o.parked, o.parked[1:])
+	o.parked[n] = nil
+	o.parked = o.parked[:n]
+	return r
+}
+
+// popRun removes and returns the partition at the head of the run queue. A
+// short queue shifts down, as popParked does, so that the few partitions
+// with data, taking turns, keep the queue's array: slicing the head off
+// would make the next schedule grow a new one, an allocation per hand-out
+// for a single busy partition. A long queue, where a shift would cost its
+// length on every pop, slices the head off, and append's doubling keeps
+// its growth to an allocation per many hand-outs.
+func (o *owner) popRun() *partState {
+	p := o.runQ[0]
+	if n := len(o.runQ); n <= shiftMax {
+		copy(o.runQ, o.runQ[1:])
+		o.runQ[n-1] = nil
+		o.runQ = o.runQ[:n-1]
+	} else {
+		o.runQ[0] = nil
+		o.runQ = o.runQ[1:]
+	}
+	return p
+}
+
+// shiftMax is the longest run queue popRun shifts down.
+const shiftMax = 16
 
 // schedule puts p on the run queue if it can hand out and is not there yet.
 func (o *owner) schedule(p *partState) {

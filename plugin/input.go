@@ -54,6 +54,14 @@ type Input struct {
 	cl     *kgo.Client
 	poller *poller
 	closed atomic.Bool
+
+	// read is the read request ReadBatch reuses, so that a batch costs no
+	// request and no reply channel; reading is set while a ReadBatch holds
+	// it (takeRead). Benthos calls ReadBatch from one goroutine, its input
+	// reader's loop (AsyncReader in benthos v4.60.0), so that call always
+	// gets it; a call that overlaps another makes a request of its own.
+	read    readReq
+	reading atomic.Bool
 }
 
 func newInput(conf *config, res *service.Resources) *Input {
@@ -129,25 +137,39 @@ func (in *Input) ReadBatch(ctx context.Context) (service.MessageBatch, service.A
 		}
 		return nil, nil, service.ErrNotConnected
 	}
-	req := &readReq{reply: make(chan *inflight, 1)}
+	req := in.takeRead()
 	select {
 	case o.readCh <- req:
 	case <-ctx.Done():
+		in.putRead(req)
 		return nil, nil, ctx.Err()
 	case <-o.stopped():
+		in.putRead(req)
 		return nil, nil, in.stoppedErr()
 	}
 	var b *inflight
 	select {
 	case b = <-req.reply:
+		// The owner took req off its parked reads before it answered, and
+		// the answer is read: the owner holds req no more.
+		in.putRead(req)
 		if b != nil && ctx.Err() != nil {
 			in.withdraw(o, withdrawReq{given: b})
 			return nil, nil, ctx.Err()
 		}
 	case <-ctx.Done():
-		in.withdraw(o, withdrawReq{req: req})
+		// Once the owner has the withdrawal, req is done with, though the
+		// owner has yet to handle it (drop req from its parked reads, or
+		// take back the batch it answered with): the next ReadBatch's
+		// request reaches the owner only after that, and only then does
+		// that ReadBatch wait on req.reply.
+		if in.withdraw(o, withdrawReq{req: req}) {
+			in.putRead(req)
+		}
 		return nil, nil, ctx.Err()
 	case <-o.stopped():
+		// req may still be parked, or hold the stopped owner's nil: it is
+		// never given back, and later reads make their own.
 		return nil, nil, in.stoppedErr()
 	}
 	if b == nil {
@@ -157,11 +179,34 @@ func (in *Input) ReadBatch(ctx context.Context) (service.MessageBatch, service.A
 }
 
 // withdraw hands a withdrawal or a give-back to the owner (see
-// owner.onWithdraw) and returns once the owner has it.
-func (in *Input) withdraw(o *owner, w withdrawReq) {
+// owner.onWithdraw) and returns once the owner has it: true, or false if
+// the owner stopped first.
+func (in *Input) withdraw(o *owner, w withdrawReq) bool {
 	select {
 	case o.withdrawCh <- w:
+		return true
 	case <-o.stopped():
+		return false
+	}
+}
+
+// takeRead returns in.read if no other ReadBatch holds it, else a request
+// of the caller's own.
+func (in *Input) takeRead() *readReq {
+	if !in.reading.CompareAndSwap(false, true) {
+		return &readReq{reply: make(chan *inflight, 1)}
+	}
+	if in.read.reply == nil {
+		in.read.reply = make(chan *inflight, 1)
+	}
+	return &in.read
+}
+
+// putRead gives back req, taken by takeRead, once the owner holds it no
+// more and its reply is empty.
+func (in *Input) putRead(req *readReq) {
+	if req == &in.read {
+		in.reading.Store(false)
 	}
 }
 
@@ -173,10 +218,16 @@ func (in *Input) stoppedErr() error {
 }
 
 // handOut converts a batch to fresh messages (on the reader's goroutine, not
-// the owner's) and wraps its ack in a once-guard. A retry converts again
-// rather than reusing the messages of the attempt before: processors may
-// have changed those in place, and a retry must process the records, not its
-// own earlier output.
+// the owner's) and makes its ack function. A retry converts again rather
+// than reusing the messages of the attempt before: processors may have
+// changed those in place, and a retry must process the records, not its own
+// earlier output.
+//
+// The ack function lets its first call through to the owner and counts and
+// drops any later one, or any call made after a later hand-out of b was
+// acknowledged (b.takeAck). Besides b and the messages it is the one
+// allocation of a batch's way from hand-out to ack: the guard lives in b,
+// the read request is reused (Input.read), and a plain ack builds nothing.
 //
 // A retry after a batch error that named the failed messages re-delivers
 // only those (b.only). To tell which they were, a batch that may be retried
@@ -198,13 +249,17 @@ func (in *Input) handOut(o *owner, b *inflight) (service.MessageBatch, service.A
 	if in.conf.nackRetries != 0 {
 		index = msgs.Index()
 	}
-	var acked atomic.Bool
+	attempt := b.attempt
 	ack := func(_ context.Context, err error) error {
-		if !acked.CompareAndSwap(false, true) {
+		if !b.takeAck(attempt) {
 			in.m.dupAcks.Incr(1, b.part.labels[0], b.part.labels[1])
 			return nil
 		}
-		in.sendAck(o, b, err, failedRecords(err, index, sent))
+		var failed []int
+		if err != nil {
+			failed = failedRecords(err, index, sent)
+		}
+		in.sendAck(o, b, err, failed)
 		return nil
 	}
 	return msgs, ack, nil
@@ -214,7 +269,9 @@ func (in *Input) handOut(o *owner, b *inflight) (service.MessageBatch, service.A
 // the batch's records, through the index made at hand-out; sent maps a
 // message index to its record index (nil: the same). It returns nil (retry
 // the whole batch) when err is no batch error, names no message, or a
-// message does not map back.
+// message does not map back. Its errors.As target lives on the heap, so
+// even a nil err costs an allocation: the ack function calls it for a nack
+// only.
 func failedRecords(err error, index *service.Indexer, sent []int) []int {
 	var berr *service.BatchError
 	if err == nil || index == nil || !errors.As(err, &berr) || berr.IndexedErrors() == 0 {

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -33,13 +34,25 @@ type rawBatch struct {
 // retry never sees what processors did to an earlier attempt's messages.
 //
 // part, seq and raw never change after creation and may be read from any
-// goroutine; attempt and unread are the owner's.
+// goroutine; attempt and unread are the owner's, but the reader that
+// received b reads attempt before it makes the ack function (the owner
+// changes it only on a retry, after that ack was applied). acked is the one
+// field the ack functions write.
+//
+// An inflight belongs to one epoch and is never reused or pooled: a late
+// ack, whatever its epoch or hand-out, touches only its own batch.
 type inflight struct {
 	part    *partState
 	seq     uint64
 	raw     rawBatch
 	attempt int  // 0 on first delivery
 	unread  bool // given back by a cancelled ReadBatch: not an attempt
+	// acked is the once-guard of this batch's ack functions, one for each
+	// hand-out: the attempt whose ack was last let through, plus one (0:
+	// none yet). It only grows (takeAck), so a second ack of a hand-out,
+	// and an ack of a hand-out older than one already acknowledged, are
+	// both duplicates.
+	acked atomic.Int64
 	// only holds the indices in raw.records of the records the next
 	// attempt re-delivers: those a batch error named failed. nil: all.
 	only []int
@@ -76,6 +89,12 @@ type partState struct {
 	// the watermark.
 	ready []rawBatch
 	retry []*inflight
+	// readyBuf is the array ready was last grown into, from its start:
+	// hand-outs slice ready forward (clearing what they take), and an
+	// emptied queue starts again at readyBuf's start (enqueue), so a
+	// partition that fetches and hands out allocates no queue in steady
+	// state. Only a small array is reused (keepEmpty).
+	readyBuf []rawBatch
 	// unresolved counts registered batches with no final verdict yet (in
 	// the pipeline or waiting for a retry): what a drain waits for.
 	unresolved int
@@ -272,7 +291,17 @@ func (p *partState) enqueue(records []*kgo.Record, maxRecords int, maxBytes int6
 	flush := func(end int) {
 		if start >= 0 && end > start {
 			rs := records[start:end:end]
+			if len(p.ready) == 0 && p.readyBuf != nil {
+				p.ready = p.readyBuf
+			}
+			had := cap(p.ready)
 			p.ready = append(p.ready, rawBatch{records: rs, first: rs[0].Offset, last: rs[len(rs)-1].Offset, logEnd: p.highWatermark, skip: skip || control, control: control})
+			if cap(p.ready) != had {
+				p.readyBuf = nil
+				if cap(p.ready) <= keepEmpty {
+					p.readyBuf = p.ready[:0]
+				}
+			}
 			if skip && !control {
 				p.skipQueued++
 			}

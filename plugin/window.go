@@ -17,8 +17,18 @@ import (
 // Owned by the owner goroutine.
 type window struct {
 	base    uint64
-	batches []windowBatch
+	batches []windowBatch // buf[off:off+len(batches)]
+	// buf is the array batches lives in: trim moves batches forward in it,
+	// and add moves them back to its start, or to a new array twice the
+	// size, only when its end is full. A window that batches flow through
+	// so allocates nothing once it has its size; an emptied one keeps a
+	// small array, and gives a large one back (keepEmpty).
+	buf []windowBatch
+	off int
 }
+
+// keepEmpty is the largest array an emptied window keeps.
+const keepEmpty = 16
 
 type windowBatch struct {
 	b         *inflight // nil for a skipped or delivered batch
@@ -31,11 +41,25 @@ type windowBatch struct {
 // add records batch seq, registered just now: handed out as b, or skipped
 // when b is nil.
 func (w *window) add(seq uint64, last int64, records int, b *inflight) {
-	if len(w.batches) == 0 {
+	n := len(w.batches)
+	if n == 0 {
 		w.base = seq
 	}
+	if w.off+n == len(w.buf) {
+		if w.off < n || w.off == 0 {
+			// More than half the array is live: a new one, twice the size.
+			buf := make([]windowBatch, max(2*len(w.buf), 2))
+			copy(buf, w.batches)
+			w.buf = buf
+		} else {
+			copy(w.buf, w.batches)
+			clear(w.buf[n : w.off+n])
+		}
+		w.off = 0
+	}
 	skipped := b == nil
-	w.batches = append(w.batches, windowBatch{b: b, last: last, records: int32(records), delivered: skipped, skipped: skipped})
+	w.buf[w.off+n] = windowBatch{b: b, last: last, records: int32(records), delivered: skipped, skipped: skipped}
+	w.batches = w.buf[w.off : w.off+n+1]
 }
 
 // deliver marks batch seq delivered, and forgets its inflight: only an
@@ -55,10 +79,15 @@ func (w *window) trim(head uint64) {
 	}
 	n := min(head-w.base, uint64(len(w.batches)))
 	clear(w.batches[:n])
+	w.off += int(n)
 	w.batches = w.batches[n:]
 	w.base = head
 	if len(w.batches) == 0 {
-		w.batches = nil
+		w.off = 0
+		w.batches = w.buf[:0]
+		if len(w.buf) > keepEmpty {
+			w.buf, w.batches = nil, nil
+		}
 	}
 }
 
