@@ -61,7 +61,8 @@ func (o *owner) onClose(r closeReq) {
 // (and counted in retrying), so the watermark stops before them.
 func (o *owner) beginDrain(p *partState) {
 	p.draining = true
-	p.ready = nil
+	clear(p.ready) // the queue's kept array (readyBuf) must not hold their records
+	p.ready, p.readyBuf = nil, nil
 	p.skipQueued = 0
 	p.retry = nil
 }
