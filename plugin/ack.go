@@ -36,7 +36,7 @@ func (b *inflight) takeAck(attempt int) bool {
 func (o *owner) onAck(a ackMsg) {
 	b, p := a.b, a.b.part
 	if o.parts[p.tp] != p {
-		o.m.lateAcks.Incr(1, p.labels[0], p.labels[1])
+		o.m.lateAcks.Incr(1, p.labels[:]...)
 		return
 	}
 	if a.err != nil {
@@ -112,7 +112,7 @@ func (o *owner) resolve(b *inflight, err error) {
 	default:
 		// Duplicate or AlreadyAdvanced: the once-guard makes this
 		// unreachable through the ack function; count it all the same.
-		o.m.dupAcks.Incr(1, p.labels[0], p.labels[1])
+		o.m.dupAcks.Incr(1, p.labels[:]...)
 		return
 	}
 	o.advance(p)

@@ -196,16 +196,17 @@ func setOffset(offsets epochOffsets, tp topicPartition, eo kgo.EpochOffset) {
 // for concurrent use, because the revoke and shutdown commits run off the
 // owner goroutine. Gauges are the owner's, and only for live epochs.
 func (m *metrics) countCommit(tp topicPartition, eo kgo.EpochOffset, err error) string {
-	return m.countCommitOf(tp, labels(tp), eo, err)
+	l := labels(tp)
+	return m.countCommitOf(tp, l[:], eo, err)
 }
 
 // countCommitOf is countCommit with tp's labels formatted already.
-func (m *metrics) countCommitOf(tp topicPartition, l [2]string, eo kgo.EpochOffset, err error) string {
+func (m *metrics) countCommitOf(tp topicPartition, l []string, eo kgo.EpochOffset, err error) string {
 	if err != nil {
-		m.commitErrors.Incr(1, l[0], l[1])
+		m.commitErrors.Incr(1, l...)
 		return fmt.Sprintf("%s/%d@%d: %v", tp.topic, tp.partition, eo.Offset, err)
 	}
-	m.commits.Incr(1, l[0], l[1])
+	m.commits.Incr(1, l...)
 	return ""
 }
 
@@ -243,7 +244,7 @@ func (o *owner) onCommitDone(c commitDone) {
 		if live {
 			p.committing, p.committingMeta = -1, ""
 		}
-		if msg := o.m.countCommitOf(tp, p.labels, eo, err); msg != "" {
+		if msg := o.m.countCommitOf(tp, p.labels[:], eo, err); msg != "" {
 			failed = append(failed, msg)
 			if live {
 				o.markDirty(p)
@@ -264,7 +265,7 @@ func (o *owner) onCommitDone(c commitDone) {
 			o.markDirty(p)
 		}
 		p.exposure = jp.plan.exposure + p.handedSinceSnap
-		o.m.committed.Set(eo.Offset, p.labels[0], p.labels[1])
+		o.m.committed.Set(eo.Offset, p.labels[:]...)
 		o.gauges.add(p) // the exposure, the lag's resume point
 	}
 	if len(failed) > 0 {

@@ -53,26 +53,28 @@ func (o *owner) publishGauges(now time.Time) {
 	})
 }
 
-// show sets the gauges of p whose value differs from what they show.
+// show sets the gauges of p whose value differs from what they show. The
+// labels go as p.labels[:], a slice of the partition's own array, so a call
+// allocates no slice for them.
 func (m *metrics) show(p *partState, v gaugeValues) {
-	l, was := p.labels, p.shown
+	was := p.shown
 	if v.pending != was.pending {
-		m.pending.Set(v.pending, l[0], l[1])
+		m.pending.Set(v.pending, p.labels[:]...)
 	}
 	if v.stalled != was.stalled {
-		m.stalled.Set(v.stalled, l[0], l[1])
+		m.stalled.Set(v.stalled, p.labels[:]...)
 	}
 	if v.paused != was.paused {
-		m.paused.Set(v.paused, l[0], l[1])
+		m.paused.Set(v.paused, p.labels[:]...)
 	}
 	if v.age != was.age {
-		m.age.Set(v.age, l[0], l[1])
+		m.age.Set(v.age, p.labels[:]...)
 	}
 	if v.lag != was.lag && v.lag >= 0 {
-		m.lag.Set(v.lag, l[0], l[1])
+		m.lag.Set(v.lag, p.labels[:]...)
 	}
 	if v.exposure != was.exposure {
-		m.exposure.Set(v.exposure, l[0], l[1])
+		m.exposure.Set(v.exposure, p.labels[:]...)
 	}
 	p.shown = v
 }
@@ -82,9 +84,8 @@ func (m *metrics) show(p *partState, v gaugeValues) {
 // Benthos gauges cannot be deleted; nothing of an ended epoch sets them
 // again (onCommitDone and onEnds check the epoch, finalCommit sets none).
 func (m *metrics) retire(p *partState) {
-	l := p.labels
 	for _, g := range []*service.MetricGauge{m.pending, m.stalled, m.paused, m.age, m.lag, m.exposure, m.committed} {
-		g.Set(0, l[0], l[1])
+		g.Set(0, p.labels[:]...)
 	}
 	p.shown = gaugeValues{}
 }

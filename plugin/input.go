@@ -252,7 +252,7 @@ func (in *Input) handOut(o *owner, b *inflight) (service.MessageBatch, service.A
 	attempt := b.attempt
 	ack := func(_ context.Context, err error) error {
 		if !b.takeAck(attempt) {
-			in.m.dupAcks.Incr(1, b.part.labels[0], b.part.labels[1])
+			in.m.dupAcks.Incr(1, b.part.labels[:]...)
 			return nil
 		}
 		var failed []int
@@ -310,7 +310,7 @@ func (in *Input) sendAck(o *owner, b *inflight, err error, failed []int) {
 	select {
 	case o.ackCh <- ackMsg{b: b, err: err, failed: failed}:
 	case <-o.stopped():
-		in.m.lateAcks.Incr(1, b.part.labels[0], b.part.labels[1])
+		in.m.lateAcks.Incr(1, b.part.labels[:]...)
 	}
 }
 

@@ -224,7 +224,7 @@ func (o *owner) budgetMeta(plans map[topicPartition]*planned) {
 // noteCut counts the ranges a planned commit of tp left out.
 func (o *owner) noteCut(p *partState, c planned) {
 	if c.cut > 0 {
-		o.m.metaTruncated.Incr(int64(c.cut), p.labels[0], p.labels[1])
+		o.m.metaTruncated.Incr(int64(c.cut), p.labels[:]...)
 	}
 }
 
@@ -264,7 +264,7 @@ func (o *owner) passSkipped(p *partState) {
 		if !rb.control {
 			p.skipQueued--
 			p.skippedRecords += len(rb.records)
-			o.m.skipped.Incr(int64(len(rb.records)), p.labels[0], p.labels[1])
+			o.m.skipped.Incr(int64(len(rb.records)), p.labels[:]...)
 		}
 		passed = true
 	}

@@ -196,7 +196,7 @@ func (o *owner) rewind(old *partState) {
 	o.endEpoch(old)
 	o.parts[np.tp] = np
 	o.rewinds = append(o.rewinds, np)
-	o.m.stallReplays.Incr(1, np.labels[0], np.labels[1])
+	o.m.stallReplays.Incr(1, np.labels[:]...)
 	o.log.Warnf("kafka_watermark: replaying %s/%d in place from offset %d (replay %d in a row at this offset; the failed batch was delivered %d time(s)); last error: %s",
 		np.tp.topic, np.tp.partition, base, np.replay.count, stalled.Attempts, stalled.Reason)
 	o.wakePoll()
