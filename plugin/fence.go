@@ -13,10 +13,10 @@ import (
 //
 // Why: a KIP-848 member cut off from the group coordinator keeps its
 // partitions. kgo retries its heartbeat in place, up to RequestRetries times
-// with backoff (consumer_group.go:1293-1340, v1.22.3), tens of seconds with
+// with backoff (consumer_group.go:1293-1343, v1.22.3), tens of seconds with
 // the defaults, and learns that the broker fenced it only from the first
 // answer after the cut (FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID, then
-// abandonAssignment and OnPartitionsLost: consumer_group_848.go:322-361,
+// abandonAssignment and OnPartitionsLost: consumer_group_848.go:330-373,
 // consumer_group.go:532-550). Meanwhile the broker has expired its session
 // (group.consumer.session.timeout.ms) and given its partitions to another
 // member, which resumes at the last commit. Without the fence the cut-off
