@@ -59,39 +59,35 @@ func (o *owner) serve() {
 	}
 }
 
-// popParked removes and returns the oldest parked read. It shifts the rest
-// down rather than slicing the head off, so the queue keeps its array: one
-// reader parks one read at a time, and each would otherwise cost an
-// allocation when it parks.
-func (o *owner) popParked() *readReq {
-	r := o.parked[0]
-	n := copy(o.parked, o.parked[1:])
-	o.parked[n] = nil
-	o.parked = o.parked[:n]
-	return r
-}
+// popParked removes and returns the oldest parked read.
+func (o *owner) popParked() *readReq { return popFront(&o.parked) }
 
-// popRun removes and returns the partition at the head of the run queue. A
-// short queue shifts down, as popParked does, so that the few partitions
-// with data, taking turns, keep the queue's array: slicing the head off
-// would make the next schedule grow a new one, an allocation per hand-out
-// for a single busy partition. A long queue, where a shift would cost its
-// length on every pop, slices the head off, and append's doubling keeps
-// its growth to an allocation per many hand-outs.
-func (o *owner) popRun() *partState {
-	p := o.runQ[0]
-	if n := len(o.runQ); n <= shiftMax {
-		copy(o.runQ, o.runQ[1:])
-		o.runQ[n-1] = nil
-		o.runQ = o.runQ[:n-1]
+// popRun removes and returns the partition at the head of the run queue.
+func (o *owner) popRun() *partState { return popFront(&o.runQ) }
+
+// popFront removes and returns the head of the queue q. A short queue
+// shifts down rather than losing its head, so it keeps its array: one reader
+// parks one read at a time, and a few partitions with data take turns on
+// the run queue, and slicing the head off would make the next append grow a
+// new array, an allocation per hand-out. A long queue, where a shift would
+// cost its length on every pop, slices the head off, and append's doubling
+// keeps its growth to an allocation per many pops.
+func popFront[T any](q *[]T) T {
+	s := *q
+	head := s[0]
+	var zero T
+	if n := len(s); n <= shiftMax {
+		copy(s, s[1:])
+		s[n-1] = zero
+		*q = s[:n-1]
 	} else {
-		o.runQ[0] = nil
-		o.runQ = o.runQ[1:]
+		s[0] = zero
+		*q = s[1:]
 	}
-	return p
+	return head
 }
 
-// shiftMax is the longest run queue popRun shifts down.
+// shiftMax is the longest queue popFront shifts down.
 const shiftMax = 16
 
 // schedule puts p on the run queue if it can hand out and is not there yet.

@@ -60,19 +60,24 @@ func TestReadRequestReuseAfterWithdrawal(t *testing.T) {
 			require.NoError(t, r.ack(context.Background(), nil))
 			next++
 		}
+		// readInBackground starts a ReadBatch and returns once it waits.
+		readInBackground := func() (chan result, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan result, 1)
+			go func() {
+				msgs, ack, err := in.ReadBatch(ctx)
+				done <- result{msgs, ack, err}
+			}()
+			synctest.Wait()
+			return done, cancel
+		}
 		returned := 0
 		for round := range 60 {
 			var r result
 			what := fmt.Sprintf("round %d", round)
 			switch round % 4 {
 			case 0: // parked
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan result, 1)
-				go func() {
-					msgs, ack, err := in.ReadBatch(ctx)
-					done <- result{msgs, ack, err}
-				}()
-				synctest.Wait()
+				done, cancel := readInBackground()
 				cancel()
 				r = <-done
 			case 1: // answered
@@ -82,13 +87,7 @@ func TestReadRequestReuseAfterWithdrawal(t *testing.T) {
 				fetch()
 				r.msgs, r.ack, r.err = in.ReadBatch(&stagedCtx{doneFrom: 2})
 			case 3: // racing
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan result, 1)
-				go func() {
-					msgs, ack, err := in.ReadBatch(ctx)
-					done <- result{msgs, ack, err}
-				}()
-				synctest.Wait()
+				done, cancel := readInBackground()
 				fetch()
 				cancel()
 				r = <-done
