@@ -107,14 +107,13 @@ func (h *heartbeats) answered(now time.Time) {
 }
 
 // holds reports whether the fence holds at now, engaging it if no answer
-// came for longer than the timeout, and how long the silence has lasted.
-func (h *heartbeats) holds(now time.Time) (bool, time.Duration) {
+// came for longer than the timeout.
+func (h *heartbeats) holds(now time.Time) bool {
 	n := h.answers.Load()
-	silent := now.Sub(time.Unix(0, h.last.Load()))
-	if silent > h.timeout {
+	if now.Sub(time.Unix(0, h.last.Load())) > h.timeout {
 		h.raiseLift(n + 2)
 	}
-	return n < h.liftAt.Load(), silent
+	return n < h.liftAt.Load()
 }
 
 // OnBrokerE2E implements kgo.HookBrokerE2E: an answer read without error is
@@ -156,11 +155,13 @@ func (o *owner) fenceHolds(now time.Time) bool {
 	if f.hb == nil {
 		return false
 	}
-	hold, silent := f.hb.holds(now)
+	hold := f.hb.holds(now)
 	switch {
 	case hold && !f.holding:
-		o.log.Warnf("kafka_watermark: no heartbeat answered for more than %s %v (silent for %v now): holding back records until the group coordinator answers, since the broker may have given this member's partitions to another",
-			fieldSessionTimeout, f.hb.timeout, silent.Truncate(time.Millisecond))
+		// The silence may be over already (the hook saw the answer that
+		// ended it), so the message names the limit, not the silence.
+		o.log.Warnf("kafka_watermark: no heartbeat answered for more than %s (%v): holding back records until the group coordinator answers again, since the broker may have given this member's partitions to another",
+			fieldSessionTimeout, f.hb.timeout)
 	case !hold && f.holding:
 		o.log.Infof("kafka_watermark: the group coordinator answers heartbeats again: handing out records")
 	}
