@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -394,12 +395,7 @@ func markdown(r *report) string {
 	for _, f := range r.Schedule {
 		if f.Duplicates > f.Exposure || f.Outside > 0 {
 			fmt.Fprintf(&b, "\n## Duplicates of fault #%d (%s) by source\n\n", f.Index, f.Kind)
-			keys := make([]string, 0, len(f.Sources))
-			for k := range f.Sources {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			for _, k := range keys {
+			for _, k := range slices.Sorted(maps.Keys(f.Sources)) {
 				fmt.Fprintf(&b, "- %s: %d\n", k, f.Sources[k])
 			}
 		}
@@ -420,12 +416,7 @@ func markdown(r *report) string {
 		}
 	}
 	b.WriteString("\n## Environment\n\n")
-	keys := make([]string, 0, len(r.Env))
-	for k := range r.Env {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(r.Env)) {
 		fmt.Fprintf(&b, "- %s: %s\n", k, r.Env[k])
 	}
 	return b.String()
