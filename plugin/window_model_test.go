@@ -231,7 +231,7 @@ func TestWindowSteadyFlowAllocatesNothing(t *testing.T) {
 		for range 4 * size {
 			step()
 		}
-		if got := testing.AllocsPerRun(1000, step); got != 0 {
+		if got := allocsPerRun(1000, step); got != 0 {
 			t.Errorf("window of %d: %v allocations per batch, want 0", size, got)
 		}
 	}
