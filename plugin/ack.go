@@ -35,7 +35,7 @@ func (b *inflight) takeAck(attempt int) bool {
 
 func (o *owner) onAck(a ackMsg) {
 	b, p := a.b, a.b.part
-	if o.parts[p.tp] != p {
+	if !p.live() {
 		o.m.lateAcks.Incr(1, p.labels[:]...)
 		return
 	}
@@ -170,7 +170,7 @@ func (o *owner) logStall(p *partState) {
 
 func (o *owner) onRetryDue(b *inflight) {
 	p := b.part
-	if o.parts[p.tp] != p {
+	if !p.live() {
 		return // the epoch ended; the batch is replayed by the next owner
 	}
 	if p.draining {

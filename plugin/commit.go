@@ -40,7 +40,7 @@ func (o *owner) commit() {
 	o.dirty.keep(func(p *partState) bool {
 		// A draining partition's final commit is the drain's, and its
 		// epoch ends with the drain: it leaves the list for good.
-		if o.parts[p.tp] != p || p.draining || !p.dirty {
+		if !p.live() || p.draining || !p.dirty {
 			return false
 		}
 		p.dirty = false
@@ -240,7 +240,7 @@ func (o *owner) onCommitDone(c commitDone) {
 		if err == nil {
 			err = c.result.errs[tp]
 		}
-		live := o.parts[tp] == p
+		live := p.live()
 		if live {
 			p.committing, p.committingMeta = -1, ""
 		}

@@ -45,7 +45,7 @@ func (p *partState) values(now time.Time) gaugeValues {
 // lists it again.
 func (o *owner) publishGauges(now time.Time) {
 	o.gauges.keep(func(p *partState) bool {
-		if o.parts[p.tp] != p {
+		if !p.live() {
 			return false
 		}
 		o.m.show(p, p.values(now))

@@ -22,7 +22,7 @@ func (o *owner) serve() {
 		}
 		p := o.popRun()
 		p.queued = false
-		if !p.canHandOut(o.conf.maxPending) || o.parts[p.tp] != p {
+		if !p.canHandOut(o.conf.maxPending) || !p.live() {
 			continue
 		}
 		var b *inflight
@@ -189,7 +189,7 @@ func (o *owner) onWithdraw(w withdrawReq) {
 		}
 	}
 	p := given.part
-	if o.parts[p.tp] != p {
+	if !p.live() {
 		return // the epoch ended; the next owner replays it
 	}
 	// Still registered, not in the pipeline: a drain does not wait for it.

@@ -231,7 +231,7 @@ func (o *owner) listEpochs(tps []topicPartition) {
 		}
 	}
 	for _, p := range o.rewinds {
-		if o.parts[p.tp] == p {
+		if p.live() {
 			if p.dirty {
 				o.dirty.add(p)
 			}
@@ -243,7 +243,7 @@ func (o *owner) listEpochs(tps []topicPartition) {
 // anyPaused reports whether a live partition is paused, dropping the
 // entries of the paused list that no longer are.
 func (o *owner) anyPaused() bool {
-	o.paused.keep(func(p *partState) bool { return p.paused && o.parts[p.tp] == p })
+	o.paused.keep(func(p *partState) bool { return p.paused && p.live() })
 	return len(o.paused.parts) > 0
 }
 

@@ -70,8 +70,35 @@ type inflight struct {
 // Owned by the owner goroutine: no other goroutine reads or writes it,
 // except the immutable tp and labels.
 type partState struct {
-	tp     topicPartition
-	labels [2]string
+	// The fields every ack, hand-out and commit of a moved partition
+	// touches come first, so that at thousands of partitions, each cold in
+	// the cache, they span as few cache lines as can be.
+	tp topicPartition
+	// ended is set, once and for good, when this epoch leaves owner.parts
+	// (endEpoch, the only place that removes one); a partState enters
+	// owner.parts when it is made. So !ended is "o.parts[tp] == p" without
+	// the map lookup, which every ack, hand-out and commit of a moved
+	// partition asks.
+	ended bool
+	// dirty: a batch was delivered or the watermark moved since the last
+	// commit was planned, so the next tick plans one (metadata.go). A
+	// dirty partition is on the owner's dirty list (markDirty).
+	dirty bool
+	// listed holds a bit for each owner list this epoch is on (partList).
+	listed   listBits
+	paused   bool // fetching paused at max_pending_batches
+	queued   bool // in the owner's run queue
+	draining bool // no more hand-outs: draining for a revoke or a close
+	// unresolved counts registered batches with no final verdict yet (in
+	// the pipeline or waiting for a retry): what a drain waits for.
+	unresolved int
+	// retrying counts the unresolved batches waiting to be retried (in
+	// backoff or in retry): a drain does not wait for them.
+	retrying int
+	// lastMoved is when the watermark last moved.
+	lastMoved time.Time
+	// window mirrors the tracker's pending batches (window.go).
+	window window
 
 	// tracker is held by value, and starts with a ring of one slot that
 	// doubles when it is full: its size follows this epoch's largest
@@ -95,18 +122,9 @@ type partState struct {
 	// partition that fetches and hands out allocates no queue in steady
 	// state. Only a small array is reused (keepEmpty).
 	readyBuf []rawBatch
-	// unresolved counts registered batches with no final verdict yet (in
-	// the pipeline or waiting for a retry): what a drain waits for.
-	unresolved int
-	// retrying counts the unresolved batches waiting to be retried (in
-	// backoff or in retry): a drain does not wait for them.
-	retrying int
 	// lastQueued is the last offset queued in this epoch; a record at or
 	// below it is a re-delivery of fetched data and is dropped.
 	lastQueued int64
-
-	// window mirrors the tracker's pending batches (window.go).
-	window window
 
 	// committed is the last offset the broker acknowledged for this epoch,
 	// with committedMeta its metadata; committing and committingMeta are
@@ -136,12 +154,6 @@ type partState struct {
 	skipLogged                    bool
 	// skipQueued counts the skip batches in ready.
 	skipQueued int
-	// dirty: a batch was delivered or the watermark moved since the last
-	// commit was planned, so the next tick plans one (metadata.go). A
-	// dirty partition is on the owner's dirty list (markDirty).
-	dirty bool
-	// listed holds a bit for each owner list this epoch is on (partList).
-	listed listBits
 	// exposure is the replay exposure (records a crash now would deliver
 	// again). When the commit in flight succeeds it becomes that commit's
 	// planned exposure plus handedSinceSnap, what was handed out since the
@@ -150,11 +162,9 @@ type partState struct {
 
 	firstFetched  int64 // offset of the first record fetched, or -1
 	highWatermark int64 // log end seen in the last fetch, or -1
-	lastMoved     time.Time
 
-	paused   bool // fetching paused at max_pending_batches
-	queued   bool // in the owner's run queue
-	draining bool // no more hand-outs: draining for a revoke or a close
+	// labels are the topic and partition labels of its metrics.
+	labels [2]string
 
 	// minPoll is the first poll whose records this epoch takes: 0, or,
 	// for an epoch that replays in place, the first poll after its rewind
@@ -193,11 +203,14 @@ func newPartState(tp topicPartition, _ int, now time.Time) *partState {
 	}
 }
 
+// live reports whether p is its partition's current epoch in owner.parts.
+func (p *partState) live() bool { return !p.ended }
+
 // partList is a list of partitions, each on it at most once: its bit in
 // partState.listed says a partition is on it. The owner keeps one for each
 // walk that must cost what changed, not what is assigned (owner.dirty and
 // the others). An epoch that has ended may still be listed: every walk
-// checks o.parts[p.tp] == p and drops the ones that fail. Owned by the
+// checks p.live() and drops the ones that fail. Owned by the
 // owner goroutine.
 type partList struct {
 	bit   listBits

@@ -75,6 +75,7 @@ func (o *owner) endEpoch(p *partState) {
 	if o.parts[p.tp] == p {
 		delete(o.parts, p.tp)
 	}
+	p.ended = true
 	o.cl.ResumeFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
 }
 

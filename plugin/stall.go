@@ -129,7 +129,7 @@ func memberName(clientID string) string {
 func (o *owner) checkStalls(now time.Time) {
 	var due []*partState
 	o.stalled.keep(func(p *partState) bool {
-		if o.parts[p.tp] != p {
+		if !p.live() {
 			return false
 		}
 		if o.conf.stallReplayAfter <= 0 || o.closed || p.draining {
@@ -161,7 +161,7 @@ func (o *owner) beginReplay(p *partState) {
 // rewind ends p's epoch after its replay drain and starts the one that reads
 // it again (step 2).
 func (o *owner) rewind(old *partState) {
-	if o.parts[old.tp] != old {
+	if !old.live() {
 		return // revoked or lost meanwhile: the next owner replays it
 	}
 	base, _ := old.commitBase()
@@ -208,7 +208,7 @@ func (o *owner) rewind(old *partState) {
 // from later polls only.
 func (o *owner) applyRewinds(seq uint64) {
 	for _, p := range o.rewinds {
-		if o.parts[p.tp] != p {
+		if !p.live() {
 			continue
 		}
 		o.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{p.tp.topic: {p.tp.partition: p.rewindTo}})
