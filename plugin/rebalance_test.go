@@ -28,15 +28,21 @@ func TestRevokeDrainLateAcksAndReassign(t *testing.T) {
 			)
 			c, s := newAuditedCluster(t, partitions, topic, n)
 
-			// Member A holds its first 6 batches until release opens.
+			// Member A holds the first batch of every partition until
+			// release opens: whichever partitions the join takes from it,
+			// each has a batch held past the drain timeout, whose ack is
+			// late. (Holding the first 6 batches, as this test once did,
+			// left no late ack when they all came from partitions A kept.)
 			release := newGate(t)
 			var mu sync.Mutex
+			heldOf := map[int32]bool{}
 			held := 0
 			gA := memmetrics.New()
 			decideA := func(b []rec) (time.Duration, error) {
 				mu.Lock()
-				hold := held < 6
+				hold := len(b) > 0 && !heldOf[b[0].partition]
 				if hold {
+					heldOf[b[0].partition] = true
 					held++
 				}
 				mu.Unlock()
@@ -50,8 +56,8 @@ func TestRevokeDrainLateAcksAndReassign(t *testing.T) {
 			require.Eventually(t, func() bool {
 				mu.Lock()
 				defer mu.Unlock()
-				return held == 6
-			}, 20*time.Second, 10*time.Millisecond, "member A to hold 6 batches")
+				return held == partitions
+			}, 20*time.Second, 10*time.Millisecond, "member A to hold a batch of every partition")
 
 			// Member B joins: A revokes some partitions with batches held
 			// past the drain timeout.
