@@ -161,7 +161,12 @@ func runAll(o options) error {
 		if err := os.MkdirAll(filepath.Dir(o.out), 0o755); err != nil {
 			return err
 		}
-		return os.WriteFile(o.out, []byte(md.String()), 0o644)
+		if err := os.WriteFile(o.out, []byte(md.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	if m != nil && m.failed > 0 {
+		return fmt.Errorf("%d contender run(s) of the throughput matrix failed (logged above, n/a in the tables)", m.failed)
 	}
 	return nil
 }
@@ -172,6 +177,9 @@ type matrix struct {
 	cs    []contender
 	runs  []map[string][]measured // [cell][contender key][round]; a failed run has NaN figures
 	tmp   string
+	// failed counts the failed runs: they show as n/a in the tables, and
+	// make the whole run exit non-zero once the tables are written.
+	failed int
 }
 
 func newMatrix(ctx context.Context, a *admin, o options, cs []contender) (*matrix, error) {
@@ -228,6 +236,7 @@ func (m *matrix) run(ctx context.Context, o options) {
 				if err != nil {
 					logf("round %d, %s, %s: %v", r+1, c, ct.key, err)
 					res = measured{rate: math.NaN(), cpuPerM: math.NaN()}
+					m.failed++
 				} else {
 					logf("round %d, %s, %-9s %8.0f rec/s %6.3f cpu-s/Mrec (window %v, process CPU %v)",
 						r+1, c, ct.key, res.rate, res.cpuPerM, res.window.Round(time.Millisecond), res.total.Round(time.Millisecond))
