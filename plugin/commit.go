@@ -44,20 +44,9 @@ func (o *owner) commit() {
 			return false
 		}
 		p.dirty = false
-		c, ok := o.plan(p, o.metaMax)
-		switch {
-		case !ok:
-		case p.differs(c):
+		if c, ok := o.planChange(p); ok {
 			job.parts = append(job.parts, jobPart{p: p, plan: c})
 			metaBytes += len(c.meta)
-		default:
-			// The broker holds this metadata already (or will, once the
-			// commit in flight lands). It may have been committed whole
-			// when it filled the room exactly: every plan since cuts the
-			// ranges delivered after and encodes the same. Those ranges
-			// are left out all the same, so count them, as a plan that
-			// is sent counts its cut.
-			o.noteCut(p, c)
 		}
 		return false
 	})
@@ -81,6 +70,25 @@ func (o *owner) commit() {
 	}
 	o.committing = true
 	o.commitJobs <- job // capacity 1 and one job at a time: never blocks
+}
+
+// planChange plans p's next commit and reports whether it changes what the
+// broker holds (or will, once the commit in flight lands): only such a plan
+// is sent. A plan that changes nothing still counts the ranges it cut. The
+// metadata may have been committed whole when it filled the room exactly:
+// every plan since cuts the ranges delivered after and encodes the same, and
+// those ranges are left out all the same. A plan that is sent counts its cut
+// when it is sent, after budgetMeta may have cut more.
+func (o *owner) planChange(p *partState) (planned, bool) {
+	c, ok := o.plan(p, o.metaMax)
+	if !ok {
+		return c, false
+	}
+	if !p.differs(c) {
+		o.noteCut(p, c)
+		return c, false
+	}
+	return c, true
 }
 
 // sizedSet returns an empty commitSet with room for n partitions, of topic

@@ -119,16 +119,8 @@ func (o *owner) endEpochs(parts []*partState, closing bool) commitSet {
 	var final commitSet
 	plans := map[topicPartition]*planned{}
 	for _, p := range parts {
-		c, ok := o.plan(p, o.metaMax)
-		switch {
-		case !ok:
-		case p.differs(c):
+		if c, ok := o.planChange(p); ok {
 			plans[p.tp] = &c
-		default:
-			// The broker holds this metadata already, and the ranges it
-			// left out are left out all the same: count them, as commit
-			// does.
-			o.noteCut(p, c)
 		}
 	}
 	o.budgetMeta(plans)

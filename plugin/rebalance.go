@@ -72,10 +72,10 @@ func (o *owner) forget(p *partState) {
 // endEpoch ends p's epoch without retiring its gauges: for a replay in
 // place, whose next epoch goes on showing them.
 func (o *owner) endEpoch(p *partState) {
-	if o.parts[p.tp] == p {
+	if p.live() {
 		delete(o.parts, p.tp)
+		p.ended = true
 	}
-	p.ended = true
 	o.cl.ResumeFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
 }
 
