@@ -51,10 +51,10 @@ export ROUNDS BENCHTIME
 # part 1's CPU profiles in $(BENCH_DIR)/profiles. It fails, and writes no
 # $(BENCH_OUT), if any part fails.
 #
-# About 20 minutes on two cores, by estimate (bench-e2e's 17 minutes scaled
-# to 3 rounds, each in-process part timed at one round); each part's wall
-# time is in the file. The per-part defaults take over 30 (bench-e2e 17, the
-# in-process parts at 5 rounds about 15), so make bench runs 3 rounds of
+# About 15 to 20 minutes on two cores (15m18s at 56c8f94 on a quiet
+# machine); each part's wall time is in the file. The per-part defaults take
+# over 30 (bench-e2e 17, the in-process parts at 5 rounds about 15), so make
+# bench runs 3 rounds of
 # each, as docs/BENCHMARKS.md's in-process figures were: the in-process parts
 # at ROUNDS=3 unless ROUNDS is given, and bench/e2e with -rounds 3
 # -replay-rounds 3 before BENCH_E2E_FLAGS (which can override them).
