@@ -43,14 +43,18 @@ func statusKafka(t *testing.T, user, password string) (string, *kadm.Client) {
 	return addr, kadm.NewClient(cl)
 }
 
-// commitStatus commits offset with the input's metadata for it, and the
-// stall provenance if stall is not nil.
-func commitStatus(t *testing.T, adm *kadm.Client, group string, partition int32, offset int64, stall *commitmeta.Stall) {
+// commitStatus commits offset with the input's metadata for it, the stall
+// provenance if stall is not nil, and the loss report if loss is not nil.
+func commitStatus(t *testing.T, adm *kadm.Client, group string, partition int32, offset int64, stall *commitmeta.Stall, loss *commitmeta.Loss) {
 	t.Helper()
-	extra := ""
+	var fields []string
 	if stall != nil {
-		extra = stall.Fields()
+		fields = append(fields, stall.Fields())
 	}
+	if loss != nil {
+		fields = append(fields, loss.Fields())
+	}
+	extra := strings.Join(fields, " ")
 	meta, _ := commitmeta.Encode(commitmeta.Meta{Base: offset, Epoch: 0, Delivered: []commitmeta.Range{{From: offset + 5, To: offset + 8}}}, extra, 4000)
 	var offs kadm.Offsets
 	offs.Add(kadm.Offset{Topic: "orders", Partition: partition, At: offset, LeaderEpoch: -1, Metadata: meta})
@@ -63,19 +67,23 @@ func commitStatus(t *testing.T, adm *kadm.Client, group string, partition int32,
 
 // TestStatusCommand runs `watermark-connect status` on a config whose
 // broker and password come from the environment, as in a Kubernetes pod:
-// the exit status is the answer (0 healthy, 1 stalled, 2 cannot tell), and
-// no output ever holds the password, right or wrong.
+// the exit status is the answer (0 healthy, 1 stalled, 2 cannot tell, 3
+// records lost while nothing is stalled), and no output ever holds the
+// password, right or wrong.
 func TestStatusCommand(t *testing.T) {
 	t.Parallel()
 	const user, password = "svc", "status-hunter2-c0ffee"
 	wrong := "not-" + password
 	binary(t) // built before the stall is committed, so that its age is what the test set
 	addr, adm := statusKafka(t, user, password)
-	commitStatus(t, adm, "healthy", 0, 40, nil)
-	commitStatus(t, adm, "healthy", 1, 30, nil)
-	commitStatus(t, adm, "stalled", 0, 40, nil)
+	commitStatus(t, adm, "healthy", 0, 40, nil, nil)
+	commitStatus(t, adm, "healthy", 1, 30, nil, nil)
+	commitStatus(t, adm, "stalled", 0, 40, nil, nil)
 	commitStatus(t, adm, "stalled", 1, 30, &commitmeta.Stall{First: 30, Last: 39, Since: time.Now().Add(-90 * time.Second),
-		Attempts: 4, Reason: "http 503", Member: "watermark-connect@pod-3"})
+		Attempts: 4, Reason: "http 503", Member: "watermark-connect@pod-3"}, nil)
+	loss := &commitmeta.Loss{First: 2, Last: 11, Count: 10, Since: time.Date(2026, 1, 1, 11, 0, 0, 0, time.UTC), Cause: commitmeta.CauseRetention}
+	commitStatus(t, adm, "lost", 0, 40, nil, nil)
+	commitStatus(t, adm, "lost", 1, 30, nil, loss)
 
 	dir := t.TempDir()
 	cfg := writeFile(t, dir, "pipeline.yaml", `
@@ -115,6 +123,10 @@ output:
 			[]string{"orders  1          30         50       20   3                yes: offsets 30-39 for 1m", "4 attempts, by watermark-connect@pod-3: http 503",
 				"group stalled: 1 of 2 partitions stalled"}},
 		{"the group from a flag", env(password), []string{"--consumer-group", "stalled"}, 1, []string{"group stalled: 1 of 2"}},
+		{"lost records, nothing stalled", env(password, "WMC_STATUS_GROUP=lost"), nil, 3,
+			[]string{"STALLED  LOST", "orders  0          40         50       10   3                no       -",
+				"orders  1          30         50       20   3                no       10 (offsets 2-11, retention, since 2026-01-01T11:00:00Z)",
+				"group lost: none of 2 partitions stalled; 1 of 2 lost records before delivery"}},
 		{"wrong password", env(wrong), nil, 2, []string{"status: cannot reach seed brokers " + addr + " with SASL SCRAM-SHA-512: "}},
 		{"unset password", []string{"WMC_STATUS_BROKER=" + addr}, nil, 2,
 			[]string{"status: ", "pipeline.yaml: required environment variables were not set: WMC_STATUS_PASSWORD"}},
@@ -165,6 +177,25 @@ output:
 		assert.GreaterOrEqual(t, stall["age_s"], float64(90))
 	}
 
+	// JSON with a loss: "lost" holds it, "healthy" is about stalls only,
+	// and the exit status says records were lost.
+	out, code = runBinary(t, env(password), "status", "-c", cfg, "--consumer-group", "lost", "--format", "json")
+	require.Equal(t, 3, code, out)
+	var lostDoc struct {
+		Healthy    bool `json:"healthy"`
+		Partitions []struct {
+			Lost *json.RawMessage `json:"lost"`
+		} `json:"partitions"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &lostDoc), out)
+	assert.True(t, lostDoc.Healthy)
+	require.Len(t, lostDoc.Partitions, 2)
+	assert.Nil(t, lostDoc.Partitions[0].Lost, "lost is null without a loss")
+	if assert.NotNil(t, lostDoc.Partitions[1].Lost) {
+		assert.JSONEq(t, `{"first_offset": 2, "last_offset": 11, "count": 10, "since": "2026-01-01T11:00:00.000Z", "cause": "retention"}`,
+			string(*lostDoc.Partitions[1].Lost))
+	}
+
 	// The root flag -e loads an env file before the command, as for run.
 	envFile := writeFile(t, dir, "secrets.env", "WMC_STATUS_PASSWORD="+password+"\n")
 	out, code = runBinary(t, []string{"WMC_STATUS_BROKER=" + addr}, "-e", envFile, "status", "-c", cfg)
@@ -198,5 +229,9 @@ func TestStatusCommandFlagsOnly(t *testing.T) {
 	for _, flag := range []string{"--config value, -c value", "--seed-brokers", "--consumer-group", "--topics", "--format", "--timeout"} {
 		assert.Contains(t, out, flag)
 	}
-	assert.True(t, strings.Contains(out, "Exit status: 0 when no partition is stalled, 1 when any is, 2 when it cannot"), out)
+	words := strings.Join(strings.Fields(out), " ") // the help is wrapped and indented
+	for _, want := range []string{"Exit status: 0 when no partition is stalled and none lost records, 1 when any is stalled, 2 when it cannot tell",
+		"and 3 when none is stalled but some partition lost records", "For a readiness probe 1 and 2 are unready; 3 is ready"} {
+		assert.True(t, strings.Contains(words, want), "the help does not hold %q:\n%s", want, out)
+	}
 }

@@ -39,7 +39,8 @@
 //     panics on them). The example means base 1200, epoch 3, delivered [1210,1260)
 //     and [1280,1320).
 //   - Any other key is ignored by Decode and returned by DecodeFields: room
-//     for later fields (such as the stall provenance) without a new version.
+//     for later fields (such as the stall provenance and the loss report)
+//     without a new version.
 //     At most MaxUnknownFields such fields are accepted.
 //
 // Numbers are decimal with no sign (except e=-1), no leading zeros (except
@@ -72,6 +73,40 @@
 // short the ranges are cut, never the provenance (a budget below the header
 // and the provenance together gets no metadata at all). Like the ranges it
 // is meaningful only when o equals the committed offset.
+//
+// After records were lost, deleted by retention or rewritten by an unclean
+// leader election before the input delivered them, its commits also carry
+// the loss report, five fields that Loss.Fields writes and LossFromFields
+// reads back from DecodeFields:
+//
+//	wm1 o=1500 e=3 lf=100 ll=1499 ln=1100 ls=1767225600000 lc=retention
+//
+// Field by field:
+//
+//   - lf=<first> ll=<last>: the lost offsets lie within first..last,
+//     inclusive, decimal int64s with 0 <= first <= last. lf marks a loss:
+//     without it there is none, and with it every other l field is
+//     required.
+//   - ln=<count>: how many offsets within them were lost, from 1 to
+//     last-first+1 (fewer than all when several events were merged, see
+//     MergeLoss).
+//   - ls=<since>: the earliest loss event, in Unix milliseconds (a decimal
+//     >= 0).
+//   - lc=<cause>: "retention" (the log start moved past records not yet
+//     delivered), "truncation" (an unclean leader election rewrote them) or
+//     "unknown" (CauseRetention, CauseTruncation, CauseUnknown).
+//
+// The key l= is another field: the leader epoch of the last delivered range,
+// which the input writes next to the ranges. The example says that 1100 of
+// the offsets 100 to 1499 were lost to retention, first on 2026-01-01 at
+// 00:00 UTC. The writer carries the report for a configured time
+// (lost_records_report_for, 24h by default) after ls, then drops it with its
+// next commit; while no member commits the partition (the pipeline is
+// stopped) the broker keeps the last commit, report included. The report is
+// at most MaxLossFieldsLen bytes and, like the stall provenance, a writer
+// passes it as Encode's extra (both together when a stalled partition also
+// lost records), so that its room is taken before any range; it too is
+// meaningful only when o equals the committed offset.
 //
 // # Guarantees of a decoded Meta
 //
@@ -107,7 +142,8 @@
 //
 // Meta and Range are values with no hidden state. A Meta is safe for
 // concurrent use by readers once built; its Delivered slice must not be
-// modified while others read it. A Stall is a value. Encode, AppendEncode,
-// Decode, DecodeFields, Stall.Fields and StallFromFields are pure functions,
-// safe to call from any goroutine.
+// modified while others read it. Stall and Loss are values. Encode,
+// AppendEncode, Decode, DecodeFields, Stall.Fields, StallFromFields,
+// Loss.Fields, LossFromFields and MergeLoss are pure functions, safe to call
+// from any goroutine.
 package commitmeta

@@ -82,3 +82,27 @@ func versionError(v string) error {
 	}
 	return fmt.Errorf("%w: wm%s", ErrVersion, v)
 }
+
+// fieldErrorText is the message of a *StallError or *LossError: kind names
+// the report ("stall", "loss"), the rest are the error's fields. A missing
+// field has no value to show.
+func fieldErrorText(kind, key, value, expected string, detail error) string {
+	if errors.Is(detail, ErrMissingField) {
+		return fmt.Sprintf("commitmeta: %s field %s: want %s: %v", kind, key, expected, detail)
+	}
+	msg := fmt.Sprintf("commitmeta: %s field %s=%q: want %s", kind, key, value, expected)
+	if detail != nil {
+		msg += ": " + detail.Error()
+	}
+	return msg
+}
+
+// clipValue cuts a field's value found in untrusted metadata to 40 bytes, so
+// that a hostile value cannot make an error message large.
+func clipValue(v string) string {
+	const clip = 40
+	if len(v) > clip {
+		v = v[:clip] + "..."
+	}
+	return v
+}

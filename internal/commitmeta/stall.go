@@ -1,7 +1,6 @@
 package commitmeta
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"net/url"
@@ -125,25 +124,14 @@ type StallError struct {
 }
 
 func (e *StallError) Error() string {
-	if errors.Is(e.Err, ErrMissingField) {
-		return fmt.Sprintf("commitmeta: stall field %s: want %s: %v", e.Key, e.Expected, e.Err)
-	}
-	msg := fmt.Sprintf("commitmeta: stall field %s=%q: want %s", e.Key, e.Value, e.Expected)
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	return msg
+	return fieldErrorText("stall", e.Key, e.Value, e.Expected, e.Err)
 }
 
 // Unwrap returns the detail, so errors.Is(err, ErrMissingField) works.
 func (e *StallError) Unwrap() error { return e.Err }
 
 func stallError(key, value, expected string, detail error) *StallError {
-	const clip = 40
-	if len(value) > clip {
-		value = value[:clip] + "..."
-	}
-	return &StallError{Key: key, Value: value, Expected: expected, Err: detail}
+	return &StallError{Key: key, Value: clipValue(value), Expected: expected, Err: detail}
 }
 
 // StallFromFields reads a Stall back from the fields DecodeFields returns.

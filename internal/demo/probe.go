@@ -17,7 +17,7 @@ type statusSeen struct {
 	At     time.Duration // since the demo began
 	Report *status.Report
 	Text   string // WriteText's output; the reason when it could not tell
-	Exit   int    // status.ExitHealthy, ExitStalled or ExitUnknown
+	Exit   int    // status.ExitHealthy, ExitStalled, ExitLost or ExitUnknown
 }
 
 // stalled reports whether the answer names a stalled partition.
@@ -41,10 +41,7 @@ func (ob observer) askStatus(ctx context.Context, at time.Duration) *statusSeen 
 	if err == nil {
 		var b bytes.Buffer
 		if err = status.WriteText(&b, r); err == nil {
-			seen.Report, seen.Text, seen.Exit = r, b.String(), status.ExitHealthy
-			if !r.Healthy() {
-				seen.Exit = status.ExitStalled
-			}
+			seen.Report, seen.Text, seen.Exit = r, b.String(), r.ExitStatus()
 			return seen
 		}
 	}

@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,15 +81,22 @@ func (c *testCluster) commit(t *testing.T, group, topic string, partition int32,
 	require.NoError(t, resp.Error())
 }
 
-// meta encodes the input's metadata for base with the given ranges and, if
-// stall is not nil, its provenance.
-func meta(t *testing.T, base int64, ranges []commitmeta.Range, stall *commitmeta.Stall) string {
+// report is a report the input writes as extra fields: a *commitmeta.Stall
+// or a *commitmeta.Loss.
+type report interface{ Fields() string }
+
+// meta encodes the input's metadata for base with the given ranges and
+// reports (their fields in order; a nil report is none), as the input writes
+// them.
+func meta(t *testing.T, base int64, ranges []commitmeta.Range, reports ...report) string {
 	t.Helper()
-	extra := ""
-	if stall != nil {
-		extra = stall.Fields()
+	var extra []string
+	for _, r := range reports {
+		if r != nil {
+			extra = append(extra, r.Fields())
+		}
 	}
-	s, cut := commitmeta.Encode(commitmeta.Meta{Base: base, Epoch: 0, Delivered: ranges}, extra, 4000)
+	s, cut := commitmeta.Encode(commitmeta.Meta{Base: base, Epoch: 0, Delivered: ranges}, strings.Join(extra, " "), 4000)
 	require.Zero(t, cut)
 	return s
 }

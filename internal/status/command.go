@@ -15,12 +15,28 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// Exit statuses of the status command.
+// Exit statuses of the status command. For a readiness probe, 1 and 2 are
+// unready; 3 is ready (the partitions flow) but worth an alert.
 const (
-	ExitHealthy = 0 // no partition is stalled
-	ExitStalled = 1 // at least one partition is stalled
+	ExitHealthy = 0 // no partition is stalled, and none carries a loss report
+	ExitStalled = 1 // at least one partition is stalled (whether or not any lost records)
 	ExitUnknown = 2 // status could not be read: the reason is on stderr
+	ExitLost    = 3 // no partition is stalled, but at least one carries a loss report
 )
+
+// ExitStatus returns the exit status for r: ExitStalled when a partition is
+// stalled, else ExitLost when one carries a loss report, else ExitHealthy.
+// A stall comes first: it is what a readiness probe must see, and a loss is
+// shown in the report whatever the status.
+func (r *Report) ExitStatus() int {
+	switch {
+	case r.Stalled() > 0:
+		return ExitStalled
+	case r.Lost() > 0:
+		return ExitLost
+	}
+	return ExitHealthy
+}
 
 // Options are the status command's inputs. Flags override the config's
 // fields. Options is a value; Run does not keep or modify it.
@@ -113,10 +129,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 	if _, err := io.WriteString(stdout, scrub(out.String(), secrets)); err != nil {
 		return fail(err)
 	}
-	if !r.Healthy() {
-		return ExitStalled
-	}
-	return ExitHealthy
+	return r.ExitStatus()
 }
 
 // scrub replaces every secret of four bytes or more in s. Shorter ones are
@@ -135,15 +148,18 @@ func scrub(s string, secrets []string) string {
 func Command() *cli.Command {
 	return &cli.Command{
 		Name:      "status",
-		Usage:     "Report each partition's committed offset, lag and stall from the group's commits, for a readiness probe",
+		Usage:     "Report each partition's committed offset, lag, stall and lost records from the group's commits, for a readiness probe",
 		ArgsUsage: " ",
 		Description: `
 Reads a consumer group's committed offsets and their commit metadata from the
 brokers, as the kafka_watermark input wrote them, and reports per partition:
 the committed offset (the watermark), the log end, the lag, the records
-delivered above the committed offset (skipped after a restart), and for a
+delivered above the committed offset (skipped after a restart), for a
 stalled partition the failed batch that holds it: its offsets, since when, how
-many deliveries, the error class and the member that saw it.
+many deliveries, the error class and the member that saw it, and under LOST
+the records Kafka deleted (retention) or rewrote (an unclean leader election)
+before they were delivered, as long as the input's commits carry the report
+(lost_records_report_for).
 
 It joins no group and needs no metrics endpoint: it works from any host that
 can read the group's offsets, while the pipeline runs or after it stopped.
@@ -159,9 +175,12 @@ ${VAR:default}; the root flag -e loads an env file), the input found wherever
 it sits (input, or a broker's inputs) and linted. The config must hold one
 kafka_watermark input. Flags override its fields.
 
-Exit status: 0 when no partition is stalled, 1 when any is, 2 when it cannot
-tell (brokers unreachable, authentication failed, unknown group, a bad config),
-with the reason on stderr. Secrets are never printed.`[1:],
+Exit status: 0 when no partition is stalled and none lost records, 1 when any
+is stalled, 2 when it cannot tell (brokers unreachable, authentication failed,
+unknown group, a bad config), with the reason on stderr, and 3 when none is
+stalled but some partition lost records. For a readiness probe 1 and 2 are
+unready; 3 is ready (the partitions flow) but should alert. Secrets are never
+printed.`[1:],
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "a Benthos config whose kafka_watermark input gives the connection settings"},
 			&cli.StringFlag{Name: "seed-brokers", Usage: "comma-separated seed brokers (overrides the config's seed_brokers)"},

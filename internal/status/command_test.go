@@ -3,6 +3,7 @@ package status
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -48,6 +49,8 @@ func TestRunExitStatus(t *testing.T) {
 	seedGroup(t, c, "mixed")
 	c.commit(t, "healthy", "orders", 0, 100, meta(t, 100, nil, nil))
 	c.commit(t, "healthy", "orders", 1, 40, meta(t, 40, nil, nil))
+	c.commit(t, "lost", "orders", 0, 100, meta(t, 100, nil, nil))
+	c.commit(t, "lost", "orders", 1, 40, meta(t, 40, nil, &testLoss))
 
 	for _, tc := range []struct {
 		name   string
@@ -58,10 +61,19 @@ func TestRunExitStatus(t *testing.T) {
 	}{
 		{"healthy", Options{SeedBrokers: []string{c.addr}, Group: "healthy"}, ExitHealthy,
 			[]string{"orders  0          100", "group healthy: healthy, none of 2 partitions stalled"}, ""},
+		// A stall comes first: stalled and lost is ExitStalled.
 		{"stalled", Options{SeedBrokers: []string{c.addr}, Group: "mixed"}, ExitStalled,
-			[]string{"yes: offsets 20-29 for", "by watermark-connect@pod-7: http 503", "group mixed: 1 of 6 partitions stalled"}, ""},
-		{"stalled, but not in the topics asked for", Options{SeedBrokers: []string{c.addr}, Group: "mixed", Topics: []string{"other"}}, ExitHealthy,
+			[]string{"yes: offsets 20-29 for", "by watermark-connect@pod-7: http 503", "20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)",
+				"group mixed: 1 of 6 partitions stalled; 1 of 6 lost records before delivery"}, ""},
+		// other/0's stall and loss were written for another offset: no
+		// exit status for them.
+		{"stalled and lost, but not in the topics asked for", Options{SeedBrokers: []string{c.addr}, Group: "mixed", Topics: []string{"other"}}, ExitHealthy,
 			[]string{"group mixed: healthy, none of 2 partitions stalled"}, ""},
+		{"lost records, nothing stalled", Options{SeedBrokers: []string{c.addr}, Group: "lost"}, ExitLost,
+			[]string{"orders  1          40         100      60   0                no       20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)",
+				"group lost: none of 2 partitions stalled; 1 of 2 lost records before delivery"}, ""},
+		{"lost records, nothing stalled, json", Options{SeedBrokers: []string{c.addr}, Group: "lost", Format: "json"}, ExitLost,
+			[]string{`"healthy": true`, `"cause": "retention"`}, ""},
 		{"unknown group", Options{SeedBrokers: []string{c.addr}, Group: "nosuch"}, ExitUnknown,
 			nil, `status: unknown group "nosuch"`},
 		{"unreachable", Options{SeedBrokers: []string{closedAddr(t)}, Group: "healthy"}, ExitUnknown,
@@ -110,8 +122,11 @@ func TestRunJSON(t *testing.T) {
 		return out
 	}
 	p0 := parts[0].(map[string]any)
-	assert.ElementsMatch(t, []string{"topic", "partition", "committed", "log_end", "lag", "delivered_above", "stalled", "stall"}, keys(p0))
+	assert.ElementsMatch(t, []string{"topic", "partition", "committed", "log_end", "lag", "delivered_above", "stalled", "stall", "lost"}, keys(p0))
 	assert.Nil(t, p0["stall"])
+	assert.Nil(t, p0["lost"])
+	lost := parts[1].(map[string]any)["lost"].(map[string]any)
+	assert.Equal(t, map[string]any{"first_offset": 10.0, "last_offset": 29.0, "count": 20.0, "since": "2026-01-01T11:00:00.000Z", "cause": "retention"}, lost)
 	p2 := parts[2].(map[string]any)
 	assert.Equal(t, true, p2["stalled"])
 	assert.Equal(t, float64(10), p2["delivered_above"])
@@ -119,6 +134,31 @@ func TestRunJSON(t *testing.T) {
 	assert.ElementsMatch(t, []string{"first_offset", "last_offset", "since", "age_s", "attempts", "reason", "member"}, keys(stall))
 	assert.Equal(t, "2026-01-01T12:00:00.000Z", stall["since"])
 	assert.Equal(t, float64(3), stall["attempts"])
+}
+
+// TestExitStatus pins the order of the exit statuses: a stall comes before
+// a loss, and a loss before healthy.
+func TestExitStatus(t *testing.T) {
+	stall, loss := testStall, testLoss
+	for _, tc := range []struct {
+		name  string
+		parts []Partition
+		want  int
+	}{
+		{"no partitions", nil, ExitHealthy},
+		{"healthy", []Partition{{Committed: 3}}, ExitHealthy},
+		{"stalled", []Partition{{Committed: 3}, {Stall: &stall}}, ExitStalled},
+		{"lost", []Partition{{Committed: 3}, {Loss: &loss}}, ExitLost},
+		{"stalled and lost, one partition", []Partition{{Stall: &stall, Loss: &loss}}, ExitStalled},
+		{"stalled and lost, two partitions", []Partition{{Loss: &loss}, {Stall: &stall}}, ExitStalled},
+		// A malformed report is no report.
+		{"a malformed loss", []Partition{{MetadataErr: errors.New("loss field ln")}}, ExitHealthy},
+	} {
+		r := &Report{Group: "g", Partitions: tc.parts}
+		assert.Equal(t, tc.want, r.ExitStatus(), tc.name)
+		assert.Equal(t, tc.want != ExitStalled, r.Healthy(), "%s: Healthy is about stalls only", tc.name)
+	}
+	assert.Equal(t, []int{0, 1, 2, 3}, []int{ExitHealthy, ExitStalled, ExitUnknown, ExitLost}, "the exit statuses are a contract")
 }
 
 // TestRunConfigNeverPrintsThePassword: the password reaches the config

@@ -13,11 +13,18 @@
 // its error class and the member that saw it. A partition is stalled when
 // its latest commit says so; the input writes the provenance with every
 // commit while the partition is stalled and drops it with the first commit
-// after. Metadata is used only when it was written for the committed offset.
+// after. Likewise it reports the records Kafka deleted (retention) or
+// rewrote (an unclean leader election) before the input delivered them,
+// while the input's commits carry that loss report (lost_records_report_for
+// after the loss). Metadata is used only when it was written for the
+// committed offset.
 //
 // The exit status is the answer for a readiness probe: 0 when no partition
-// is stalled, 1 when one is, 2 when it cannot tell (ExitHealthy,
-// ExitStalled, ExitUnknown).
+// is stalled and none carries a loss, 1 when one is stalled, 2 when it
+// cannot tell, 3 when none is stalled but one carries a loss (ExitHealthy,
+// ExitStalled, ExitUnknown, ExitLost; Report.ExitStatus). 1 and 2 mean
+// unready; 3 means data was lost but the partitions flow: ready, and worth
+// an alert.
 //
 // Files: command.go (the command, Run and its exit statuses), config.go
 // (reading a Benthos config's kafka_watermark input), envvars.go (Benthos's

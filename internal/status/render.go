@@ -11,16 +11,18 @@ import (
 
 // WriteText writes r as a table, one row per partition, and a summary line:
 //
-//	TOPIC   PARTITION  COMMITTED  LOG END  LAG  DELIVERED ABOVE  STALLED
-//	orders  0          1200       1500     300  50               yes: offsets 1200-1209 for 4m12s (since 2026-01-01T00:00:00Z), 3 attempts, by sink@pod-7: http 503
-//	orders  1          900        900      0    0                no
-//	group orders-to-http: 1 of 2 partitions stalled
+//	TOPIC   PARTITION  COMMITTED  LOG END  LAG  DELIVERED ABOVE  STALLED                                                                                             LOST
+//	orders  0          1200       1500     300  50               yes: offsets 1200-1209 for 4m12s (since 2026-01-01T00:00:00Z), 3 attempts, by sink@pod-7: http 503  -
+//	orders  1          1500       1500     0    0                no                                                                                                  1100 (offsets 100-1499, retention, since 2026-01-01T00:00:00Z)
+//	group orders-to-http: 1 of 2 partitions stalled; 1 of 2 lost records before delivery
 //
-// A partition without a commit shows "-" for COMMITTED and LAG. Metadata
+// A partition without a commit shows "-" for COMMITTED and LAG, one whose
+// commit carries no loss report "-" for LOST. LOST is the last column, so
+// that the columns before it read as they did before it existed. Metadata
 // that was not used is listed after the table.
 func WriteText(w io.Writer, r *Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tLOG END\tLAG\tDELIVERED ABOVE\tSTALLED")
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tLOG END\tLAG\tDELIVERED ABOVE\tSTALLED\tLOST")
 	for _, p := range r.Partitions {
 		committed, lag := "-", "-"
 		if l, ok := p.Lag(); ok {
@@ -37,7 +39,11 @@ func WriteText(w io.Writer, r *Report) error {
 				stalled += ": " + s.Reason
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%d\t%s\n", p.Topic, p.Partition, committed, p.LogEnd, lag, p.DeliveredAbove, stalled)
+		lost := "-"
+		if l := p.Loss; l != nil {
+			lost = fmt.Sprintf("%d (offsets %d-%d, %s, since %s)", l.Count, l.First, l.Last, l.Cause, l.Since.UTC().Format(time.RFC3339))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%d\t%s\t%s\n", p.Topic, p.Partition, committed, p.LogEnd, lag, p.DeliveredAbove, stalled, lost)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -49,14 +55,22 @@ func WriteText(w io.Writer, r *Report) error {
 			}
 		}
 	}
+	// A group that lost records is not called healthy here, though it is
+	// in the JSON (whose "healthy" is about stalls only).
+	lost := ""
+	if n := r.Lost(); n > 0 {
+		lost = fmt.Sprintf("; %d of %d lost records before delivery", n, len(r.Partitions))
+	}
 	var err error
 	switch n := r.Stalled(); {
 	case len(r.Partitions) == 0:
 		_, err = fmt.Fprintf(w, "group %s: no partitions with commits\n", r.Group)
-	case n == 0:
+	case n == 0 && lost == "":
 		_, err = fmt.Fprintf(w, "group %s: healthy, none of %d partition%s stalled\n", r.Group, len(r.Partitions), plural(len(r.Partitions)))
+	case n == 0:
+		_, err = fmt.Fprintf(w, "group %s: none of %d partition%s stalled%s\n", r.Group, len(r.Partitions), plural(len(r.Partitions)), lost)
 	default:
-		_, err = fmt.Fprintf(w, "group %s: %d of %d partition%s stalled\n", r.Group, n, len(r.Partitions), plural(len(r.Partitions)))
+		_, err = fmt.Fprintf(w, "group %s: %d of %d partition%s stalled%s\n", r.Group, n, len(r.Partitions), plural(len(r.Partitions)), lost)
 	}
 	return err
 }
@@ -76,8 +90,10 @@ func stallAge(at, since time.Time) time.Duration {
 
 // The JSON document, one object. Its keys are a contract (monitoring reads
 // them): add keys, never rename or remove one. "committed" and "lag" are null
-// for a partition without a commit; "stall" is null when not stalled;
-// "metadata_error" is present only when metadata was not used.
+// for a partition without a commit; "stall" is null when not stalled; "lost"
+// is null when the commit carries no loss report; "metadata_error" is
+// present only when metadata, or a report in it, was not used. "healthy" is
+// about stalls only: a group that lost records and flows is healthy.
 type jsonReport struct {
 	Group      string          `json:"group"`
 	Healthy    bool            `json:"healthy"`
@@ -93,6 +109,7 @@ type jsonPartition struct {
 	DeliveredAbove int64      `json:"delivered_above"`
 	Stalled        bool       `json:"stalled"`
 	Stall          *jsonStall `json:"stall"`
+	Lost           *jsonLoss  `json:"lost"`
 	MetadataError  string     `json:"metadata_error,omitempty"`
 }
 
@@ -106,12 +123,26 @@ type jsonStall struct {
 	Member      string `json:"member"`
 }
 
+type jsonLoss struct {
+	FirstOffset int64  `json:"first_offset"`
+	LastOffset  int64  `json:"last_offset"`
+	Count       int64  `json:"count"` // lost offsets within first_offset..last_offset
+	Since       string `json:"since"` // RFC 3339, UTC, to the millisecond
+	Cause       string `json:"cause"` // retention, truncation or unknown
+}
+
+// sinceJSON is the form of "since" in the JSON: RFC 3339 in UTC, to the
+// millisecond the metadata keeps.
+const sinceJSON = "2006-01-02T15:04:05.000Z07:00"
+
 // WriteJSON writes r as one JSON object, indented, with a final newline:
 //
 //	{"group": "g", "healthy": false, "partitions": [{"topic": "orders", "partition": 0,
 //	  "committed": 1200, "log_end": 1500, "lag": 300, "delivered_above": 50, "stalled": true,
 //	  "stall": {"first_offset": 1200, "last_offset": 1209, "since": "2026-01-01T00:00:00.000Z",
-//	  "age_s": 252, "attempts": 3, "reason": "http 503", "member": "sink@pod-7"}}]}
+//	  "age_s": 252, "attempts": 3, "reason": "http 503", "member": "sink@pod-7"},
+//	  "lost": {"first_offset": 100, "last_offset": 1199, "count": 1100,
+//	  "since": "2026-01-01T00:00:00.000Z", "cause": "retention"}}]}
 func WriteJSON(w io.Writer, r *Report) error {
 	doc := jsonReport{Group: r.Group, Healthy: r.Healthy(), Partitions: []jsonPartition{}}
 	for _, p := range r.Partitions {
@@ -130,11 +161,20 @@ func WriteJSON(w io.Writer, r *Report) error {
 			jp.Stall = &jsonStall{
 				FirstOffset: s.First,
 				LastOffset:  s.Last,
-				Since:       s.Since.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+				Since:       s.Since.UTC().Format(sinceJSON),
 				AgeS:        int64(stallAge(r.At, s.Since) / time.Second),
 				Attempts:    s.Attempts,
 				Reason:      s.Reason,
 				Member:      s.Member,
+			}
+		}
+		if l := p.Loss; l != nil {
+			jp.Lost = &jsonLoss{
+				FirstOffset: l.First,
+				LastOffset:  l.Last,
+				Count:       l.Count,
+				Since:       l.Since.UTC().Format(sinceJSON),
+				Cause:       l.Cause,
 			}
 		}
 		if p.MetadataErr != nil {

@@ -14,13 +14,13 @@ import (
 // testReport is a report of each kind of partition, read 4m12.7s after
 // testStall began.
 func testReport() *Report {
-	stall := testStall
+	stall, loss := testStall, testLoss
 	return &Report{
 		Group: "orders-to-http",
 		At:    testStall.Since.Add(4*time.Minute + 12700*time.Millisecond),
 		Partitions: []Partition{
 			{Topic: "orders", Partition: 0, Committed: 100, LogEnd: 100},
-			{Topic: "orders", Partition: 1, Committed: 40, LogEnd: 100, DeliveredAbove: 15},
+			{Topic: "orders", Partition: 1, Committed: 40, LogEnd: 100, DeliveredAbove: 15, Loss: &loss},
 			{Topic: "orders", Partition: 2, Committed: 20, LogEnd: 100, DeliveredAbove: 10, Stall: &stall},
 			{Topic: "orders", Partition: 3, Committed: -1, LogEnd: 7},
 			{Topic: "other", Partition: 0, Committed: 5, LogEnd: 10, MetadataErr: errors.New("the metadata was written for offset 3")},
@@ -31,14 +31,14 @@ func testReport() *Report {
 func TestWriteText(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, WriteText(&b, testReport()))
-	const want = `TOPIC   PARTITION  COMMITTED  LOG END  LAG  DELIVERED ABOVE  STALLED
-orders  0          100        100      0    0                no
-orders  1          40         100      60   15               no
-orders  2          20         100      80   10               yes: offsets 20-29 for 4m12s (since 2026-01-01T12:00:00Z), 3 attempts, by watermark-connect@pod-7: http 503
-orders  3          -          7        -    0                no
-other   0          5          10       5    0                no
+	const want = `TOPIC   PARTITION  COMMITTED  LOG END  LAG  DELIVERED ABOVE  STALLED                                                                                                      LOST
+orders  0          100        100      0    0                no                                                                                                           -
+orders  1          40         100      60   15               no                                                                                                           20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)
+orders  2          20         100      80   10               yes: offsets 20-29 for 4m12s (since 2026-01-01T12:00:00Z), 3 attempts, by watermark-connect@pod-7: http 503  -
+orders  3          -          7        -    0                no                                                                                                           -
+other   0          5          10       5    0                no                                                                                                           -
 other/0: commit metadata not used: the metadata was written for offset 3
-group orders-to-http: 1 of 5 partitions stalled
+group orders-to-http: 1 of 5 partitions stalled; 1 of 5 lost records before delivery
 `
 	assert.Equal(t, want, b.String())
 
@@ -48,6 +48,13 @@ group orders-to-http: 1 of 5 partitions stalled
 	}{
 		{&Report{Group: "g", Partitions: []Partition{{Topic: "t", Committed: 3, LogEnd: 3}}}, "group g: healthy, none of 1 partition stalled\n"},
 		{&Report{Group: "g"}, "group g: no partitions with commits\n"},
+		// Records lost, nothing stalled: not called healthy.
+		{&Report{Group: "g", Partitions: []Partition{{Topic: "t", Committed: 3, LogEnd: 3}, {Topic: "t", Partition: 1, Committed: 30, LogEnd: 30, Loss: &testLoss}}},
+			"  -\nt      1          30         30       0    0                no       20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)\n" +
+				"group g: none of 2 partitions stalled; 1 of 2 lost records before delivery\n"},
+		// A stalled partition that lost records too: both on its row.
+		{&Report{Group: "g", At: testStall.Since.Add(time.Minute), Partitions: []Partition{{Topic: "t", Committed: 20, LogEnd: 30, Stall: &testStall, Loss: &testLoss}}},
+			"http 503  20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)\ngroup g: 1 of 1 partition stalled; 1 of 1 lost records before delivery\n"},
 	} {
 		b.Reset()
 		require.NoError(t, WriteText(&b, tc.r))
@@ -71,7 +78,8 @@ func TestWriteJSON(t *testing.T) {
       "lag": 0,
       "delivered_above": 0,
       "stalled": false,
-      "stall": null
+      "stall": null,
+      "lost": null
     },
     {
       "topic": "orders",
@@ -81,7 +89,14 @@ func TestWriteJSON(t *testing.T) {
       "lag": 60,
       "delivered_above": 15,
       "stalled": false,
-      "stall": null
+      "stall": null,
+      "lost": {
+        "first_offset": 10,
+        "last_offset": 29,
+        "count": 20,
+        "since": "2026-01-01T11:00:00.000Z",
+        "cause": "retention"
+      }
     },
     {
       "topic": "orders",
@@ -99,7 +114,8 @@ func TestWriteJSON(t *testing.T) {
         "attempts": 3,
         "reason": "http 503",
         "member": "watermark-connect@pod-7"
-      }
+      },
+      "lost": null
     },
     {
       "topic": "orders",
@@ -109,7 +125,8 @@ func TestWriteJSON(t *testing.T) {
       "lag": null,
       "delivered_above": 0,
       "stalled": false,
-      "stall": null
+      "stall": null,
+      "lost": null
     },
     {
       "topic": "other",
@@ -120,6 +137,7 @@ func TestWriteJSON(t *testing.T) {
       "delivered_above": 0,
       "stalled": false,
       "stall": null,
+      "lost": null,
       "metadata_error": "the metadata was written for offset 3"
     }
   ]
@@ -137,6 +155,24 @@ func TestWriteJSON(t *testing.T) {
 	since, err := time.Parse(time.RFC3339, stall["since"].(string))
 	require.NoError(t, err)
 	assert.True(t, since.Equal(testStall.Since))
+	var lost map[string]any
+	require.NoError(t, json.Unmarshal(doc.Partitions[1]["lost"], &lost))
+	assert.Equal(t, map[string]any{"first_offset": 10.0, "last_offset": 29.0, "count": 20.0,
+		"since": "2026-01-01T11:00:00.000Z", "cause": "retention"}, lost, "the keys of lost")
+	since, err = time.Parse(time.RFC3339, lost["since"].(string))
+	require.NoError(t, err)
+	assert.True(t, since.Equal(testLoss.Since))
+	assert.Equal(t, "null", string(doc.Partitions[0]["lost"]), "lost is null without a loss")
+
+	// healthy is about stalls only: a group that lost records and flows
+	// is healthy in the JSON (its exit status is ExitLost).
+	b.Reset()
+	require.NoError(t, WriteJSON(&b, &Report{Group: "g", Partitions: []Partition{{Topic: "t", Committed: 30, LogEnd: 30, Loss: &testLoss}}}))
+	var healthy struct {
+		Healthy bool `json:"healthy"`
+	}
+	require.NoError(t, json.Unmarshal(b.Bytes(), &healthy))
+	assert.True(t, healthy.Healthy)
 
 	// An empty report has an empty list, not null.
 	b.Reset()

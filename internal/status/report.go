@@ -64,10 +64,19 @@ type Partition struct {
 	// metadata; nil when the partition is not stalled.
 	Stall *commitmeta.Stall
 
+	// Loss is the records Kafka deleted or rewrote before the input
+	// delivered them, from the commit metadata; nil when the commit carries
+	// no loss report (the input drops it lost_records_report_for after the
+	// loss; status shows what the commit carries, whatever its age). The
+	// partition may flow meanwhile: a loss is not a stall.
+	Loss *commitmeta.Loss
+
 	// MetadataErr says why metadata that looked like the input's was not
-	// used: malformed, another version, or written for another offset (an
-	// offset reset by an admin tool keeps the old metadata). Another
-	// client's metadata is no error. nil when it was used.
+	// used, or which of its reports was not: malformed, another version, or
+	// written for another offset (an offset reset by an admin tool keeps the
+	// old metadata). A malformed stall provenance or loss report leaves
+	// Stall or Loss nil and the other report, and the ranges, in use.
+	// Another client's metadata is no error. nil when all of it was used.
 	MetadataErr error
 }
 
@@ -82,6 +91,9 @@ func (p Partition) Lag() (int64, bool) {
 // Stalled reports whether p's commit names a stall.
 func (p Partition) Stalled() bool { return p.Stall != nil }
 
+// Lost reports whether p's commit carries a loss report.
+func (p Partition) Lost() bool { return p.Loss != nil }
+
 // Healthy reports whether no partition is stalled.
 func (r *Report) Healthy() bool {
 	return !slices.ContainsFunc(r.Partitions, Partition.Stalled)
@@ -92,6 +104,18 @@ func (r *Report) Stalled() int {
 	n := 0
 	for _, p := range r.Partitions {
 		if p.Stalled() {
+			n++
+		}
+	}
+	return n
+}
+
+// Lost returns the number of partitions whose commit carries a loss report.
+// Healthy does not count them: a partition that lost records may flow.
+func (r *Report) Lost() int {
+	n := 0
+	for _, p := range r.Partitions {
+		if p.Lost() {
 			n++
 		}
 	}
@@ -294,8 +318,11 @@ func unknownGroup(group, detail string) error {
 }
 
 // readMetadata decodes the commit metadata of p's committed offset: the
-// ranges delivered above it and the stall provenance, both only when the
-// metadata was written for that offset.
+// ranges delivered above it, the stall provenance and the loss report, all
+// only when the metadata was written for that offset. The two reports are
+// read independently: a malformed one is left out (and named in
+// MetadataErr) without hiding the other, so that a malformed loss report
+// cannot make a stalled partition read as healthy.
 func (p *Partition) readMetadata(meta string) {
 	m, fields, err := commitmeta.DecodeFields(meta)
 	switch {
@@ -309,12 +336,22 @@ func (p *Partition) readMetadata(meta string) {
 		return
 	}
 	p.DeliveredAbove = m.Records()
-	s, ok, err := commitmeta.StallFromFields(fields)
-	if err != nil {
-		p.MetadataErr = err
-		return
-	}
-	if ok {
+	s, stalled, stallErr := commitmeta.StallFromFields(fields)
+	if stalled {
 		p.Stall = &s
+	}
+	l, lost, lossErr := commitmeta.LossFromFields(fields)
+	if lost {
+		p.Loss = &l
+	}
+	switch {
+	case stallErr != nil && lossErr != nil:
+		// One line (the text output lists it as one): both stay
+		// reachable with errors.Is and errors.As.
+		p.MetadataErr = fmt.Errorf("%w; %w", stallErr, lossErr)
+	case stallErr != nil:
+		p.MetadataErr = stallErr
+	case lossErr != nil:
+		p.MetadataErr = lossErr
 	}
 }

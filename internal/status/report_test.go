@@ -24,15 +24,26 @@ var testStall = commitmeta.Stall{
 	Member:   "watermark-connect@pod-7",
 }
 
+// The loss the tests commit: retention deleted offsets 10-29 of orders/1
+// before they were delivered, an hour before testStall.
+var testLoss = commitmeta.Loss{
+	First: 10,
+	Last:  29,
+	Count: 20,
+	Since: time.Date(2026, 1, 1, 11, 0, 0, 0, time.UTC),
+	Cause: commitmeta.CauseRetention,
+}
+
 // seedGroup commits, for group, one partition of each kind a report tells
 // apart:
 //
 //	orders/0  healthy: committed at the log end, no ranges
-//	orders/1  ranges [50,60) and [70,75) delivered above 40
+//	orders/1  ranges [50,60) and [70,75) delivered above 40, and a loss
+//	          (testLoss): it flows, but lost records
 //	orders/2  stalled at 20 (testStall), with [30,40) delivered above it
 //	orders/3  another client's metadata
-//	other/0   the input's metadata for offset 3 with a stall, but committed
-//	          at 5 (an admin reset): ignored
+//	other/0   the input's metadata for offset 3 with a stall and a loss, but
+//	          committed at 5 (an admin reset): ignored
 //	other/1   the input's metadata with malformed stall fields: ignored
 func seedGroup(t *testing.T, c *testCluster, group string) {
 	t.Helper()
@@ -43,10 +54,10 @@ func seedGroup(t *testing.T, c *testCluster, group string) {
 		c.produce(t, "other", p, 10)
 	}
 	c.commit(t, group, "orders", 0, 100, meta(t, 100, nil, nil))
-	c.commit(t, group, "orders", 1, 40, meta(t, 40, []commitmeta.Range{{From: 50, To: 60}, {From: 70, To: 75}}, nil))
+	c.commit(t, group, "orders", 1, 40, meta(t, 40, []commitmeta.Range{{From: 50, To: 60}, {From: 70, To: 75}}, &testLoss))
 	c.commit(t, group, "orders", 2, 20, meta(t, 20, []commitmeta.Range{{From: 30, To: 40}}, &testStall))
 	c.commit(t, group, "orders", 3, 10, "watermark-connect-0d5c1a2e-6c1f-4e0b-9a7e-1f2d3c4b5a69")
-	c.commit(t, group, "other", 0, 5, meta(t, 3, []commitmeta.Range{{From: 4, To: 5}}, &testStall))
+	c.commit(t, group, "other", 0, 5, meta(t, 3, []commitmeta.Range{{From: 4, To: 5}}, &testStall, &testLoss))
 	c.commit(t, group, "other", 1, 2, "wm1 o=2 e=0 sf=2 sl=1")
 }
 
@@ -84,6 +95,7 @@ func TestCollect(t *testing.T) {
 	assert.False(t, r.At.Before(before), "At is when the offsets were read")
 	assert.False(t, r.Healthy())
 	assert.Equal(t, 1, r.Stalled())
+	assert.Equal(t, 1, r.Lost())
 
 	assert.Equal(t, []partitionKey{{"orders", 0}, {"orders", 1}, {"orders", 2}, {"orders", 3}, {"other", 0}, {"other", 1}}, keysOf(r),
 		"every committed partition, sorted")
@@ -92,15 +104,15 @@ func TestCollect(t *testing.T) {
 	for _, tc := range []struct {
 		key                               partitionKey
 		committed, logEnd, lag, delivered int64
-		stalled                           bool
+		stalled, lost                     bool
 		metaErr                           string // a part of MetadataErr; "" for none
 	}{
-		{partitionKey{"orders", 0}, 100, 100, 0, 0, false, ""},
-		{partitionKey{"orders", 1}, 40, 100, 60, 15, false, ""},
-		{partitionKey{"orders", 2}, 20, 100, 80, 10, true, ""},
-		{partitionKey{"orders", 3}, 10, 100, 90, 0, false, ""},
-		{partitionKey{"other", 0}, 5, 10, 5, 0, false, "written for offset 3, not the committed offset 5"},
-		{partitionKey{"other", 1}, 2, 10, 8, 0, false, "stall field sl"},
+		{partitionKey{"orders", 0}, 100, 100, 0, 0, false, false, ""},
+		{partitionKey{"orders", 1}, 40, 100, 60, 15, false, true, ""},
+		{partitionKey{"orders", 2}, 20, 100, 80, 10, true, false, ""},
+		{partitionKey{"orders", 3}, 10, 100, 90, 0, false, false, ""},
+		{partitionKey{"other", 0}, 5, 10, 5, 0, false, false, "written for offset 3, not the committed offset 5"},
+		{partitionKey{"other", 1}, 2, 10, 8, 0, false, false, "stall field sl"},
 	} {
 		p := got[tc.key]
 		lag, ok := p.Lag()
@@ -108,6 +120,7 @@ func TestCollect(t *testing.T) {
 		assert.Equal(t, []int64{tc.committed, tc.logEnd, tc.lag, tc.delivered}, []int64{p.Committed, p.LogEnd, lag, p.DeliveredAbove},
 			"%v: committed, log end, lag, delivered above", tc.key)
 		assert.Equal(t, tc.stalled, p.Stalled(), "%v stalled", tc.key)
+		assert.Equal(t, tc.lost, p.Lost(), "%v lost", tc.key)
 		if tc.metaErr == "" {
 			assert.NoError(t, p.MetadataErr, "%v", tc.key)
 		} else if assert.Error(t, p.MetadataErr, "%v", tc.key) {
@@ -121,6 +134,11 @@ func TestCollect(t *testing.T) {
 		assert.Equal(t, testStall.Attempts, s.Attempts)
 		assert.Equal(t, testStall.Reason, s.Reason)
 		assert.Equal(t, testStall.Member, s.Member)
+	}
+	if l := got[partitionKey{"orders", 1}].Loss; assert.NotNil(t, l) {
+		assert.Equal(t, []int64{testLoss.First, testLoss.Last, testLoss.Count}, []int64{l.First, l.Last, l.Count})
+		assert.True(t, testLoss.Since.Equal(l.Since), "since %v, want %v", l.Since, testLoss.Since)
+		assert.Equal(t, commitmeta.CauseRetention, l.Cause)
 	}
 }
 
@@ -249,31 +267,59 @@ func TestCollectGroupWithoutCommits(t *testing.T) {
 }
 
 func TestReadMetadata(t *testing.T) {
+	const badLoss = "lf=7 ll=9 ln=4 ls=0 lc=retention" // 4 offsets lost of 3
 	for _, tc := range []struct {
-		name      string
-		committed int64
-		meta      string
-		delivered int64
-		stalled   bool
-		err       error // errors.Is target, or nil for no MetadataErr
+		name          string
+		committed     int64
+		meta          string
+		delivered     int64
+		stalled, lost bool
+		err           error  // errors.Is target, or nil for no MetadataErr
+		errText       string // a part of MetadataErr's message, or ""
 	}{
-		{"empty", 7, "", 0, false, nil},
-		{"another client's", 7, "consumer-1-abc", 0, false, nil},
-		{"ours, no ranges", 7, "wm1 o=7 e=0", 0, false, nil},
-		{"ours, ranges", 7, "wm1 o=7 e=0 d=3.2,1.1", 3, false, nil},
-		{"ours, a stall", 7, "wm1 o=7 e=0 " + testStall.Fields(), 0, true, nil},
-		{"a newer version", 7, "wm2 o=7", 0, false, commitmeta.ErrVersion},
-		{"malformed", 7, "wm1 o=7", 0, false, commitmeta.ErrMissingField},
-		{"a malformed stall", 7, "wm1 o=7 e=0 sf=7", 0, false, commitmeta.ErrMissingField},
+		{"empty", 7, "", 0, false, false, nil, ""},
+		{"another client's", 7, "consumer-1-abc", 0, false, false, nil, ""},
+		{"ours, no ranges", 7, "wm1 o=7 e=0", 0, false, false, nil, ""},
+		{"ours, ranges", 7, "wm1 o=7 e=0 d=3.2,1.1", 3, false, false, nil, ""},
+		{"ours, a stall", 7, "wm1 o=7 e=0 " + testStall.Fields(), 0, true, false, nil, ""},
+		{"ours, a loss", 7, "wm1 o=7 e=0 d=3.2 " + testLoss.Fields() + " l=0", 2, false, true, nil, ""},
+		{"ours, a stall and a loss", 7, "wm1 o=7 e=0 " + testStall.Fields() + " " + testLoss.Fields(), 0, true, true, nil, ""},
+		{"a newer version", 7, "wm2 o=7", 0, false, false, commitmeta.ErrVersion, ""},
+		{"malformed", 7, "wm1 o=7", 0, false, false, commitmeta.ErrMissingField, ""},
+		{"a malformed stall", 7, "wm1 o=7 e=0 sf=7", 0, false, false, commitmeta.ErrMissingField, "stall field sl"},
+		// Like a malformed stall: left out and named, the rest used. A
+		// malformed loss report does not hide a stall.
+		{"a malformed loss", 7, "wm1 o=7 e=0 d=3.2 " + badLoss, 2, false, false, nil, `loss field ln="4"`},
+		{"a loss without its cause", 7, "wm1 o=7 e=0 lf=1 ll=2 ln=1 ls=0", 0, false, false, commitmeta.ErrMissingField, "loss field lc"},
+		{"a stall and a malformed loss", 7, "wm1 o=7 e=0 " + testStall.Fields() + " " + badLoss, 0, true, false, nil, `loss field ln="4"`},
+		{"a malformed stall and a loss", 7, "wm1 o=7 e=0 sf=7 " + testLoss.Fields(), 0, false, true, commitmeta.ErrMissingField, "stall field sl"},
+		{"both malformed", 7, "wm1 o=7 e=0 sf=7 " + badLoss, 0, false, false, commitmeta.ErrMissingField, `stall field sl: want a decimal offset from 0 to 9223372036854775807, no sign or leading zeros and at least sf: missing field; commitmeta: loss field ln="4"`},
+		// Written for another offset: no report is used, as no range is.
+		{"a loss for another offset", 9, "wm1 o=7 e=0 d=3.2 " + testLoss.Fields(), 0, false, false, nil, "written for offset 7, not the committed offset 9"},
 	} {
 		p := Partition{Committed: tc.committed}
 		p.readMetadata(tc.meta)
 		assert.Equal(t, tc.delivered, p.DeliveredAbove, tc.name)
-		assert.Equal(t, tc.stalled, p.Stalled(), tc.name)
-		if tc.err == nil {
+		assert.Equal(t, tc.stalled, p.Stalled(), "%s: stalled", tc.name)
+		assert.Equal(t, tc.lost, p.Lost(), "%s: lost", tc.name)
+		if tc.err == nil && tc.errText == "" {
 			assert.NoError(t, p.MetadataErr, tc.name)
-		} else {
+			continue
+		}
+		if !assert.Error(t, p.MetadataErr, tc.name) {
+			continue
+		}
+		if tc.err != nil {
 			assert.True(t, errors.Is(p.MetadataErr, tc.err), "%s: MetadataErr %v, want %v", tc.name, p.MetadataErr, tc.err)
 		}
+		assert.Contains(t, p.MetadataErr.Error(), tc.errText, tc.name)
+		assert.NotContains(t, p.MetadataErr.Error(), "\n", "%s: one line in the text output", tc.name)
 	}
+
+	// Both reports stay reachable when both are malformed.
+	p := Partition{Committed: 7}
+	p.readMetadata("wm1 o=7 e=0 sf=7 " + badLoss)
+	var se *commitmeta.StallError
+	var le *commitmeta.LossError
+	assert.True(t, errors.As(p.MetadataErr, &se) && errors.As(p.MetadataErr, &le), "MetadataErr %v, want a *StallError and a *LossError", p.MetadataErr)
 }

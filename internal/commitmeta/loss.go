@@ -1,0 +1,238 @@
+package commitmeta
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// The loss report keys, in the order Fields writes them. They are distinct
+// from "l", the leader epoch of the last delivered range that the input
+// writes next to them.
+const (
+	keyLossFirst = "lf"
+	keyLossLast  = "ll"
+	keyLossCount = "ln"
+	keyLossSince = "ls"
+	keyLossCause = "lc"
+)
+
+// Causes of a Loss: the only values lc may take.
+const (
+	// CauseRetention: the broker deleted the records (retention by time or
+	// size, or a delete-records call) before the input delivered them; the
+	// log start moved past them.
+	CauseRetention = "retention"
+
+	// CauseTruncation: the log was truncated and rewritten below what the
+	// input had read (an unclean leader election), so the records it had not
+	// delivered are gone.
+	CauseTruncation = "truncation"
+
+	// CauseUnknown: offsets were skipped and the input cannot tell why.
+	CauseUnknown = "unknown"
+)
+
+// MaxLossFieldsLen is the longest Fields of a Loss that LossFromFields
+// accepts: four numbers of at most 19 digits (an int64 >= 0), the longest
+// cause ("truncation"), and the five keys with their separators. A writer
+// that reserves it before the ranges never has the report cut.
+const MaxLossFieldsLen = 5*len("lf=") + 4*len(" ") + 4*19 + len(CauseTruncation)
+
+// Loss is a report of records the input never delivered because they were no
+// longer in the log when it read there: deleted by retention, or rewritten by
+// an unclean leader election. The input carries it in the partition's commit
+// metadata for a while after Since, so that a restart, another member and
+// `watermark-connect status` see that data was lost and where, from the
+// broker alone.
+//
+// Offsets First through Last, inclusive, bound the loss; Count of the offsets
+// in them were lost: fewer than all when some offsets between them were
+// delivered, or when several events were merged with gaps between them.
+// Losses are counted in offsets, not records: a record that is gone cannot
+// be told from an offset that never held one (a transaction marker).
+//
+// A Loss is a value, safe for concurrent use. The zero Loss (Count 0) is no
+// loss: MergeLoss treats it as such, and Fields of it does not read back.
+type Loss struct {
+	First, Last int64     // the lost offsets lie within First..Last; 0 <= First <= Last
+	Count       int64     // how many were lost: 1 <= Count <= Last-First+1 (at most math.MaxInt64)
+	Since       time.Time // the earliest loss event; written in Unix milliseconds, >= 0
+	Cause       string    // CauseRetention, CauseTruncation or CauseUnknown
+}
+
+// Fields returns l as extra fields for Encode:
+//
+//	lf=<First> ll=<Last> ln=<Count> ls=<Since, Unix ms> lc=<Cause>
+//
+// A Cause that is not one of the three constants (including "") is written
+// as CauseUnknown: a report of lost data is never refused for its cause, and
+// the result is always valid extra fields.
+//
+// The numbers are written as they are: a Loss that breaks the bounds on its
+// fields encodes, and LossFromFields then reports the broken field. For a
+// Loss within them the result is at most MaxLossFieldsLen bytes.
+func (l Loss) Fields() string {
+	b := make([]byte, 0, MaxLossFieldsLen)
+	b = append(b, keyLossFirst+"="...)
+	b = strconv.AppendInt(b, l.First, 10)
+	b = append(b, " "+keyLossLast+"="...)
+	b = strconv.AppendInt(b, l.Last, 10)
+	b = append(b, " "+keyLossCount+"="...)
+	b = strconv.AppendInt(b, l.Count, 10)
+	b = append(b, " "+keyLossSince+"="...)
+	b = strconv.AppendInt(b, l.Since.UnixMilli(), 10)
+	b = append(b, " "+keyLossCause+"="...)
+	cause, _ := knownCause(l.Cause)
+	b = append(b, cause...)
+	return string(b)
+}
+
+// knownCause returns the constant equal to cause and true, or CauseUnknown
+// and false when cause is none of the three. Returning the constant, not
+// cause, keeps a Loss from holding on to the metadata string it was read
+// from.
+func knownCause(cause string) (string, bool) {
+	switch cause {
+	case CauseRetention:
+		return CauseRetention, true
+	case CauseTruncation:
+		return CauseTruncation, true
+	case CauseUnknown:
+		return CauseUnknown, true
+	}
+	return CauseUnknown, false
+}
+
+// LossError is a loss report that is present (there is an lf field) but
+// malformed: a field missing, not a number, out of range, or an unknown
+// cause. It mirrors StallError.
+//
+// A LossError is a value once returned, safe for concurrent use.
+type LossError struct {
+	Key      string // the field's key: lf, ll, ln, ls or lc
+	Value    string // its value as found, clipped to 40 bytes; "" when missing
+	Expected string // what a valid value is
+	Err      error  // ErrMissingField, ErrOverflow, or nil
+}
+
+func (e *LossError) Error() string {
+	return fieldErrorText("loss", e.Key, e.Value, e.Expected, e.Err)
+}
+
+// Unwrap returns the detail, so errors.Is(err, ErrMissingField) works.
+func (e *LossError) Unwrap() error { return e.Err }
+
+func lossError(key, value, expected string, detail error) *LossError {
+	return &LossError{Key: key, Value: clipValue(value), Expected: expected, Err: detail}
+}
+
+// LossFromFields reads a Loss back from the fields DecodeFields returns. ok
+// is false, with no error, when there is none: no lf key (nothing was lost
+// lately, or metadata written before the report existed). When lf is present
+// every field must be, and a field that is missing or malformed is a
+// *LossError naming it, its value and the form expected.
+//
+// The fields are untrusted (anyone may commit to a group): LossFromFields
+// never panics, does work independent of the values' lengths (a number is
+// refused at its twentieth digit), and a Loss it returns keeps every bound
+// stated on Loss's fields, so that its Fields encode it again to the same
+// Loss. Since is in UTC.
+func LossFromFields(fields map[string]string) (l Loss, ok bool, err error) {
+	if _, ok := fields[keyLossFirst]; !ok {
+		return Loss{}, false, nil
+	}
+	num := func(key, expected string) (int64, error) {
+		v, ok := fields[key]
+		if !ok {
+			return 0, lossError(key, "", expected, ErrMissingField)
+		}
+		n, i, serr := scanNumber(v, 0, len(v), math.MaxInt64, key)
+		if serr != nil {
+			return 0, lossError(key, v, expected, serr.Err)
+		}
+		if i != len(v) {
+			return 0, lossError(key, v, expected, nil)
+		}
+		return n, nil
+	}
+
+	const offset = "a decimal offset from 0 to 9223372036854775807, no sign or leading zeros"
+	if l.First, err = num(keyLossFirst, offset); err != nil {
+		return Loss{}, false, err
+	}
+	if l.Last, err = num(keyLossLast, offset+" and at least lf"); err != nil {
+		return Loss{}, false, err
+	}
+	if l.Last < l.First {
+		return Loss{}, false, lossError(keyLossLast, fields[keyLossLast],
+			fmt.Sprintf("an offset at least lf (%d)", l.First), nil)
+	}
+	// Last-First+1 overflows only for 0..MaxInt64, where every int64 >= 1
+	// is a valid count.
+	count := "a decimal count from 1 to 9223372036854775807, no sign or leading zeros"
+	if l.Last-l.First < math.MaxInt64 {
+		count = fmt.Sprintf("a decimal count from 1 to ll-lf+1 (%d), no sign or leading zeros", l.Last-l.First+1)
+	}
+	if l.Count, err = num(keyLossCount, count); err != nil {
+		return Loss{}, false, err
+	}
+	// Count-1 <= Last-First is Count <= Last-First+1 without the overflow.
+	if l.Count < 1 || l.Count-1 > l.Last-l.First {
+		return Loss{}, false, lossError(keyLossCount, fields[keyLossCount], count, nil)
+	}
+	ms, err := num(keyLossSince, "Unix milliseconds from 0 to 9223372036854775807, no sign or leading zeros")
+	if err != nil {
+		return Loss{}, false, err
+	}
+	l.Since = time.UnixMilli(ms).UTC()
+	const causes = CauseRetention + ", " + CauseTruncation + " or " + CauseUnknown
+	v, ok := fields[keyLossCause]
+	if !ok {
+		return Loss{}, false, lossError(keyLossCause, "", causes, ErrMissingField)
+	}
+	if l.Cause, ok = knownCause(v); !ok {
+		return Loss{}, false, lossError(keyLossCause, v, causes, nil)
+	}
+	return l, true, nil
+}
+
+// MergeLoss returns one Loss that reports both a and b, for a writer that
+// meets a second loss while it still carries the first:
+//
+//   - First is the lower First, Last the higher Last;
+//   - Count is the sum, saturating at math.MaxInt64 and capped at
+//     Last-First+1 (the events are taken to be disjoint, as each offset is
+//     found lost once; overlapping ones could otherwise count an offset
+//     twice, and the cap keeps the result within its bounds);
+//   - Since is the earlier of the two, a zero Since counting as unknown
+//     (the other one is kept);
+//   - Cause is the cause of the event whose Since is kept (a's when the two
+//     are equal): the first thing that went wrong names the loss.
+//
+// A Loss with Count 0 (the zero Loss) is no loss: merging with it returns
+// the other unchanged, so that a writer may start from Loss{}. For two
+// Losses within their bounds the result is within them too, and its Count
+// is at least each of theirs. MergeLoss is commutative except for the Cause
+// of two events with the same Since.
+func MergeLoss(a, b Loss) Loss {
+	switch {
+	case b.Count == 0:
+		return a
+	case a.Count == 0:
+		return b
+	}
+	m := Loss{First: min(a.First, b.First), Last: max(a.Last, b.Last), Since: a.Since, Cause: a.Cause}
+	if a.Since.IsZero() || !b.Since.IsZero() && b.Since.Before(a.Since) {
+		m.Since, m.Cause = b.Since, b.Cause
+	}
+	m.Count = a.Count + b.Count
+	if a.Count > 0 && b.Count > math.MaxInt64-a.Count {
+		m.Count = math.MaxInt64
+	}
+	if span := m.Last - m.First; span >= 0 && span < math.MaxInt64 && m.Count > span+1 {
+		m.Count = span + 1
+	}
+	return m
+}
