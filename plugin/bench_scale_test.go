@@ -240,3 +240,11 @@ func (nullClient) Commit(context.Context, commitSet, bool) commitResult {
 func (nullClient) ListEndOffsets(context.Context, ...string) (kadm.ListedOffsets, error) {
 	return nil, nil
 }
+
+func (nullClient) ListStartOffsets(context.Context, ...string) (kadm.ListedOffsets, error) {
+	return nil, nil
+}
+
+func (nullClient) DescribeRetention(context.Context, ...string) (map[string]int64, error) {
+	return nil, nil
+}

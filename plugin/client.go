@@ -80,14 +80,7 @@ func (in *Input) clientOpts(o *owner) []kgo.Opt {
 	if c.instanceID != "" {
 		opts = append(opts, kgo.InstanceID(c.instanceID))
 	}
-	switch c.startOffset {
-	case startLatest:
-		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
-	case startCommitted:
-		opts = append(opts, kgo.ConsumeResetOffset(kgo.NoResetOffset()))
-	default:
-		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	}
+	opts = append(opts, offsetOpts(c.startOffset)...)
 	opts = append(opts, kgo.OnOffsetsFetched(func(ctx context.Context, cl *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
 		return in.onOffsetsFetched(ctx, o, cl, resp)
 	}))
@@ -102,6 +95,34 @@ func (in *Input) clientOpts(o *owner) []kgo.Opt {
 		opts = append(opts, kgo.SASL(mechs...))
 	}
 	return opts
+}
+
+// offsetOpts maps start_offset onto kgo's start offset only. Where a
+// position that fell out of range resumes is not the user's choice: always
+// the log start, the first record that still exists, whatever start_offset
+// says, so that records the log still holds are never skipped and a
+// partition never becomes fatal. What the log no longer holds is reported
+// lost by the owner (loss.go).
+//
+// kgo v1.22.3 sets the two apart: ConsumeStartOffset places a partition
+// without a commit (config.go:1668-1703), and ConsumeResetOffset handles every
+// OffsetOutOfRange (config.go:1708-1757), also of a partition that has
+// consumed nothing yet, such as one resuming a commit below the log start
+// (source.go:1448-1465). Given alone, ConsumeResetOffset also becomes the
+// start offset and a NoResetOffset start makes every OffsetOutOfRange fatal
+// (client.go:545-553); with both given, neither leaks into the other. So
+// start_offset: latest no longer jumps to the log end on a reset, and
+// committed no longer wedges its partition. Under committed, a partition
+// without a commit is paused before its first fetch (onOffsetsFetched); its
+// start offset is the log start, so that it could never skip a record even
+// if it were fetched (kgo's NoResetOffset, {at: -1}, is the log end:
+// consumer.go:94-100).
+func offsetOpts(start string) []kgo.Opt {
+	startAt := kgo.NewOffset().AtStart()
+	if start == startLatest {
+		startAt = kgo.NewOffset().AtEnd()
+	}
+	return []kgo.Opt{kgo.ConsumeStartOffset(startAt), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}
 }
 
 // kgoDialTimeout is kgo's default dial timeout (kgo config.go:626); kgo

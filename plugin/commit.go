@@ -44,7 +44,7 @@ func (o *owner) commit() {
 			return false
 		}
 		p.dirty = false
-		if c, ok := o.planChange(p); ok {
+		if c, ok := o.planChange(p, false); ok {
 			job.parts = append(job.parts, jobPart{p: p, plan: c})
 			metaBytes += len(c.meta)
 		}
@@ -79,12 +79,14 @@ func (o *owner) commit() {
 // every plan since cuts the ranges delivered after and encodes the same, and
 // those ranges are left out all the same. A plan that is sent counts its cut
 // when it is sent, after budgetMeta may have cut more.
-func (o *owner) planChange(p *partState) (planned, bool) {
+//
+// final plans a revoke's or a close's commit (see differs).
+func (o *owner) planChange(p *partState, final bool) (planned, bool) {
 	c, ok := o.plan(p, o.metaMax)
 	if !ok {
 		return c, false
 	}
-	if !p.differs(c) {
+	if !p.differs(c, final) {
 		o.noteCut(p, c)
 		return c, false
 	}
@@ -238,6 +240,10 @@ func eachResult(offsets epochOffsets, errs map[topicPartition]error, err error, 
 // epoch that has ended since changes nothing but counters.
 func (o *owner) onCommitDone(c commitDone) {
 	o.committing = false
+	for _, w := range o.commitWaiters {
+		close(w)
+	}
+	o.commitWaiters = nil
 	o.m.commitLatency.Timing(c.took.Nanoseconds())
 	o.noteMetaRefused(c.result.metaRefused)
 	var failed []string
@@ -300,6 +306,15 @@ func (o *owner) noteMetaRefused(lengths map[topicPartition]int) {
 func (o *owner) finalCommit(ctx context.Context, set commitSet, why string) error {
 	if set.empty() {
 		return nil
+	}
+	if set.after != nil {
+		select {
+		case <-set.after:
+		case <-ctx.Done():
+			// The commit below fails at once; the next owner
+			// replays from the last commit that landed.
+		case <-o.stopped():
+		}
 	}
 	start := time.Now()
 	res := commitAndWait(ctx, o.cl, set, true)

@@ -47,6 +47,8 @@ type config struct {
 	nackMaxBackoff         time.Duration
 
 	stallReplayAfter time.Duration
+	// lostReportFor is how long commits carry a loss (loss.go).
+	lostReportFor time.Duration
 
 	commitMetadata         bool
 	commitMetadataMaxBytes int
@@ -179,6 +181,7 @@ func parseConfig(pc *service.ParsedConfig) (*config, error) {
 	dur(&c.nackBackoff, fieldNackRetry, fieldNackInitialBack)
 	dur(&c.nackMaxBackoff, fieldNackRetry, fieldNackMaxBack)
 	dur(&c.stallReplayAfter, fieldStallReplayAfter)
+	dur(&c.lostReportFor, fieldLostRecordsReportFor)
 	c.commitMetadata, err = pc.FieldBool(fieldCommitMetadata)
 	errs = append(errs, err)
 	num(&c.commitMetadataMaxBytes, fieldCommitMetadataMaxBytes)
@@ -287,6 +290,9 @@ func (c *config) validate() error {
 		if d < 100*time.Millisecond || d > 15*time.Minute {
 			bad("%s (%v) must be between 100ms and 15m", name, d)
 		}
+	}
+	if c.lostReportFor < 0 {
+		bad("%s (%v) must be 0s (carry no loss in commits) or positive", fieldLostRecordsReportFor, c.lostReportFor)
 	}
 	if c.stallReplayAfter < 0 {
 		bad("%s (%v) must be 0s (never replay in place) or positive", fieldStallReplayAfter, c.stallReplayAfter)

@@ -95,6 +95,21 @@ func (o *owner) checkDrains() {
 	}
 }
 
+// cancelReplay drops the replay drain of p, if one is under way, because
+// p is revoked or lost: the revoke's own drain (or the loss) ends p's epoch,
+// and the replay must not end it first and put a new, live epoch in its
+// place (rewind), which the revoke would never end: it would go on
+// committing, and rewinding, a partition this member no longer owns.
+func (o *owner) cancelReplay(p *partState) {
+	for i, d := range o.drains {
+		if d.replay && d.parts[0] == p {
+			d.timer.Stop()
+			o.drains = append(o.drains[:i], o.drains[i+1:]...)
+			return
+		}
+	}
+}
+
 // finishDrain ends a revoke's drain, whether it completed or timed out; the
 // second of the two (the timer firing late), or a drain that Close answered,
 // finds it gone and does nothing.
@@ -119,7 +134,7 @@ func (o *owner) endEpochs(parts []*partState, closing bool) commitSet {
 	var final commitSet
 	plans := map[topicPartition]*planned{}
 	for _, p := range parts {
-		if c, ok := o.planChange(p); ok {
+		if c, ok := o.planChange(p, true); ok {
 			plans[p.tp] = &c
 		}
 	}
@@ -141,5 +156,19 @@ func (o *owner) endEpochs(parts []*partState, closing bool) commitSet {
 		}
 		o.forget(p)
 	}
+	if !final.empty() {
+		final.after = o.afterCommit()
+	}
 	return final
+}
+
+// afterCommit returns a channel closed when the periodic commit in flight
+// has its answer, or nil when none is in flight.
+func (o *owner) afterCommit() <-chan struct{} {
+	if !o.committing {
+		return nil
+	}
+	c := make(chan struct{})
+	o.commitWaiters = append(o.commitWaiters, c)
+	return c
 }

@@ -18,20 +18,28 @@ import (
 // been shown in this epoch (unshown), so the first refresh sets every gauge.
 type gaugeValues struct {
 	pending, stalled, paused, age, lag, exposure int64
+	// headroom and retention are in seconds; noHeadroom (any value, for
+	// headroom) is not shown (retention.go).
+	headroom, retention int64
 }
 
-var unshown = gaugeValues{-1, -1, -1, -1, -1, -1}
+var unshown = gaugeValues{-1, -1, -1, -1, -1, -1, noHeadroom, noHeadroom}
 
 // values computes what p's gauges should show now. lag stays -1 (not shown)
 // until both a resume point and a log end are known.
 func (p *partState) values(now time.Time) gaugeValues {
 	v := gaugeValues{
-		pending:  int64(p.tracker.Pending()),
-		stalled:  b2i(p.stalled()),
-		paused:   b2i(p.paused),
-		age:      int64(p.watermarkAge(now) / time.Second),
-		lag:      -1,
-		exposure: p.exposure,
+		pending:   int64(p.tracker.Pending()),
+		stalled:   b2i(p.stalled()),
+		paused:    b2i(p.paused),
+		age:       int64(p.watermarkAge(now) / time.Second),
+		lag:       -1,
+		exposure:  p.exposure,
+		headroom:  p.headroom(now),
+		retention: noHeadroom,
+	}
+	if p.retentionMs >= 0 {
+		v.retention = p.retentionMs / 1000
 	}
 	if base, ok := p.resumePoint(); ok && p.highWatermark >= 0 {
 		v.lag = max(p.highWatermark-base, 0)
@@ -76,6 +84,12 @@ func (m *metrics) show(p *partState, v gaugeValues) {
 	if v.exposure != was.exposure {
 		m.exposure.Set(v.exposure, p.labels[:]...)
 	}
+	if v.headroom != was.headroom && v.headroom != noHeadroom {
+		m.headroom.Set(v.headroom, p.labels[:]...)
+	}
+	if v.retention != was.retention && v.retention != noHeadroom {
+		m.retention.Set(v.retention, p.labels[:]...)
+	}
 	p.shown = v
 }
 
@@ -84,7 +98,7 @@ func (m *metrics) show(p *partState, v gaugeValues) {
 // Benthos gauges cannot be deleted; nothing of an ended epoch sets them
 // again (onCommitDone and onEnds check the epoch, finalCommit sets none).
 func (m *metrics) retire(p *partState) {
-	for _, g := range []*service.MetricGauge{m.pending, m.stalled, m.paused, m.age, m.lag, m.exposure, m.committed} {
+	for _, g := range []*service.MetricGauge{m.pending, m.stalled, m.paused, m.age, m.lag, m.exposure, m.committed, m.headroom, m.retention} {
 		g.Set(0, p.labels[:]...)
 	}
 	p.shown = gaugeValues{}

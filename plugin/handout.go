@@ -46,16 +46,23 @@ func (o *owner) serve() {
 			p.handedSinceSnap += n
 			b = &inflight{part: p, seq: seq, raw: rb}
 			p.window.add(seq, rb.last, len(rb.records), b)
-			if p.tracker.Pending() >= o.conf.maxPending && !p.paused {
-				p.paused = true
-				o.paused.add(p)
-				o.cl.PauseFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
-			}
+			o.pauseAtLimit(p)
 			o.gauges.add(p)
 		}
 		o.popParked().reply <- b
 		o.passSkipped(p)
 		o.schedule(p)
+	}
+}
+
+// pauseAtLimit pauses p's fetching once its registered batches reach
+// max_pending_batches; advance resumes it below the limit.
+func (o *owner) pauseAtLimit(p *partState) {
+	if p.tracker.Pending() >= o.conf.maxPending && !p.paused && !p.draining {
+		p.paused = true
+		o.paused.add(p)
+		o.gauges.add(p)
+		o.cl.PauseFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
 	}
 }
 
@@ -141,14 +148,23 @@ func (o *owner) onPoll(seq uint64, fetches kgo.Fetches) {
 			return
 		}
 		o.gauges.add(p) // the log end, the first offset fetched
-		if p.firstAtMost >= 0 && p.firstFetched < 0 && len(fp.Records) > 0 && fp.Records[0].Offset > p.firstAtMost {
-			o.log.Warnf("kafka_watermark: dropped a fetch of %s/%d from offset %d after its rewind to %d: it was not read from the rewound position",
-				p.tp.topic, p.tp.partition, fp.Records[0].Offset, p.rewindTo.Offset)
-			return
+		if fp.Err != nil {
+			// kgo injects an error as a partition of its own, with no
+			// records and every offset zero (HighWatermark 0 is no log
+			// end): nothing in it says where the log is.
+			o.onFetchErr(p, fp.Err)
+			if len(fp.Records) == 0 {
+				return
+			}
+		}
+		if len(fp.Records) > 0 {
+			if p = o.checkFetch(p, &fp.FetchPartition, seq); p == nil {
+				return // truncated below what is delivered: rewound
+			}
 		}
 		// The log end, for the lag: under read_committed, the last stable
 		// offset (records past it cannot be read yet).
-		if end := fp.HighWatermark; end >= 0 {
+		if end := fp.HighWatermark; end >= 0 && fp.Err == nil {
 			if o.conf.readCommitted && fp.LastStableOffset >= 0 {
 				end = fp.LastStableOffset
 			}
@@ -157,6 +173,7 @@ func (o *owner) onPoll(seq uint64, fetches kgo.Fetches) {
 		}
 		if len(fp.Records) > 0 {
 			p.enqueue(fp.Records, o.conf.batchMaxRecords, o.conf.batchMaxBytes)
+			p.expect = max(p.expect, p.lastQueued+1)
 			o.passSkipped(p)
 			o.schedule(p)
 		}

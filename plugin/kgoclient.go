@@ -27,6 +27,11 @@ type groupClient interface {
 	// ListEndOffsets lists the log ends of topics: the high watermarks, or
 	// under read_committed the last stable offsets.
 	ListEndOffsets(ctx context.Context, topics ...string) (kadm.ListedOffsets, error)
+	// DescribeRetention returns the time retention of topics, in ms, -1
+	// where none applies; a topic that could not be described is missing.
+	DescribeRetention(ctx context.Context, topics ...string) (map[string]int64, error)
+	// ListStartOffsets lists the log starts of topics.
+	ListStartOffsets(ctx context.Context, topics ...string) (kadm.ListedOffsets, error)
 }
 
 // kgoGroupClient is the groupClient of a real kgo client.
@@ -80,4 +85,22 @@ func (c kgoGroupClient) ListEndOffsets(ctx context.Context, topics ...string) (k
 		return kadm.NewClient(c.Client).ListCommittedOffsets(ctx, topics...)
 	}
 	return kadm.NewClient(c.Client).ListEndOffsets(ctx, topics...)
+}
+
+func (c kgoGroupClient) ListStartOffsets(ctx context.Context, topics ...string) (kadm.ListedOffsets, error) {
+	return kadm.NewClient(c.Client).ListStartOffsets(ctx, topics...)
+}
+
+func (c kgoGroupClient) DescribeRetention(ctx context.Context, topics ...string) (map[string]int64, error) {
+	rcs, err := kadm.NewClient(c.Client).DescribeTopicConfigs(ctx, topics...)
+	out := map[string]int64{}
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			continue
+		}
+		if ms, ok := topicRetention(rc); ok {
+			out[rc.Name] = ms
+		}
+	}
+	return out, err
 }

@@ -38,6 +38,14 @@ const requestMetaBudget = 1 << 20
 type commitSet struct {
 	offsets epochOffsets
 	meta    map[topicPartition]string
+	// after, for a final commit, is closed once the periodic commit that
+	// was in flight when it was planned has its answer (nil: none was).
+	// finalCommit waits for it: kgo may hold that commit back behind the
+	// final one's lock and send it after (kgo cg.go:3529, 3619: a waiting
+	// writer of syncCommitMu blocks new readers), so, unawaited, an older
+	// periodic commit could land after the final one and move the offset
+	// back.
+	after <-chan struct{}
 }
 
 func (c *commitSet) add(tp topicPartition, eo kgo.EpochOffset, meta string, withMeta bool) {
@@ -59,7 +67,7 @@ func (c commitSet) empty() bool { return len(c.offsets) == 0 }
 type planned struct {
 	eo        kgo.EpochOffset
 	meta      string
-	stall     string // the stall provenance fields, or ""
+	stall     string // the stall provenance and loss fields, or ""
 	ranges    int    // ranges the metadata carries
 	cut       int    // ranges left out for want of room
 	exposure  int64  // the replay exposure if it succeeds
@@ -89,11 +97,15 @@ func (o *owner) plan(p *partState, maxBytes int) (c planned, ok bool) {
 		if stalled {
 			c.stall = stall.Fields()
 		}
+		carrying := p.carried.Count > 0
+		if carrying {
+			c.stall = joinFields(c.stall, p.carried.Fields())
+		}
 		c.meta, c.cut, keptTo = encodeMeta(m, p.epochOf, c.stall, maxBytes)
 		m.Delivered = m.Delivered[:len(m.Delivered)-c.cut]
 		c.ranges = len(m.Delivered)
 		c.delivered = m.Records()
-		if !moved && len(m.Delivered) == 0 && !stalled {
+		if !moved && len(m.Delivered) == 0 && !stalled && !carrying {
 			return c, false
 		}
 	} else if !moved {
@@ -181,10 +193,14 @@ func (p *partState) epochOf(offset int64) int32 {
 	return e
 }
 
-// differs reports whether c would change what the broker holds for p, or
-// what the commit in flight will make it hold.
-func (p *partState) differs(c planned) bool {
-	if p.committing >= 0 && c.eo.Offset == p.committing && c.meta == p.committingMeta {
+// differs reports whether c would change what the broker holds for p, or,
+// unless final, what the commit in flight will make it hold. A final commit
+// (a revoke's or a close's) is compared with what the broker acknowledged
+// only: the periodic commit in flight may yet fail (REBALANCE_IN_PROGRESS, a
+// stale member epoch, the network), and its epoch ends before its answer
+// comes, so nothing would send the drained watermark again.
+func (p *partState) differs(c planned, final bool) bool {
+	if !final && p.committing >= 0 && c.eo.Offset == p.committing && c.meta == p.committingMeta {
 		return false
 	}
 	return !p.hasCommitted || c.eo.Offset > p.committed || (c.eo.Offset == p.committed && c.meta != p.committedMeta)
@@ -230,13 +246,18 @@ func (o *owner) noteCut(p *partState, c planned) {
 
 // skipping reports whether record r lies in a delivered range of the commit
 // this epoch started from. Records arrive in offset order, so ranges wholly
-// below r are passed for good. A record with a leader epoch above the one
-// the metadata saw ends all skipping (see fieldLastEpoch).
+// below r are passed for good. A record at or below the ranges with a
+// leader epoch above the one they were written under proves them stale: the
+// log was rewritten below their end after they were written (see
+// fieldLastEpoch), so none of them is skipped, in or past a range. Checking
+// only the records inside a range would let a new log's records between
+// the ranges, or below the first, pass unseen and the old ranges skip the
+// new records they cover.
 func (p *partState) skipping(r *kgo.Record) bool {
 	for len(p.skip) > 0 && p.skip[0].To <= r.Offset {
 		p.skip = p.skip[1:]
 	}
-	if len(p.skip) == 0 || p.skip[0].From > r.Offset {
+	if len(p.skip) == 0 {
 		return false
 	}
 	if r.LeaderEpoch > p.skipEpoch {
@@ -244,7 +265,7 @@ func (p *partState) skipping(r *kgo.Record) bool {
 		p.skip, p.inherited = nil, nil
 		return false
 	}
-	return true
+	return p.skip[0].From <= r.Offset
 }
 
 // passSkipped registers the skip batches at the front of p's ready queue and
@@ -271,6 +292,12 @@ func (o *owner) passSkipped(p *partState) {
 	if passed {
 		p.dirty = true
 		o.advance(p)
+		// Skip batches count against max_pending_batches while a batch
+		// below them holds the watermark, as handed-out ones do: past
+		// the limit the partition must pause, or it would neither hand
+		// out nor stop fetching, and its ready queue would grow for as
+		// long as the head is stuck.
+		o.pauseAtLimit(p)
 	}
 	// Once every range is passed and every skip batch registered, say
 	// what was skipped, once.
@@ -310,11 +337,17 @@ func (o *owner) onFetched(commits map[topicPartition]fetchedCommit) {
 			continue
 		}
 		p.fetched, p.fetchedEpoch = fc.offset, fc.epoch
+		if fc.offset >= 0 {
+			p.expect = fc.offset
+		}
 		if !o.conf.commitMetadata || fc.offset < 0 || fc.meta == "" {
 			continue
 		}
 		m, fields, err := commitmeta.DecodeFields(fc.meta)
 		last, lastErr := strconv.ParseInt(fields[fieldLastEpoch], 10, 32)
+		if err == nil && m.Base == fc.offset {
+			o.inheritLoss(p, fields)
+		}
 		switch {
 		case errors.Is(err, commitmeta.ErrNotOurs) && memberIDLike.MatchString(fc.meta):
 			continue

@@ -26,35 +26,45 @@ const (
 	metricSkipped       = "kafka_watermark_skipped_records_total"
 	metricExposure      = "kafka_watermark_replay_exposure_records"
 	metricStallReplays  = "kafka_watermark_stall_replays_total"
+	metricLostRecords   = "kafka_watermark_lost_records_total"
+	metricTruncated     = "kafka_watermark_truncated_records_total"
+	metricHeadroom      = "kafka_watermark_retention_headroom_seconds"
+	metricRetention     = "kafka_watermark_retention_seconds"
 )
 
 // metrics holds the input's metric handles. Benthos metric handles are safe
 // for concurrent use, so ack goroutines may count duplicates directly.
 type metrics struct {
 	committed, pending, stalled, paused, age, lag, exposure *service.MetricGauge
+	headroom, retention                                     *service.MetricGauge
 	commits, commitErrors, lateAcks, dupAcks                *service.MetricCounter
 	metaTruncated, skipped, stallReplays                    *service.MetricCounter
+	lostRecords, truncatedRecords                           *service.MetricCounter
 	commitLatency                                           *service.MetricTimer
 }
 
 func newMetrics(m *service.Metrics) *metrics {
 	l := []string{"topic", "partition"}
 	return &metrics{
-		committed:     m.NewGauge(metricCommitted, l...),
-		pending:       m.NewGauge(metricPending, l...),
-		stalled:       m.NewGauge(metricStalled, l...),
-		paused:        m.NewGauge(metricPaused, l...),
-		age:           m.NewGauge(metricAge, l...),
-		lag:           m.NewGauge(metricLag, l...),
-		exposure:      m.NewGauge(metricExposure, l...),
-		metaTruncated: m.NewCounter(metricMetaTruncated, l...),
-		skipped:       m.NewCounter(metricSkipped, l...),
-		stallReplays:  m.NewCounter(metricStallReplays, l...),
-		commits:       m.NewCounter(metricCommits, l...),
-		commitErrors:  m.NewCounter(metricCommitErrors, l...),
-		lateAcks:      m.NewCounter(metricLateAcks, l...),
-		dupAcks:       m.NewCounter(metricDuplicateAcks, l...),
-		commitLatency: m.NewTimer(metricCommitLatency),
+		committed:        m.NewGauge(metricCommitted, l...),
+		pending:          m.NewGauge(metricPending, l...),
+		stalled:          m.NewGauge(metricStalled, l...),
+		paused:           m.NewGauge(metricPaused, l...),
+		age:              m.NewGauge(metricAge, l...),
+		lag:              m.NewGauge(metricLag, l...),
+		exposure:         m.NewGauge(metricExposure, l...),
+		headroom:         m.NewGauge(metricHeadroom, l...),
+		retention:        m.NewGauge(metricRetention, l...),
+		metaTruncated:    m.NewCounter(metricMetaTruncated, l...),
+		skipped:          m.NewCounter(metricSkipped, l...),
+		stallReplays:     m.NewCounter(metricStallReplays, l...),
+		lostRecords:      m.NewCounter(metricLostRecords, l...),
+		truncatedRecords: m.NewCounter(metricTruncated, l...),
+		commits:          m.NewCounter(metricCommits, l...),
+		commitErrors:     m.NewCounter(metricCommitErrors, l...),
+		lateAcks:         m.NewCounter(metricLateAcks, l...),
+		dupAcks:          m.NewCounter(metricDuplicateAcks, l...),
+		commitLatency:    m.NewTimer(metricCommitLatency),
 	}
 }
 

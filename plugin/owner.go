@@ -99,19 +99,20 @@ type owner struct {
 	cl   groupClient
 	sig  *shutdown.Signaller
 
-	readCh     chan *readReq
-	withdrawCh chan withdrawReq
-	ackCh      chan ackMsg
-	pollCh     chan pollResult
-	pollWant   chan struct{} // capacity 1: a token asking the poll loop for more
-	assignCh   chan assignReq
-	fetchedCh  chan fetchedReq
-	revokeCh   chan revokeReq
-	closeCh    chan closeReq
-	commitCh   chan commitDone
-	retryCh    chan retryDue
-	endsCh     chan endsResult
-	drainDone  chan *drain
+	readCh      chan *readReq
+	withdrawCh  chan withdrawReq
+	ackCh       chan ackMsg
+	pollCh      chan pollResult
+	pollWant    chan struct{} // capacity 1: a token asking the poll loop for more
+	assignCh    chan assignReq
+	fetchedCh   chan fetchedReq
+	revokeCh    chan revokeReq
+	closeCh     chan closeReq
+	commitCh    chan commitDone
+	retryCh     chan retryDue
+	endsCh      chan endsResult
+	retentionCh chan retentionResult
+	drainDone   chan *drain
 	// commitJobs feeds the committer goroutine. ioCtx bounds the network
 	// calls of the committer and the log-end queries; stopIO cancels it at
 	// hard stop, so no call in flight outlives the input.
@@ -127,10 +128,18 @@ type owner struct {
 	drains     []*drain
 	pollAsked  bool
 	committing bool
-	closed     bool
+	// commitWaiters are closed when the periodic commit in flight has
+	// its answer (afterCommit).
+	commitWaiters []chan struct{}
+	closed        bool
 	// endsInFlight: a log-end query for paused partitions is running
 	// (lag.go); at most one at a time.
 	endsInFlight bool
+	// retention holds each described topic's time retention in ms, -1
+	// for none (retention.go); retentionInFlight says a description is
+	// running, retentionWarned that a refused one was said.
+	retention                          map[string]int64
+	retentionInFlight, retentionWarned bool
 	// wakePoll ends the poll in progress early (poller.wake), so that a
 	// rewind gets its poll window soon; a no-op in unit tests. Set before
 	// run starts, never changed.
@@ -152,7 +161,8 @@ type owner struct {
 	//   - paused: fetching is paused at the pending limit (the log-end
 	//     queries).
 	// Ended epochs are dropped by the walk that meets them.
-	dirty, gauges, stalled, paused partList
+	//   - losses: commits carry a loss report, until it expires (loss.go).
+	dirty, gauges, stalled, paused, losses partList
 	// clock is the time of the event being handled, read once (now) and
 	// zeroed after each event, so that a burst of acks costs one reading
 	// of the clock, not one per watermark move.
@@ -172,35 +182,38 @@ type owner struct {
 func newOwner(conf *config, log *service.Logger, m *metrics) *owner {
 	ctx, stop := context.WithCancel(context.Background())
 	return &owner{
-		conf:       conf,
-		log:        log,
-		m:          m,
-		sig:        shutdown.NewSignaller(),
-		readCh:     make(chan *readReq),
-		withdrawCh: make(chan withdrawReq),
-		ackCh:      make(chan ackMsg, 1024),
-		pollCh:     make(chan pollResult),
-		pollWant:   make(chan struct{}, 1),
-		assignCh:   make(chan assignReq),
-		fetchedCh:  make(chan fetchedReq),
-		revokeCh:   make(chan revokeReq),
-		closeCh:    make(chan closeReq),
-		commitCh:   make(chan commitDone, 1),
-		retryCh:    make(chan retryDue, 64),
-		endsCh:     make(chan endsResult),
-		drainDone:  make(chan *drain, 1),
-		commitJobs: make(chan commitJob, 1),
-		ioCtx:      ctx,
-		stopIO:     stop,
-		parts:      map[topicPartition]*partState{},
-		metaMax:    conf.commitMetadataMaxBytes,
-		wakePoll:   func() {},
-		member:     memberName(conf.clientID),
-		dirty:      partList{bit: listDirty},
-		gauges:     partList{bit: listGauges},
-		stalled:    partList{bit: listStalled},
-		paused:     partList{bit: listPaused},
-		fence:      newFence(conf, time.Now()),
+		conf:        conf,
+		log:         log,
+		m:           m,
+		sig:         shutdown.NewSignaller(),
+		readCh:      make(chan *readReq),
+		withdrawCh:  make(chan withdrawReq),
+		ackCh:       make(chan ackMsg, 1024),
+		pollCh:      make(chan pollResult),
+		pollWant:    make(chan struct{}, 1),
+		assignCh:    make(chan assignReq),
+		fetchedCh:   make(chan fetchedReq),
+		revokeCh:    make(chan revokeReq),
+		closeCh:     make(chan closeReq),
+		commitCh:    make(chan commitDone, 1),
+		retryCh:     make(chan retryDue, 64),
+		endsCh:      make(chan endsResult),
+		retentionCh: make(chan retentionResult),
+		retention:   map[string]int64{},
+		drainDone:   make(chan *drain, 1),
+		commitJobs:  make(chan commitJob, 1),
+		ioCtx:       ctx,
+		stopIO:      stop,
+		parts:       map[topicPartition]*partState{},
+		metaMax:     conf.commitMetadataMaxBytes,
+		wakePoll:    func() {},
+		member:      memberName(conf.clientID),
+		dirty:       partList{bit: listDirty},
+		gauges:      partList{bit: listGauges},
+		stalled:     partList{bit: listStalled},
+		paused:      partList{bit: listPaused},
+		losses:      partList{bit: listLoss},
+		fence:       newFence(conf, time.Now()),
 	}
 }
 
@@ -285,6 +298,8 @@ func (o *owner) run() {
 	defer gaugeTick.Stop()
 	lagTick := time.NewTicker(o.conf.topicLagRefresh)
 	defer lagTick.Stop()
+	retentionTick := time.NewTicker(o.conf.metadataMaxAge)
+	defer retentionTick.Stop()
 	o.askPoll()
 	for {
 		select {
@@ -303,6 +318,9 @@ func (o *owner) run() {
 			o.onAssign(r.tps)
 			o.listEpochs(r.tps)
 			close(r.done)
+			if o.anyUndescribed(r.tps) {
+				o.queryRetention()
+			}
 		case r := <-o.fetchedCh:
 			o.onFetched(r.commits)
 			for tp := range r.commits {
@@ -319,6 +337,10 @@ func (o *owner) run() {
 			o.onCommitDone(c)
 		case r := <-o.endsCh:
 			o.onEnds(r)
+		case r := <-o.retentionCh:
+			o.onRetention(r)
+		case <-retentionTick.C:
+			o.queryRetention()
 		case r := <-o.retryCh:
 			o.onRetryDue(r.b)
 		case d := <-o.drainDone:
@@ -330,8 +352,9 @@ func (o *owner) run() {
 		case now := <-gaugeTick.C:
 			o.publishGauges(now)
 			o.checkStalls(now)
+			o.expireLosses(now)
 		case <-lagTick.C:
-			if o.anyPaused() {
+			if o.anyPaused() || len(o.stalled.parts) > 0 {
 				o.queryEnds()
 			}
 		case <-o.sig.HardStopChan():

@@ -27,12 +27,19 @@ type fakeClient struct {
 	mu      sync.Mutex
 	paused  map[topicPartition]bool
 	commits []fakeCommit
-	// block, when set, holds every commit until it is closed.
-	block chan struct{}
+	// block, when set, holds every commit until it is closed; with
+	// blockAsync, only the periodic (not sync) ones.
+	block      chan struct{}
+	blockAsync bool
 	// codes answers a partition's commit with an error code.
 	codes       map[topicPartition]int16
 	ends        kadm.ListedOffsets
 	endsQueries int
+	starts      kadm.ListedOffsets
+	// retention is each topic's retention.ms as DescribeRetention
+	// answers it; retentionErr refuses the description.
+	retention    map[string]int64
+	retentionErr error
 	// onCommit, when set, sees every partition commit the broker accepts,
 	// under the client's lock.
 	onCommit func(tp topicPartition, eo kgo.EpochOffset, meta string)
@@ -84,6 +91,9 @@ func (f *fakeClient) SetOffsets(m map[string]map[int32]kgo.EpochOffset) {
 func (f *fakeClient) Commit(ctx context.Context, set commitSet, sync bool) commitResult {
 	f.mu.Lock()
 	block := f.block
+	if f.blockAsync && sync {
+		block = nil
+	}
 	f.mu.Unlock()
 	if block != nil {
 		select {
@@ -117,6 +127,27 @@ func (f *fakeClient) ListEndOffsets(context.Context, ...string) (kadm.ListedOffs
 	defer f.mu.Unlock()
 	f.endsQueries++
 	return f.ends, nil
+}
+
+func (f *fakeClient) DescribeRetention(_ context.Context, topics ...string) (map[string]int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.retentionErr != nil {
+		return nil, f.retentionErr
+	}
+	out := map[string]int64{}
+	for _, t := range topics {
+		if ms, ok := f.retention[t]; ok {
+			out[t] = ms
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeClient) ListStartOffsets(context.Context, ...string) (kadm.ListedOffsets, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.starts, nil
 }
 
 // committed returns every offset committed for tp, in order.

@@ -171,13 +171,36 @@ type partState struct {
 	// (noPoll until then); rewindTo is where the rewind goes (stall.go).
 	minPoll  uint64
 	rewindTo kgo.EpochOffset
-	// firstAtMost, for an epoch that replays in place, is the highest
-	// offset its first record may have: the failed batch's first. A first
-	// fetch that starts beyond it was not read from the rewound position,
-	// and is dropped. -1 when there is no such bound.
+	// firstAtMost, for an epoch that replays in place, is the failed
+	// batch's first offset, -1 for any other epoch. A first fetch that
+	// starts beyond it was read from the rewound position all the same
+	// (kgo's SetOffsets ends the consumer session, waits for every fetch of
+	// the old one to die and discards what they buffered before it moves
+	// the cursor, kgo v1.22.3 consumer.go:2012-2044, 1225-1228; minPoll
+	// drops the polls that started before): the failed batch's records are
+	// gone, deleted (loss.go reports them) or compacted (said at INFO).
 	firstAtMost int64
 	// replay counts the replays in place in a row at one offset.
 	replay replayState
+
+	// expect is the next offset this epoch expects to fetch: the commit it
+	// started from, the rewind of a replay, one past the last record queued;
+	// -1 until one is known. A fetch past it whose log start is past it
+	// too lost what lies between (loss.go).
+	expect int64
+	// reported holds the offsets above the watermark reported lost, in
+	// this process or by the commit this epoch started from (the span of
+	// its carried loss): sorted, disjoint. carried is the loss its commits
+	// carry (Count 0: none), for lost_records_report_for. An epoch that
+	// replays in place or follows a truncation inherits both.
+	reported []commitmeta.Range
+	carried  commitmeta.Loss
+	// retentionMs is the topic's time retention, -1 for none or not
+	// known (retention.go).
+	retentionMs int64
+	// dataLoss is the last data loss kgo reported for this epoch, for the
+	// words of the truncation that follows it.
+	dataLoss *kgo.ErrDataLoss
 
 	// shown is what the gauges last showed for this epoch (gauges.go).
 	shown gaugeValues
@@ -193,6 +216,8 @@ func newPartState(tp topicPartition, _ int, now time.Time) *partState {
 		labels:        labels(tp),
 		shown:         unshown,
 		lastQueued:    -1,
+		expect:        -1,
+		retentionMs:   -1,
 		committing:    -1,
 		fetched:       -1,
 		fetchedEpoch:  -1,
@@ -224,6 +249,7 @@ const (
 	listGauges                       // a gauge may show something else (owner.gauges)
 	listStalled                      // the tracker is stalled (owner.stalled)
 	listPaused                       // fetching is paused (owner.paused)
+	listLoss                         // commits carry a loss (owner.losses)
 )
 
 // add lists p, unless it is listed already.

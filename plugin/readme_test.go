@@ -125,8 +125,9 @@ func TestReadmeMetrics(t *testing.T) {
 	require.True(t, ok, "README.md lacks the metrics markers")
 	for _, name := range []string{metricCommitted, metricPending, metricStalled, metricPaused, metricAge, metricLag,
 		metricCommits, metricCommitErrors, metricCommitLatency, metricLateAcks, metricDuplicateAcks,
-		metricExposure, metricSkipped, metricMetaTruncated, metricStallReplays} {
+		metricExposure, metricSkipped, metricMetaTruncated, metricStallReplays,
+		metricLostRecords, metricTruncated, metricHeadroom, metricRetention} {
 		require.Contains(t, section, "`"+name+"`", "README metrics section")
 	}
-	require.Equal(t, 15, strings.Count(section, "`kafka_watermark_"), "the metrics section documents exactly the exported metrics")
+	require.Equal(t, 19, strings.Count(section, "`kafka_watermark_"), "the metrics section documents exactly the exported metrics")
 }

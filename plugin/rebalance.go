@@ -98,10 +98,12 @@ func (o *owner) onRevoke(r revokeReq) {
 			continue
 		}
 		if r.lost {
+			o.cancelReplay(p)
 			o.forget(p)
 			o.log.Warnf("kafka_watermark: lost %s/%d: dropped without a commit; its in-flight acks are ignored", tp.topic, tp.partition)
 			continue
 		}
+		o.cancelReplay(p)
 		o.beginDrain(p)
 		parts = append(parts, p)
 	}
@@ -120,7 +122,11 @@ func (o *owner) onAssign(tps []topicPartition) {
 			// ends here and its acks become late.
 			o.forget(old)
 		}
-		o.parts[tp] = newPartState(tp, o.conf.maxPending, now)
+		p := newPartState(tp, o.conf.maxPending, now)
+		if ms, ok := o.retention[tp.topic]; ok {
+			p.retentionMs = ms
+		}
+		o.parts[tp] = p
 		o.log.Debugf("kafka_watermark: assigned %s/%d", tp.topic, tp.partition)
 	}
 }

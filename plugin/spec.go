@@ -55,6 +55,7 @@ const (
 	fieldStallReplayAfter       = "stall_replay_after"
 	fieldCommitMetadata         = "commit_metadata"
 	fieldCommitMetadataMaxBytes = "commit_metadata_max_bytes"
+	fieldLostRecordsReportFor   = "lost_records_report_for"
 )
 
 // Enum values.
@@ -159,7 +160,7 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 				startLatest:    "Start from the log end of a partition that has no committed offset.",
 				startCommitted: "Consume only partitions that have a committed offset: any other is reported as an error and not consumed.",
 			}).
-				Description("Where a partition with no committed offset starts.").
+				Description("Where a partition with no committed offset starts. Only that: whatever this says, a position that falls out of the log (a commit, or a replay's rewind, below the log start after retention deleted records) resumes at the log start, so no record the log still holds is skipped, and what was deleted is reported lost.").
 				Default(startEarliest),
 			service.NewDurationField(fieldSessionTimeout).
 				Description("How long the broker waits for a heartbeat before it removes this member from the group, under `classic` (under `consumer` the broker's `group.consumer.session.timeout.ms` applies). Also how long a `classic` member keeps retrying its heartbeat while the group coordinator is unreachable, as during a broker restart, before it gives its partitions up as lost and everything after their last commit is delivered again. Under `consumer`, how long this member goes on handing out records while no heartbeat is answered (at most 45s, the broker's default `group.consumer.session.timeout.ms`): after that the broker may have given its partitions to another member, so it holds them back until the coordinator answers again. Keep it at or below the broker's setting.").
@@ -267,6 +268,9 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 			service.NewIntField(fieldCommitMetadataMaxBytes).
 				Description("The most bytes of metadata one partition's commit carries. The broker refuses more than its `offset.metadata.max.bytes` (4096 by default); when the delivered ranges do not fit, those nearest the committed offset are kept (and the cut counted). If a broker refuses metadata anyway, the partition is committed again at once without it.").
 				Default(4000).Advanced(),
+			service.NewDurationField(fieldLostRecordsReportFor).
+				Description("How long a partition's commits carry a report of records Kafka deleted or rewrote before they were delivered (retention passing a stalled watermark, an unclean leader election), so that a restart, another member and `watermark-connect status` see the loss too. Each loss is also logged once at ERROR and counted in `kafka_watermark_lost_records_total`. `0s` carries nothing in the commits.").
+				Default("24h").Advanced(),
 		).
 		Fields(redpandaFields()...).
 		LintRule(lintRule).

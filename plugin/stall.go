@@ -184,6 +184,9 @@ func (o *owner) rewind(old *partState) {
 		np.skipEpoch = old.epochs.at(ranges[len(ranges)-1].To - 1)
 		np.skippedRanges = len(ranges)
 	}
+	np.expect = base
+	np.reported, np.carried = old.reported, old.carried
+	np.retentionMs = old.retentionMs
 	np.replay = old.replay
 	if np.replay.count == 0 || np.replay.offset != base {
 		np.replay = replayState{offset: base}
@@ -208,8 +211,8 @@ func (o *owner) rewind(old *partState) {
 // from later polls only.
 func (o *owner) applyRewinds(seq uint64) {
 	for _, p := range o.rewinds {
-		if !p.live() {
-			continue
+		if !p.live() || p.draining {
+			continue // revoked, lost or closed since: not this member's to move
 		}
 		o.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{p.tp.topic: {p.tp.partition: p.rewindTo}})
 		p.minPoll = seq + 1

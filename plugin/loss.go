@@ -1,0 +1,341 @@
+package plugin
+
+import (
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
+)
+
+// Kafka can take records away before the input delivers them: retention (or
+// DeleteRecords) moves a partition's log start past them, or an unclean
+// leader election truncates the log and writes other records at their
+// offsets (KIP-320). Neither can be undone, and neither may pass in silence.
+//
+// Vocabulary. An offset is lost when the input gives up on it: it was not
+// delivered (from memory or by a retry) and the log no longer holds it.
+// Records that no longer exist cannot be told from transaction markers or
+// compacted records, so losses are counted in offsets. An offset is
+// truncated when it was delivered from a log that an unclean election then
+// rewrote: the record now at that offset is another one, and is delivered
+// too.
+//
+// How a loss is learnt (each the first to see it reports it, never twice):
+//
+//   - A fetch that resumes past the offset this epoch expects next
+//     (partState.expect: the commit it started from, the rewind of a replay
+//     in place, one past the last record queued) while its log start is past
+//     that offset too: kgo found the position below the log start and reset
+//     it there (client.go offsetOpts). This catches a restart whose commit
+//     fell below the log start, a replay whose rewind did, and a paused or
+//     slow partition whose next records were deleted.
+//   - The log starts listed every topic_lag_refresh_period for the partitions
+//     that cannot fetch (paused at max_pending_batches, or stalled): the
+//     offsets above what they queued and below the log start are lost now,
+//     even though no fetch will say so until the partition moves again.
+//   - A fetch that goes back below what this epoch queued, or below the
+//     commit it started from, with a leader epoch newer than any it has
+//     seen: the log was truncated there (truncate).
+//
+// Records the log start did not pass but that are missing all the same
+// (compaction, transaction markers, aborted records under read_committed)
+// are no loss: the partition goes on from the next record that exists.
+//
+// A loss is reported once per process: one ERROR line, the counter
+// kafka_watermark_lost_records_total (kafka_watermark_truncated_records_total
+// for truncated offsets), and the loss fields of the partition's commit
+// metadata (commitmeta.Loss) for lost_records_report_for, where a restart,
+// another member and `watermark-connect status` find it. A member that
+// starts from such a commit counts the offsets the carried loss spans as
+// reported.
+//
+// Commits never go backwards, with one exception: after a truncation below
+// the committed offset, one commit at the point where the logs diverged,
+// which carries the loss report (cause truncation). kgo's validation of a
+// commit's leader epoch (OffsetForLeaderEpoch) brings any later member to
+// that same point.
+
+// Loss causes, as the commit metadata and `status` name them.
+const (
+	causeRetention  = commitmeta.CauseRetention
+	causeTruncation = commitmeta.CauseTruncation
+)
+
+// onFetchErr takes an error that kgo injected for p: the data loss kgo
+// detected is kept for the words of the truncation it precedes (kgo
+// resets the partition to ResetTo and the next records start there).
+func (o *owner) onFetchErr(p *partState, err error) {
+	var dl *kgo.ErrDataLoss
+	if errors.As(err, &dl) {
+		p.dataLoss = dl
+	}
+}
+
+// knownEpoch is the newest leader epoch p knows of its log: that of the last
+// record it queued, or of the commit it started from; -1 when it knows none,
+// and then no truncation can be told from a stale fetch.
+func (p *partState) knownEpoch() int32 {
+	if n := len(p.epochs.changes); n > 0 {
+		return p.epochs.changes[n-1].epoch
+	}
+	return p.fetchedEpoch
+}
+
+// checkFetch looks at the records of one fetch of p before they are queued,
+// and returns the epoch that takes them: p, a new epoch after a truncation,
+// or nil when the fetch is dropped (a truncation that rewinds).
+func (o *owner) checkFetch(p *partState, fp *kgo.FetchPartition, seq uint64) *partState {
+	first := fp.Records[0]
+	if p.expect >= 0 && first.Offset < p.expect {
+		if known := p.knownEpoch(); known >= 0 && first.LeaderEpoch > known {
+			return o.truncate(p, first.Offset, first.LeaderEpoch, seq)
+		}
+		return p // a re-delivery of records queued already: enqueue drops them
+	}
+	if p.expect >= 0 && first.Offset > p.expect {
+		if fp.LogStartOffset > p.expect {
+			o.lose(p, p.expect, min(fp.LogStartOffset, first.Offset), fp.LogStartOffset, causeRetention)
+		} else if p.firstAtMost >= 0 && p.firstFetched < 0 && first.Offset > p.firstAtMost {
+			o.log.Infof("kafka_watermark: %s/%d: the records of the replayed batch from offset %d are gone from the log though its start (%d) did not pass them (compaction): going on from offset %d",
+				p.tp.topic, p.tp.partition, p.expect, fp.LogStartOffset, first.Offset)
+		}
+	}
+	return p
+}
+
+// onLogStart takes a log start listed for p (lag.go): the offsets above what
+// p queued, and below the log start, can no longer be fetched.
+func (o *owner) onLogStart(p *partState, logStart int64) {
+	from := max(p.lastQueued+1, p.expect)
+	if from < 0 || logStart <= from {
+		return
+	}
+	o.lose(p, from, logStart, logStart, causeRetention)
+}
+
+// lose reports the offsets of [from, to) that p lost: those above its
+// watermark that were neither delivered (in this epoch, or in the one its
+// ranges came from) nor reported already.
+func (o *owner) lose(p *partState, from, to, logStart int64, cause string) {
+	if base, ok := p.commitBase(); ok {
+		from = max(from, base)
+	}
+	if from >= to {
+		return
+	}
+	base := from
+	if b, ok := p.commitBase(); ok {
+		base = b
+	}
+	gone := subtractRanges(commitmeta.Range{From: from, To: to}, p.deliveredRanges(base), p.reported)
+	if len(gone) == 0 {
+		return
+	}
+	var n int64
+	for _, r := range gone {
+		n += r.To - r.From
+	}
+	first, last := gone[0].From, gone[len(gone)-1].To-1
+	p.reported = mergeRanges(p.reported, gone)
+	o.m.lostRecords.Incr(n, p.labels[:]...)
+	o.log.Errorf("kafka_watermark: lost %d record offset(s) of %s/%d before delivery: offsets %d-%d are no longer in the log, which now starts at %d (cause: %s)",
+		n, p.tp.topic, p.tp.partition, first, last, logStart, cause)
+	o.carryLoss(p, commitmeta.Loss{First: first, Last: last, Count: n, Since: o.now(), Cause: cause})
+}
+
+// inheritLoss takes the loss that the commit p starts from carries, if it
+// is not older than lost_records_report_for: p's commits go on carrying it
+// for what is left of that time, and the offsets it spans count as
+// reported, so that no member reports them again.
+func (o *owner) inheritLoss(p *partState, fields map[string]string) {
+	l, ok, err := commitmeta.LossFromFields(fields)
+	if err != nil || !ok {
+		return // a malformed report is no report: nothing to carry or skip
+	}
+	p.reported = mergeRanges(p.reported, []commitmeta.Range{{From: l.First, To: l.Last + 1}})
+	if o.conf.lostReportFor > 0 && o.now().Sub(l.Since) < o.conf.lostReportFor {
+		p.carried = l
+		o.losses.add(p)
+	}
+}
+
+// joinFields joins two strings of extra metadata fields.
+func joinFields(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + " " + b
+}
+
+// carryLoss adds l to what p's commits carry, for lost_records_report_for.
+func (o *owner) carryLoss(p *partState, l commitmeta.Loss) {
+	if o.conf.lostReportFor <= 0 || !o.conf.commitMetadata {
+		return
+	}
+	if p.carried.Count > 0 {
+		l = commitmeta.MergeLoss(p.carried, l)
+	}
+	p.carried = l
+	o.losses.add(p)
+	o.markDirty(p)
+	o.gauges.add(p)
+}
+
+// expireLosses stops carrying the losses reported longer ago than
+// lost_records_report_for. Called on the gauge clock; it walks the
+// partitions that carry one only.
+func (o *owner) expireLosses(now time.Time) {
+	o.losses.keep(func(p *partState) bool {
+		if !p.live() || p.carried.Count == 0 {
+			return false
+		}
+		if now.Sub(p.carried.Since) < o.conf.lostReportFor {
+			return true
+		}
+		p.carried = commitmeta.Loss{}
+		o.markDirty(p)
+		return false
+	})
+}
+
+// truncate ends p's epoch after a fetch went back to offset at, below what
+// p queued or started from, with leader epoch epoch, newer than any p saw:
+// an unclean election truncated the log at that offset, and the records
+// from there on are other records. What p delivered from there on is
+// counted truncated; what it queued from there on and did not deliver is
+// lost. The new epoch goes on from the lower of p's watermark and at,
+// skipping what p delivered below at: it takes this very fetch when
+// nothing below at is left undelivered, and is rewound to the watermark
+// otherwise (in this poll window: onPoll runs in it).
+func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partState {
+	wm, _ := p.commitBase()
+	end := max(p.lastQueued+1, p.expect, wm)
+	// Delivered from the old log at or above at: below the watermark all
+	// of it, above it the delivered ranges.
+	var truncated int64
+	if wm > at {
+		truncated = wm - at
+	}
+	var lostRanges []commitmeta.Range
+	ranges := p.deliveredRanges(wm)
+	for _, r := range ranges {
+		if r.To > at {
+			truncated += r.To - max(r.From, at)
+		}
+	}
+	if from := max(wm, at); end > from {
+		lostRanges = subtractRanges(commitmeta.Range{From: from, To: end}, ranges, p.reported)
+	}
+	var kept []commitmeta.Range
+	for _, r := range ranges {
+		if r.From >= at {
+			break
+		}
+		kept = append(kept, commitmeta.Range{From: r.From, To: min(r.To, at)})
+	}
+	base := min(wm, at)
+	np := newPartState(p.tp, o.conf.maxPending, p.lastMoved)
+	np.committed, np.hasCommitted, np.committedMeta = p.committed, p.hasCommitted, p.committedMeta
+	if p.hasCommitted && base < p.committed {
+		// The one commit that goes back: to where the logs diverged.
+		np.hasCommitted, np.committedMeta = false, ""
+	}
+	np.fetched, np.fetchedEpoch = base, p.epochs.at(base-1)
+	if base == p.fetched && np.fetchedEpoch < 0 {
+		np.fetchedEpoch = p.fetchedEpoch
+	}
+	np.expect = base
+	np.exposure, np.highWatermark = p.exposure, p.highWatermark
+	np.reported, np.carried = p.reported, p.carried
+	np.retentionMs = p.retentionMs
+	np.replay = p.replay
+	if len(kept) > 0 {
+		np.skip, np.inherited = kept, kept
+		np.skipEpoch = p.epochs.at(kept[len(kept)-1].To - 1)
+		np.skippedRanges = len(kept)
+	}
+	np.dirty = true
+	np.shown = p.shown
+	o.endEpoch(p)
+	o.parts[np.tp] = np
+	o.gauges.add(np)
+	o.dirty.add(np)
+
+	if dl := p.dataLoss; dl != nil {
+		o.log.Debugf("kafka_watermark: %s/%d: kgo reported the truncation: %v", np.tp.topic, np.tp.partition, dl)
+	}
+	o.m.truncatedRecords.Incr(truncated, np.labels[:]...)
+	o.log.Errorf("kafka_watermark: log of %s/%d truncated at offset %d by an unclean leader election: %d delivered record offset(s) from %d to %d are no longer in the log and are delivered again from the new log (cause: truncation)",
+		np.tp.topic, np.tp.partition, at, truncated, at, max(end, at+1)-1)
+	o.log.Debugf("kafka_watermark: %s/%d: the new log has leader epoch %d at offset %d", np.tp.topic, np.tp.partition, epoch, at)
+	var n int64
+	for _, r := range lostRanges {
+		n += r.To - r.From
+	}
+	if n > 0 {
+		np.reported = mergeRanges(np.reported, lostRanges)
+		o.m.lostRecords.Incr(n, np.labels[:]...)
+		o.log.Errorf("kafka_watermark: lost %d record offset(s) of %s/%d before delivery: offsets %d-%d are no longer in the log, which now starts at %d (cause: %s)",
+			n, np.tp.topic, np.tp.partition, lostRanges[0].From, lostRanges[len(lostRanges)-1].To-1, at, causeTruncation)
+	}
+	first, last := at, max(end, at+1)-1
+	o.carryLoss(np, commitmeta.Loss{First: first, Last: last, Count: max(truncated+n, 1), Since: o.now(), Cause: causeTruncation})
+	if base == at {
+		return np // nothing below at is undelivered: this fetch is the new log from at
+	}
+	np.rewindTo = kgo.EpochOffset{Epoch: -1, Offset: base}
+	o.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{np.tp.topic: {np.tp.partition: np.rewindTo}})
+	np.minPoll = seq + 1
+	return nil
+}
+
+// subtractRanges returns the parts of r that no range of any of sets
+// covers, in order. Each set is sorted and disjoint.
+func subtractRanges(r commitmeta.Range, sets ...[]commitmeta.Range) []commitmeta.Range {
+	out := []commitmeta.Range{r}
+	for _, set := range sets {
+		for _, s := range set {
+			var next []commitmeta.Range
+			for _, o := range out {
+				if s.To <= o.From || s.From >= o.To {
+					next = append(next, o)
+					continue
+				}
+				if s.From > o.From {
+					next = append(next, commitmeta.Range{From: o.From, To: s.From})
+				}
+				if s.To < o.To {
+					next = append(next, commitmeta.Range{From: s.To, To: o.To})
+				}
+			}
+			out = next
+		}
+	}
+	return out
+}
+
+// mergeRanges returns the union of two sorted, disjoint sets of ranges,
+// sorted and disjoint, adjacent ranges merged.
+func mergeRanges(a, b []commitmeta.Range) []commitmeta.Range {
+	all := make([]commitmeta.Range, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		var r commitmeta.Range
+		if j >= len(b) || (i < len(a) && a[i].From <= b[j].From) {
+			r, i = a[i], i+1
+		} else {
+			r, j = b[j], j+1
+		}
+		if n := len(all); n > 0 && all[n-1].To >= r.From {
+			all[n-1].To = max(all[n-1].To, r.To)
+			continue
+		}
+		all = append(all, r)
+	}
+	return all
+}
