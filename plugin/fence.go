@@ -69,6 +69,9 @@ type heartbeats struct {
 	// liftAt is the number of answers at which the fence lifts: it holds
 	// while answers < liftAt. It only grows.
 	liftAt atomic.Uint64
+	// observe, set by tests only, runs after each write of answered: where
+	// an owner reading concurrently could see the fence.
+	observe func()
 	// wake nudges the owner (capacity 1, never blocks), so that reads held
 	// by the fence are served as soon as it can lift.
 	wake chan struct{}
@@ -92,17 +95,38 @@ func (h *heartbeats) raiseLift(n uint64) {
 
 // answered records one answered heartbeat at now. An answer after a silence
 // longer than the timeout engages the fence until the next one.
+//
+// The order matters, because the owner reads last, answers and liftAt
+// while this runs: the fence is raised (endSilence) before last says the
+// silence is over, and before the answer is counted. Had last moved first,
+// an owner reading in between would see a fresh answer, no silence to
+// engage the fence for, and the old liftAt, and hand out records although
+// this answer may be the broker's "you were fenced".
 func (h *heartbeats) answered(now time.Time) {
-	prev := h.last.Swap(now.UnixNano())
-	if now.Sub(time.Unix(0, prev)) > h.timeout {
-		// Raised before the count, so the owner never sees this answer
-		// counted without the fence it may carry.
-		h.raiseLift(h.answers.Load() + 2)
-	}
+	h.endSilence(now)
+	h.step()
+	h.last.Store(now.UnixNano())
+	h.step()
 	h.answers.Add(1)
 	select {
 	case h.wake <- struct{}{}:
 	default:
+	}
+}
+
+// step runs observe, if a test set it.
+func (h *heartbeats) step() {
+	if h.observe != nil {
+		h.observe()
+	}
+}
+
+// endSilence raises the fence until the answer after this one, if the
+// answer at now ends a silence longer than the timeout. Heartbeats are sent
+// one at a time, so answered never runs twice at once.
+func (h *heartbeats) endSilence(now time.Time) {
+	if now.Sub(time.Unix(0, h.last.Load())) > h.timeout {
+		h.raiseLift(h.answers.Load() + 2)
 	}
 }
 

@@ -171,3 +171,24 @@ func TestHeartbeatsCountAnsweredConsumerGroupHeartbeats(t *testing.T) {
 		t.Fatal("an answer wakes the owner")
 	}
 }
+
+// The answer that ends a silence raises the fence before it says the
+// silence is over: an owner reading the fence at any point while the answer
+// is recorded (after each of answered's writes) sees it hold. Before, last
+// moved first, and an owner reading between the two saw a fresh answer,
+// nothing to engage the fence for, and the old lift point: it handed out.
+func TestFenceHoldsWhileTheAnswerThatEndsASilenceIsRecorded(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	hb := newHeartbeats(6*time.Second, t0)
+	at := t0.Add(7 * time.Second)
+	steps := 0
+	hb.observe = func() {
+		steps++
+		require.True(t, hb.holds(at), "the fence holds after step %d of recording the answer", steps)
+	}
+	hb.answered(at)
+	require.Equal(t, 2, steps)
+	require.True(t, hb.holds(at), "and until the next answer")
+	hb.answered(at.Add(time.Second))
+	require.False(t, hb.holds(at.Add(time.Second)))
+}
