@@ -124,6 +124,8 @@ KAFKA = [
     "kafka_watermark_stall_replays_total", "kafka_watermark_replay_exposure_records",
     "kafka_watermark_skipped_records_total",
     "kafka_watermark_commit_metadata_truncated_total",
+    "kafka_watermark_lost_records_total", "kafka_watermark_truncated_records_total",
+    "kafka_watermark_retention_headroom_seconds", "kafka_watermark_retention_seconds",
 ]
 # The commit latency is a Benthos timer, named _ns in Benthos (nanoseconds);
 # our prometheus exporter exports timers as histograms in seconds, renaming
