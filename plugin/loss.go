@@ -43,7 +43,8 @@ import (
 // (compaction, transaction markers, aborted records under read_committed)
 // are no loss: the partition goes on from the next record that exists.
 //
-// A loss is reported once per process: one ERROR line, the counter
+// A loss is reported once per process (owner.lossReported remembers, per
+// partition and across its epochs, the offsets reported): one ERROR line, the counter
 // kafka_watermark_lost_records_total (kafka_watermark_truncated_records_total
 // for truncated offsets), and the loss fields of the partition's commit
 // metadata (commitmeta.Loss) for lost_records_report_for, where a restart,
@@ -129,7 +130,7 @@ func (o *owner) lose(p *partState, from, to, logStart int64, cause string) {
 	if b, ok := p.commitBase(); ok {
 		base = b
 	}
-	gone := subtractRanges(commitmeta.Range{From: from, To: to}, p.deliveredRanges(base), p.reported)
+	gone := subtractRanges(commitmeta.Range{From: from, To: to}, p.deliveredRanges(base), o.lossReported[p.tp])
 	if len(gone) == 0 {
 		return
 	}
@@ -138,7 +139,7 @@ func (o *owner) lose(p *partState, from, to, logStart int64, cause string) {
 		n += r.To - r.From
 	}
 	first, last := gone[0].From, gone[len(gone)-1].To-1
-	p.reported = mergeRanges(p.reported, gone)
+	o.lossReported[p.tp] = mergeRanges(o.lossReported[p.tp], gone)
 	o.m.lostRecords.Incr(n, p.labels[:]...)
 	o.log.Errorf("kafka_watermark: lost %d record offset(s) of %s/%d before delivery: offsets %d-%d are no longer in the log, which now starts at %d (cause: %s)",
 		n, p.tp.topic, p.tp.partition, first, last, logStart, cause)
@@ -154,7 +155,7 @@ func (o *owner) inheritLoss(p *partState, fields map[string]string) {
 	if err != nil || !ok {
 		return // a malformed report is no report: nothing to carry or skip
 	}
-	p.reported = mergeRanges(p.reported, []commitmeta.Range{{From: l.First, To: l.Last + 1}})
+	o.lossReported[p.tp] = mergeRanges(o.lossReported[p.tp], []commitmeta.Range{{From: l.First, To: l.Last + 1}})
 	if o.conf.lostReportFor > 0 && o.now().Sub(l.Since) < o.conf.lostReportFor {
 		p.carried = l
 		o.losses.add(p)
@@ -229,7 +230,7 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 		}
 	}
 	if from := max(wm, at); end > from {
-		lostRanges = subtractRanges(commitmeta.Range{From: from, To: end}, ranges, p.reported)
+		lostRanges = subtractRanges(commitmeta.Range{From: from, To: end}, ranges, o.lossReported[p.tp])
 	}
 	var kept []commitmeta.Range
 	for _, r := range ranges {
@@ -251,7 +252,7 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 	}
 	np.expect = base
 	np.exposure, np.highWatermark = p.exposure, p.highWatermark
-	np.reported, np.carried = p.reported, p.carried
+	np.carried = p.carried
 	np.retentionMs = p.retentionMs
 	np.replay = p.replay
 	if len(kept) > 0 {
@@ -273,12 +274,15 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 	o.log.Errorf("kafka_watermark: log of %s/%d truncated at offset %d by an unclean leader election: %d delivered record offset(s) from %d to %d are no longer in the log and are delivered again from the new log (cause: truncation)",
 		np.tp.topic, np.tp.partition, at, truncated, at, max(end, at+1)-1)
 	o.log.Debugf("kafka_watermark: %s/%d: the new log has leader epoch %d at offset %d", np.tp.topic, np.tp.partition, epoch, at)
+	// From at on the log holds other records: what was reported lost
+	// there was of the old log, and the new log's records there can be
+	// lost in their turn.
+	o.lossReported[np.tp] = clipBelow(o.lossReported[np.tp], at)
 	var n int64
 	for _, r := range lostRanges {
 		n += r.To - r.From
 	}
 	if n > 0 {
-		np.reported = mergeRanges(np.reported, lostRanges)
 		o.m.lostRecords.Incr(n, np.labels[:]...)
 		o.log.Errorf("kafka_watermark: lost %d record offset(s) of %s/%d before delivery: offsets %d-%d are no longer in the log, which now starts at %d (cause: %s)",
 			n, np.tp.topic, np.tp.partition, lostRanges[0].From, lostRanges[len(lostRanges)-1].To-1, at, causeTruncation)
@@ -292,6 +296,18 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 	o.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{np.tp.topic: {np.tp.partition: np.rewindTo}})
 	np.minPoll = seq + 1
 	return nil
+}
+
+// clipBelow returns the parts of the sorted, disjoint ranges rs below to.
+func clipBelow(rs []commitmeta.Range, to int64) []commitmeta.Range {
+	var out []commitmeta.Range
+	for _, r := range rs {
+		if r.From >= to {
+			break
+		}
+		out = append(out, commitmeta.Range{From: r.From, To: min(r.To, to)})
+	}
+	return out
 }
 
 // subtractRanges returns the parts of r that no range of any of sets

@@ -475,3 +475,23 @@ func TestStartOffsetSetsTheStartOnly(t *testing.T) {
 		cl.Close()
 	}
 }
+
+// A loss is reported once per process, across the partition's epochs: a
+// revoke and a reassignment that start from the same commit below the log
+// start (nothing delivered since, and with commit_metadata off nothing
+// carries the report) do not report it again. Found by the owner's model
+// test (TestOwnerModel).
+func TestOwnerLossIsReportedOncePerProcess(t *testing.T) {
+	m, g := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "batch_max_records: 100\ncommit_period: 1s\ncommit_metadata: false\n"), m)
+		for range 2 {
+			h.assign(tp0)
+			h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, epoch: 0}})
+			h.fetchFrom(tp0, 2000, 1000, records(tp0, 1000, 1100)...)
+			h.read() // in the pipeline, never acknowledged
+			<-h.revoke(tp0)
+		}
+		require.Equal(t, int64(1000), g.Get(metricLostRecords, "t", 0))
+	})
+}

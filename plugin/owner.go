@@ -7,6 +7,8 @@ import (
 	"github.com/Jeffail/shutdown"
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
 )
 
 // epochOffsets is kgo's shape for offsets to commit: topic, partition,
@@ -167,6 +169,11 @@ type owner struct {
 	// zeroed after each event, so that a burst of acks costs one reading
 	// of the clock, not one per watermark move.
 	clock time.Time
+	// lossReported holds, per partition, the offsets reported lost in
+	// this process or by a commit an epoch started from (the span of its
+	// carried loss): sorted, disjoint ranges, kept across epochs so that
+	// a revoke and a reassignment report nothing twice (loss.go).
+	lossReported map[topicPartition][]commitmeta.Range
 	// member names this client in stall provenance (memberName).
 	member string
 	// metaMax is the most bytes of metadata one partition's commit
@@ -182,38 +189,39 @@ type owner struct {
 func newOwner(conf *config, log *service.Logger, m *metrics) *owner {
 	ctx, stop := context.WithCancel(context.Background())
 	return &owner{
-		conf:        conf,
-		log:         log,
-		m:           m,
-		sig:         shutdown.NewSignaller(),
-		readCh:      make(chan *readReq),
-		withdrawCh:  make(chan withdrawReq),
-		ackCh:       make(chan ackMsg, 1024),
-		pollCh:      make(chan pollResult),
-		pollWant:    make(chan struct{}, 1),
-		assignCh:    make(chan assignReq),
-		fetchedCh:   make(chan fetchedReq),
-		revokeCh:    make(chan revokeReq),
-		closeCh:     make(chan closeReq),
-		commitCh:    make(chan commitDone, 1),
-		retryCh:     make(chan retryDue, 64),
-		endsCh:      make(chan endsResult),
-		retentionCh: make(chan retentionResult),
-		retention:   map[string]int64{},
-		drainDone:   make(chan *drain, 1),
-		commitJobs:  make(chan commitJob, 1),
-		ioCtx:       ctx,
-		stopIO:      stop,
-		parts:       map[topicPartition]*partState{},
-		metaMax:     conf.commitMetadataMaxBytes,
-		wakePoll:    func() {},
-		member:      memberName(conf.clientID),
-		dirty:       partList{bit: listDirty},
-		gauges:      partList{bit: listGauges},
-		stalled:     partList{bit: listStalled},
-		paused:      partList{bit: listPaused},
-		losses:      partList{bit: listLoss},
-		fence:       newFence(conf, time.Now()),
+		conf:         conf,
+		log:          log,
+		m:            m,
+		sig:          shutdown.NewSignaller(),
+		readCh:       make(chan *readReq),
+		withdrawCh:   make(chan withdrawReq),
+		ackCh:        make(chan ackMsg, 1024),
+		pollCh:       make(chan pollResult),
+		pollWant:     make(chan struct{}, 1),
+		assignCh:     make(chan assignReq),
+		fetchedCh:    make(chan fetchedReq),
+		revokeCh:     make(chan revokeReq),
+		closeCh:      make(chan closeReq),
+		commitCh:     make(chan commitDone, 1),
+		retryCh:      make(chan retryDue, 64),
+		endsCh:       make(chan endsResult),
+		retentionCh:  make(chan retentionResult),
+		retention:    map[string]int64{},
+		lossReported: map[topicPartition][]commitmeta.Range{},
+		drainDone:    make(chan *drain, 1),
+		commitJobs:   make(chan commitJob, 1),
+		ioCtx:        ctx,
+		stopIO:       stop,
+		parts:        map[topicPartition]*partState{},
+		metaMax:      conf.commitMetadataMaxBytes,
+		wakePoll:     func() {},
+		member:       memberName(conf.clientID),
+		dirty:        partList{bit: listDirty},
+		gauges:       partList{bit: listGauges},
+		stalled:      partList{bit: listStalled},
+		paused:       partList{bit: listPaused},
+		losses:       partList{bit: listLoss},
+		fence:        newFence(conf, time.Now()),
 	}
 }
 

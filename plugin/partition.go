@@ -188,13 +188,10 @@ type partState struct {
 	// -1 until one is known. A fetch past it whose log start is past it
 	// too lost what lies between (loss.go).
 	expect int64
-	// reported holds the offsets above the watermark reported lost, in
-	// this process or by the commit this epoch started from (the span of
-	// its carried loss): sorted, disjoint. carried is the loss its commits
-	// carry (Count 0: none), for lost_records_report_for. An epoch that
-	// replays in place or follows a truncation inherits both.
-	reported []commitmeta.Range
-	carried  commitmeta.Loss
+	// carried is the loss its commits carry (Count 0: none), for
+	// lost_records_report_for. An epoch that replays in place or follows a
+	// truncation inherits it; owner.lossReported holds what was reported.
+	carried commitmeta.Loss
 	// retentionMs is the topic's time retention, -1 for none or not
 	// known (retention.go).
 	retentionMs int64

@@ -185,7 +185,7 @@ func (o *owner) rewind(old *partState) {
 		np.skippedRanges = len(ranges)
 	}
 	np.expect = base
-	np.reported, np.carried = old.reported, old.carried
+	np.carried = old.carried
 	np.retentionMs = old.retentionMs
 	np.replay = old.replay
 	if np.replay.count == 0 || np.replay.offset != base {
