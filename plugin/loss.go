@@ -130,7 +130,7 @@ func (o *owner) lose(p *partState, from, to, logStart int64, cause string) {
 	if b, ok := p.commitBase(); ok {
 		base = b
 	}
-	gone := subtractRanges(commitmeta.Range{From: from, To: to}, p.deliveredRanges(base), o.lossReported[p.tp])
+	gone := subtractRanges(commitmeta.Range{From: from, To: to}, p.knownDelivered(base), o.lossReported[p.tp])
 	if len(gone) == 0 {
 		return
 	}

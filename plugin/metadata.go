@@ -182,6 +182,23 @@ func (p *partState) deliveredRanges(base int64) []commitmeta.Range {
 	return ranges
 }
 
+// knownDelivered returns every offset range above base that p knows was
+// delivered: those of its window, and every range it inherited, also
+// those its fetches passed over because the log no longer held them
+// (deliveredRanges leaves those out: a commit need not carry them). What a
+// loss subtracts, and what a replay in place inherits, must not forget a
+// range that a deletion made the epoch jump over: a second replay would
+// count its offsets lost.
+func (p *partState) knownDelivered(base int64) []commitmeta.Range {
+	var above []commitmeta.Range
+	for _, r := range p.inherited {
+		if r.To > base+1 {
+			above = append(above, commitmeta.Range{From: max(r.From, base+1), To: r.To})
+		}
+	}
+	return mergeRanges(p.window.ranges(base, nil), above)
+}
+
 // epochOf returns the leader epoch of the record at offset, as far as p
 // knows: from the records it fetched, or for an inherited range beyond them
 // the epoch the ranges were written under.

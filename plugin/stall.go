@@ -179,9 +179,9 @@ func (o *owner) rewind(old *partState) {
 	if ok {
 		np.firstAtMost = stalled.First
 	}
-	if ranges := old.window.ranges(base, nil); len(ranges) > 0 {
+	if ranges := old.knownDelivered(base); len(ranges) > 0 {
 		np.skip, np.inherited = ranges, ranges
-		np.skipEpoch = old.epochs.at(ranges[len(ranges)-1].To - 1)
+		np.skipEpoch = old.epochOf(ranges[len(ranges)-1].To - 1)
 		np.skippedRanges = len(ranges)
 	}
 	np.expect = base
