@@ -53,10 +53,12 @@ import (
 // reported.
 //
 // Commits never go backwards, with one exception: after a truncation below
-// the committed offset, one commit at the point where the logs diverged,
-// which carries the loss report (cause truncation). kgo's validation of a
-// commit's leader epoch (OffsetForLeaderEpoch) brings any later member to
-// that same point.
+// the committed offset, one commit goes back, to the point where the logs
+// diverged or above it, through the new log's records delivered by the time
+// it is made; it carries the loss report (cause truncation). It never
+// passes an undelivered record of the new log, as no commit does. kgo's
+// validation of a commit's leader epoch (OffsetForLeaderEpoch) brings any
+// later member to the divergence point too.
 
 // Loss causes, as the commit metadata and `status` name them.
 const (

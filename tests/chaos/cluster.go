@@ -40,6 +40,7 @@ type kafkaShape interface {
 	ready(ctx context.Context) error
 	outages() []window
 	keepLogs(dir string)
+	nodeAddr(i int) string // node i's (0-based) client address, for the harness
 }
 
 // ---------------------------------------------------------------------------
@@ -50,6 +51,7 @@ func (b *broker) memberSeeds(int) string      { return b.addr() }
 func (b *broker) size() int                   { return 1 }
 func (b *broker) replication() int            { return 1 }
 func (b *broker) ready(context.Context) error { return nil }
+func (b *broker) nodeAddr(int) string         { return b.addr() }
 
 func (b *broker) restart(ctx context.Context, _ int, kill bool, pause time.Duration) error {
 	if kill {
@@ -125,12 +127,24 @@ type cluster struct {
 	logf    func(string, ...any)
 	note    func(string, ...any)
 
+	// noELR formats the cluster with eligible leader replicas (KIP-966)
+	// off, which Kafka 4.x turns on by default and which keeps an unclean
+	// election from happening: for the unclean-election fault only.
+	noELR bool
+
 	mu      sync.Mutex
 	windows []window
 }
 
 func newCluster(o *options, root string, logf, note func(string, ...any)) *cluster {
 	c := &cluster{o: o, root: root, dir: o.runDir + "-cluster", members: o.members, logf: logf, note: note}
+	if ws, err := parseWeights(o.weights); err == nil {
+		for _, w := range ws {
+			if w.kind == kindUnclean && w.w > 0 {
+				c.noELR = true
+			}
+		}
+	}
 	for i := range o.cluster {
 		id := i + 1
 		d := filepath.Join(c.dir, fmt.Sprintf("node%d", id))
@@ -155,8 +169,9 @@ func (c *cluster) memberSeeds(m int) string {
 	return strings.Join(s, ",")
 }
 
-func (c *cluster) size() int        { return len(c.nodes) }
-func (c *cluster) replication() int { return min(3, len(c.nodes)) }
+func (c *cluster) size() int             { return len(c.nodes) }
+func (c *cluster) nodeAddr(i int) string { return c.nodes[i].addr() }
+func (c *cluster) replication() int      { return min(3, len(c.nodes)) }
 
 // libsDir is broker.sh's jar cache; a missing one is filled by a start and
 // stop of broker.sh's own broker.
@@ -226,11 +241,16 @@ func (c *cluster) start(ctx context.Context) error {
 	for _, n := range c.nodes {
 		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", n.id, n.ctrlPort()))
 	}
-	idb := make([]byte, 16)
-	if _, err := rand.Read(idb); err != nil {
-		return err
+	// A base64url id may start with '-', which the storage tool's argument
+	// parser takes for an option ("--cluster-id: expected one argument").
+	clusterID := "-"
+	for strings.HasPrefix(clusterID, "-") {
+		idb := make([]byte, 16)
+		if _, err := rand.Read(idb); err != nil {
+			return err
+		}
+		clusterID = base64.RawURLEncoding.EncodeToString(idb)
 	}
-	clusterID := base64.RawURLEncoding.EncodeToString(idb)
 	for _, n := range c.nodes {
 		if err := os.MkdirAll(filepath.Join(n.dir, "logs"), 0o755); err != nil {
 			return err
@@ -238,7 +258,13 @@ func (c *cluster) start(ctx context.Context) error {
 		if err := os.WriteFile(n.props, []byte(c.properties(n, strings.Join(voters, ","))), 0o644); err != nil {
 			return err
 		}
-		fc := exec.CommandContext(ctx, c.java(), "-cp", filepath.Join(c.libs, "*"), "kafka.tools.StorageTool", "format", "-t", clusterID, "-c", n.props)
+		args := []string{"-cp", filepath.Join(c.libs, "*"), "kafka.tools.StorageTool", "format", "-t", clusterID, "-c", n.props}
+		if c.noELR {
+			// kafka-storage version-mapping lists it at 1 for 4.3-IV0; 0
+			// has no dependencies (kafka-storage feature-dependencies).
+			args = append(args, "--feature", "eligible.leader.replicas.version=0")
+		}
+		fc := exec.CommandContext(ctx, c.java(), args...)
 		if out, err := fc.CombinedOutput(); err != nil {
 			return fmt.Errorf("format node %d: %w\n%s", n.id, err, out)
 		}
@@ -268,6 +294,9 @@ func (c *cluster) start(ctx context.Context) error {
 		return err
 	}
 	c.logf("cluster of %d nodes up in %v: %s", len(c.nodes), time.Since(began).Round(time.Millisecond), c.seeds())
+	if c.noELR {
+		c.logf("formatted with eligible.leader.replicas.version=0 (KIP-966 off) for the unclean-election fault")
+	}
 	return nil
 }
 

@@ -22,12 +22,27 @@ const (
 	kindSinkFail    = "sink-fail"
 	kindLeaderMove  = "leader-move" // --cluster 3: a forced leader move
 	kindMemberCut   = "member-cut"  // --cluster 3: a network cut between a member and the cluster
+	// Kafka taking records away (retention.go, unclean.go) and compound
+	// faults (compound.go).
+	kindRetention       = "retention"        // a stalled partition's log start moved past its watermark
+	kindUnclean         = "unclean-election" // --cluster 3: an unclean election truncates a partition
+	kindReplayRebalance = "replay-rebalance" // a member leaves or joins while a partition replays in place
+	kindKillInOutage    = "kill-in-outage"   // kill -9 of a member while a broker is down
 )
 
-var allKinds = []string{kindMemberKill, kindMemberStop, kindBrokerTerm, kindBrokerKill, kindSinkReverse, kindSinkSlow, kindSinkFail, kindLeaderMove, kindMemberCut}
+var allKinds = []string{kindMemberKill, kindMemberStop, kindBrokerTerm, kindBrokerKill, kindSinkReverse, kindSinkSlow, kindSinkFail, kindLeaderMove, kindMemberCut,
+	kindRetention, kindUnclean, kindReplayRebalance, kindKillInOutage}
 
 // clusterKinds need the 3-node cluster.
-var clusterKinds = []string{kindLeaderMove, kindMemberCut}
+var clusterKinds = []string{kindLeaderMove, kindMemberCut, kindUnclean}
+
+// optInKinds are in no default weights: only --weights draws them, so the
+// short profile's seeded schedule, and its time, stay as they are. The
+// retention and unclean-election faults are checked against the input's
+// loss reports (losscheck.go), which a binary before the input's loss
+// reporting (b1d103a) does not print; docs/RELIABILITY.md has what their
+// first runs found.
+var optInKinds = []string{kindRetention, kindUnclean, kindReplayRebalance, kindKillInOutage}
 
 const (
 	defaultWeights      = "member-kill=3,member-stop=2,broker-term=1,broker-kill=1,sink-reverse=1,sink-slow=1,sink-fail=1"
@@ -82,6 +97,11 @@ type plannedFault struct {
 	Node        int  `json:"node,omitempty"`        // broker faults: the node (0-based)
 	Coordinator bool `json:"coordinator,omitempty"` // leader-move: the group coordinator's partition
 	clustered   bool
+	// The opt-in kinds only, drawn from a generator of their own (aux), so
+	// that they never shift the other kinds' draws.
+	Variant string        `json:"variant,omitempty"` // retention: running | down; replay-rebalance: leave-owner | leave-other | join; kill-in-outage: term | kill
+	Delay   time.Duration `json:"-"`                 // replay-rebalance: how long the sink still fails after the replay began; kill-in-outage: from the broker down to the kill
+	Hold2   time.Duration `json:"-"`                 // kill-in-outage: how long the killed member stays down
 }
 
 func (f plannedFault) String() string {
@@ -106,6 +126,20 @@ func (f plannedFault) String() string {
 		s += fmt.Sprintf(" partition %d for %v", f.Part, f.Hold)
 	case kindSinkReverse, kindSinkSlow:
 		s += fmt.Sprintf(" for %v", f.Hold)
+	case kindRetention:
+		s += fmt.Sprintf(" partition %d, members %s, sink failing %v after the deletion", f.Part, f.Variant, f.Hold)
+	case kindUnclean:
+		s += fmt.Sprintf(" partition %d, %v of writes only its leader holds", f.Part, f.Hold)
+	case kindReplayRebalance:
+		s += fmt.Sprintf(" partition %d, %s (%s), sink failing %v into the replay", f.Part, f.Variant, f.Victim, f.Delay)
+		if f.Variant != "join" {
+			s += fmt.Sprintf(", down %v", f.Hold)
+		}
+	case kindKillInOutage:
+		if f.clustered {
+			s += fmt.Sprintf(" node %d", f.Node+1)
+		}
+		s += fmt.Sprintf(" broker %s, down %v + restart; %s killed %v into the outage, down %v", f.Variant, f.Hold, f.Victim, f.Delay, f.Hold2)
 	}
 	s += fmt.Sprintf(", after a gap of %v", f.Gap)
 	if !f.Wait {
@@ -117,6 +151,7 @@ func (f plannedFault) String() string {
 // schedule draws faults from a seeded generator.
 type schedule struct {
 	rng     *rand.Rand
+	aux     *rand.Rand // the opt-in kinds' own parameters
 	weights []weight
 	total   int
 	members int
@@ -128,7 +163,8 @@ type schedule struct {
 }
 
 func newSchedule(seed uint64, weights []weight, members, parts, nodes int, gap time.Duration, overlap float64) *schedule {
-	s := &schedule{rng: rand.New(rand.NewPCG(seed, 0x6661756c74)), weights: weights, members: members, parts: parts, nodes: nodes, gap: gap, overlap: overlap}
+	s := &schedule{rng: rand.New(rand.NewPCG(seed, 0x6661756c74)), aux: rand.New(rand.NewPCG(seed, 0x6f7074696e)),
+		weights: weights, members: members, parts: parts, nodes: nodes, gap: gap, overlap: overlap}
 	for _, w := range weights {
 		s.total += w.w
 	}
@@ -179,6 +215,20 @@ func (s *schedule) next() plannedFault {
 		f.Hold = span(10*time.Second, 25*time.Second)
 	case kindSinkFail:
 		f.Part, f.Hold = part, span(3*time.Second, 15*time.Second)
+	case kindRetention:
+		f.Part, f.Hold = part, span(time.Second, 5*time.Second)
+		f.Variant = []string{"running", "down"}[s.aux.IntN(2)]
+	case kindUnclean:
+		f.Part, f.Hold = part, span(2*time.Second, 5*time.Second)
+	case kindReplayRebalance:
+		f.Part, f.Victim, f.Hold = part, memberName(victim), span(time.Second, 6*time.Second)
+		f.Variant = []string{"leave-owner", "leave-other", "join"}[s.aux.IntN(3)]
+		f.Delay = (time.Duration(s.aux.Float64() * float64(2*time.Second))).Round(100 * time.Millisecond)
+	case kindKillInOutage:
+		f.Node, f.Victim, f.Hold = node, memberName(victim), span(time.Second, 5*time.Second)
+		f.Variant = []string{"term", "kill"}[s.aux.IntN(2)]
+		f.Delay = (time.Duration(s.aux.Float64() * float64(2*time.Second))).Round(100 * time.Millisecond)
+		f.Hold2 = (500*time.Millisecond + time.Duration(s.aux.Float64()*float64(5500*time.Millisecond))).Round(100 * time.Millisecond)
 	}
 	return f
 }
@@ -194,7 +244,7 @@ func memberIndex(name string) int {
 // execute runs one fault's action, from its start to its end (the victim
 // back, the broker serving again, the sink normal).
 func (h *harness) execute(ctx context.Context, pf plannedFault) *faultRun {
-	if pf.Kind == kindBrokerTerm || pf.Kind == kindBrokerKill {
+	if pf.Kind == kindBrokerTerm || pf.Kind == kindBrokerKill || pf.Kind == kindKillInOutage || pf.Kind == kindUnclean {
 		// One broker at a time: the last restart has fully healed.
 		if err := h.kafka.ready(ctx); err != nil {
 			h.note("before fault #%d: %v", pf.Index, err)
@@ -250,6 +300,14 @@ func (h *harness) execute(ctx context.Context, pf plannedFault) *faultRun {
 		h.sink.setMode(m)
 		err = sleepCtx(ctx, pf.Hold)
 		h.sink.setMode(sinkMode{kind: "normal"})
+	case kindRetention:
+		err = h.retention(ctx, fr)
+	case kindUnclean:
+		err = h.uncleanElection(ctx, fr)
+	case kindReplayRebalance:
+		err = h.replayRebalance(ctx, fr)
+	case kindKillInOutage:
+		err = h.killInOutage(ctx, fr)
 	}
 	if err != nil {
 		fr.Err = err.Error()

@@ -1,7 +1,9 @@
 // Command chaos is the reliability harness of watermark-connect: a seeded
 // schedule of faults (kill -9 and graceful restarts of group members, broker
 // SIGTERM and SIGKILL restarts, a sink that acknowledges in reverse, slows
-// down or fails one partition for a while) against the real broker
+// down or fails one partition for a while; selected by --weights only,
+// Kafka deleting or truncating records the group has not delivered, and
+// compound faults) against the real broker
 // (resources/kafka/broker.sh) and the real binary (./cmd/watermark-connect),
 // several members of one group, a live producer and a transactional producer
 // that aborts some of its transactions. A checker outside the binary (the
@@ -16,7 +18,11 @@
 //     record of an aborted transaction was received at all;
 //   - the duplicates after each fault stay within its exposure: the records
 //     received above the last commit polled before the fault, less what that
-//     commit's metadata covered.
+//     commit's metadata covered;
+//   - the members report lost (their ERROR lines) exactly the offsets the
+//     harness deleted before any sink had them (reported_lost), and after an
+//     unclean election every record of the new log is delivered and the
+//     commits go back once at most, to the divergence point.
 //
 // It writes chaos-report.md and chaos-report.json to $CHAOS_OUT (default
 // chaos-out/ at the project root) and exits 1 when the guarantee broke, 2
@@ -82,7 +88,8 @@ func parseOptions(args []string) (*options, error) {
 	fs.Float64Var(&o.abortRatio, "abort-ratio", 0.25, "share of the transactions that are aborted")
 	fs.DurationVar(&o.faultGap, "fault-gap", 8*time.Second, "mean pause between one fault's recovery and the next fault")
 	fs.Float64Var(&o.overlap, "overlap", 0.2, "probability that a fault starts without waiting for the previous one to recover")
-	fs.StringVar(&o.weights, "weights", "", "relative weights of the fault kinds, kind=weight,... (default "+defaultWeights+"; with --cluster 3 also "+clusterExtraWeights+")")
+	fs.StringVar(&o.weights, "weights", "", "relative weights of the fault kinds, kind=weight,... (default "+defaultWeights+"; with --cluster 3 also "+clusterExtraWeights+
+		"; in no default, selected here only: retention, unclean-election (--cluster 3), replay-rebalance, kill-in-outage)")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 5*time.Minute, "how long the final drain may take")
 	fs.DurationVar(&o.recoveryTimeout, "recovery-timeout", 3*time.Minute, "how long to wait for a fault's recovery before the next fault")
 	fs.StringVar(&o.out, "out", "", "report folder (default $CHAOS_OUT, else chaos-out/ at the project root)")

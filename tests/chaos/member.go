@@ -303,6 +303,9 @@ type logStats struct {
 	DrainTimeout int            `json:"drain_timeouts"`
 	CommitFailed int            `json:"commit_failures"`
 	ByMember     map[string]int `json:"lines_by_member"`
+	// Losses are the loss and truncation reports (losslog.go), in the
+	// order of the processes and of their lines.
+	Losses []lossEvent `json:"loss_reports,omitempty"`
 }
 
 var skippedRe = regexp.MustCompile(`skipped (\d+) record\(s\)`)
@@ -328,6 +331,19 @@ func (f *fleet) scanLogs() logStats {
 				if strings.Contains(line, bad) && len(st.Bad) < 50 {
 					st.Bad = append(st.Bad, m.instance+": "+line)
 				}
+			}
+			if ev, ok, err := parseLossLine(line); ok {
+				switch {
+				case err != nil:
+					st.Bad = append(st.Bad, m.instance+": "+err.Error())
+				case ev.Level != "" && ev.Level != "error":
+					st.Bad = append(st.Bad, fmt.Sprintf("%s: a loss report at level %q, not error: %s", m.instance, ev.Level, line))
+				}
+				if err == nil {
+					ev.Instance = m.instance
+					st.Losses = append(st.Losses, ev)
+				}
+				continue
 			}
 			switch {
 			case strings.Contains(line, "kafka_watermark: lost "):

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +21,7 @@ import (
 // offset and metadata from firstSeen to lastSeen (Unix ns).
 type commitObs struct {
 	offset    int64
+	epoch     int32 // the leader epoch the commit carries (-1: none)
 	meta      string
 	firstSeen int64
 	lastSeen  int64
@@ -67,6 +69,10 @@ type poller struct {
 	rebalances []int64
 	groupType  string
 	paused     []pausedObs
+	// lossCounts is the last scrape of each member process's loss
+	// counters (kafka_watermark_lost_records_total and
+	// _truncated_records_total, summed over partitions).
+	lossCounts map[string]lossCounters
 	cancel     context.CancelFunc
 	done       chan struct{}
 }
@@ -168,7 +174,7 @@ func (pl *poller) pollCommits(ctx context.Context) {
 			pl.backs = append(pl.backs, backObs{p: p, from: pl.maxSeen[p], to: o.At, at: now})
 		}
 		pl.maxSeen[p] = max(pl.maxSeen[p], o.At)
-		pl.hist[p] = append(h, commitObs{offset: o.At, meta: o.Metadata, firstSeen: now, lastSeen: now})
+		pl.hist[p] = append(h, commitObs{offset: o.At, epoch: o.LeaderEpoch, meta: o.Metadata, firstSeen: now, lastSeen: now})
 	}
 	if endErr == nil {
 		ends.Each(func(l kadm.ListedOffset) {
@@ -302,21 +308,52 @@ func (pl *poller) pollGroup(ctx context.Context) {
 	pl.sig = sig
 }
 
-// scrape sums the members' kafka_watermark_paused and _stalled gauges.
-func (pl *poller) scrape(ctx context.Context) {
+// lossCounters is one scrape of a member process's loss counters.
+type lossCounters struct {
+	Lost      int64 `json:"lost_records_total"`
+	Truncated int64 `json:"truncated_records_total"`
+	Final     bool  `json:"after_drain"` // scraped after the drain, when every loss line was written
+}
+
+// scrape sums the members' kafka_watermark_paused and _stalled gauges, and
+// keeps each process's loss counters.
+func (pl *poller) scrape(ctx context.Context) { pl.scrapeMembers(ctx, false) }
+
+func (pl *poller) scrapeMembers(ctx context.Context, final bool) {
 	var paused, stalled, seen int
 	for _, m := range pl.fleet.running() {
 		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		p, s, err := scrapeGauges(sctx, m.metricsAddr)
+		series, err := scrapeMetrics(sctx, m.metricsAddr)
 		cancel()
 		if err != nil {
 			continue
 		}
-		paused += p
-		stalled += s
+		lc := lossCounters{Final: final}
+		for _, s := range series {
+			switch s.name {
+			case "kafka_watermark_paused":
+				if s.value != 0 {
+					paused++
+				}
+			case "kafka_watermark_stalled":
+				if s.value != 0 {
+					stalled++
+				}
+			case "kafka_watermark_lost_records_total":
+				lc.Lost += int64(s.value)
+			case "kafka_watermark_truncated_records_total":
+				lc.Truncated += int64(s.value)
+			}
+		}
+		pl.mu.Lock()
+		if pl.lossCounts == nil {
+			pl.lossCounts = map[string]lossCounters{}
+		}
+		pl.lossCounts[m.instance] = lc
+		pl.mu.Unlock()
 		seen++
 	}
-	if seen == 0 {
+	if seen == 0 || final {
 		return
 	}
 	pl.mu.Lock()
@@ -324,37 +361,103 @@ func (pl *poller) scrape(ctx context.Context) {
 	pl.mu.Unlock()
 }
 
-func scrapeGauges(ctx context.Context, addr string) (paused, stalled int, err error) {
+// series is one sample of the Prometheus text format.
+type series struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+// scrapeMetrics reads the kafka_watermark_ samples of a member's /metrics.
+func scrapeMetrics(ctx context.Context, addr string) ([]series, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, 0, err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, 0, fmt.Errorf("GET /metrics: %s", resp.Status)
+		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
 	}
+	var out []series
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
 	for sc.Scan() {
-		line := sc.Text()
-		var n *int
-		switch {
-		case strings.HasPrefix(line, "kafka_watermark_paused{"):
-			n = &paused
-		case strings.HasPrefix(line, "kafka_watermark_stalled{"):
-			n = &stalled
-		default:
-			continue
-		}
-		if f := strings.Fields(line); len(f) >= 2 && f[len(f)-1] != "0" {
-			*n++
+		if s, ok := parseSeries(sc.Text()); ok && strings.HasPrefix(s.name, "kafka_watermark_") {
+			out = append(out, s)
 		}
 	}
-	return paused, stalled, sc.Err()
+	return out, sc.Err()
+}
+
+// parseSeries reads one sample line: name{k="v",...} value [timestamp].
+func parseSeries(line string) (series, bool) {
+	if line == "" || line[0] == '#' {
+		return series{}, false
+	}
+	s := series{labels: map[string]string{}}
+	var rest string
+	if i := strings.IndexByte(line, '{'); i >= 0 {
+		j := strings.LastIndexByte(line, '}')
+		if j < i {
+			return series{}, false
+		}
+		s.name, rest = line[:i], line[j+1:]
+		for lbl := line[i+1 : j]; lbl != ""; {
+			k, v, ok := strings.Cut(lbl, "=")
+			if !ok {
+				return series{}, false
+			}
+			q, err := strconv.QuotedPrefix(v)
+			if err != nil {
+				return series{}, false
+			}
+			val, _ := strconv.Unquote(q)
+			s.labels[strings.TrimSpace(k)] = val
+			lbl = strings.TrimPrefix(v[len(q):], ",")
+		}
+	} else {
+		sp := strings.IndexByte(line, ' ')
+		if sp < 0 {
+			return series{}, false
+		}
+		s.name, rest = line[:sp], line[sp:]
+	}
+	f := strings.Fields(rest)
+	if len(f) == 0 {
+		return series{}, false
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return series{}, false
+	}
+	s.value = v
+	return s, true
+}
+
+// memberSeries is one member process's samples of a metric, by partition.
+func memberSeries(ctx context.Context, m *member, name, topic string) (map[int32]float64, error) {
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	all, err := scrapeMetrics(sctx, m.metricsAddr)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int32]float64{}
+	for _, s := range all {
+		if s.name != name || (s.labels["topic"] != "" && s.labels["topic"] != topic) {
+			continue
+		}
+		p, err := strconv.Atoi(s.labels["partition"])
+		if err != nil {
+			continue
+		}
+		out[int32(p)] += s.value
+	}
+	return out, nil
 }
 
 // history returns a copy of everything polled.

@@ -128,6 +128,10 @@ type txnProducer struct {
 	logf       func(string, ...any)
 
 	cl *kgo.Client
+	// gate is held for each transaction, and by pause: while paused no
+	// transaction is open (the unclean-election fault needs no marker
+	// inside the log it truncates).
+	gate sync.Mutex
 
 	mu        sync.Mutex
 	recs      []txnRec
@@ -181,9 +185,11 @@ func (tp *txnProducer) start(ctx context.Context) {
 				return
 			default:
 			}
+			tp.gate.Lock()
 			if tp.cl == nil {
 				cl, err := tp.client()
 				if err != nil {
+					tp.gate.Unlock()
 					tp.noteErr(err)
 					_ = sleepCtx(ctx, time.Second)
 					continue
@@ -203,6 +209,7 @@ func (tp *txnProducer) start(ctx context.Context) {
 			}
 			began := time.Now()
 			tp.transact(ctx, recs, hashes, commit)
+			tp.gate.Unlock()
 			if tp.rate > 0 {
 				_ = sleepCtx(ctx, time.Duration(float64(n)/float64(tp.rate)*float64(time.Second))-time.Since(began))
 			}
@@ -252,6 +259,12 @@ func (tp *txnProducer) transact(ctx context.Context, recs []*kgo.Record, hashes 
 		tp.recs = append(tp.recs, txnRec{prodRec{p: r.Partition, o: r.Offset, hash: hashes[i]}, state})
 	}
 }
+
+// pause waits for the transaction in progress to end and holds the next
+// one back until resume.
+func (tp *txnProducer) pause() { tp.gate.Lock() }
+
+func (tp *txnProducer) resume() { tp.gate.Unlock() }
 
 func (tp *txnProducer) finish() {
 	close(tp.stop)

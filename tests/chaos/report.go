@@ -91,6 +91,18 @@ type report struct {
 	SinkFailed       int64   `json:"sink_failed_requests"`
 	SinkAborted      int64   `json:"sink_aborted_requests"`
 
+	// Records Kafka took away (losscheck.go): reported_lost must equal
+	// expected_lost, the offsets the harness deleted before any sink had
+	// them.
+	ReportedLost int64        `json:"reported_lost"`
+	ExpectedLost int64        `json:"expected_lost"`
+	Losses       lossResult   `json:"losses"`
+	Deletions    []deletion   `json:"deletions,omitempty"`
+	Truncations  []truncation `json:"truncations,omitempty"`
+	LossMetrics  []string     `json:"loss_metric_mismatches,omitempty"`
+	BackSteps    int          `json:"backward_steps_allowed"` // one per truncation at most
+	Deleted      int64        `json:"deleted_offsets"`
+
 	Produced  producedFigures   `json:"produced"`
 	Logs      logStats          `json:"member_logs"`
 	Schedule  []faultLine       `json:"schedule"`
@@ -175,7 +187,10 @@ func (h *harness) buildReport(acc *accounting, runErr error) *report {
 		r.Backwards = append(slices.Clone(acc.BackwardLog), acc.BackwardPolled...)
 		r.LostAt, r.Bad = acc.LostExamples, acc.BadExamples
 		r.Produced.ProducedRecords = acc.Records + acc.Aborted
+		r.Losses, r.LossMetrics, r.BackSteps, r.Deleted = acc.Loss, acc.LossMetrics, acc.BackSteps, acc.Deleted
+		r.ReportedLost, r.ExpectedLost = acc.Loss.ReportedLost, acc.Loss.Expected
 	}
+	r.Deletions, r.Truncations = h.deletions, h.truncations
 	var faultPhaseStart int64
 	if !h.faultStart.IsZero() {
 		faultPhaseStart = h.faultStart.UnixNano()
@@ -216,6 +231,9 @@ func (h *harness) buildReport(acc *accounting, runErr error) *report {
 		switch f.Kind {
 		case kindMemberKill:
 			r.KillCycles++
+		case kindKillInOutage:
+			r.KillCycles++
+			r.BrokerRestarts++
 		case kindMemberCut:
 			r.NetworkCuts++
 		case kindLeaderMove:
@@ -239,6 +257,12 @@ func (h *harness) buildReport(acc *accounting, runErr error) *report {
 		fail(r.AbortedReceived > 0, "%d records of aborted transactions received at read_committed", r.AbortedReceived)
 		fail(r.Phantom > 0, "%d deliveries of offsets that hold no visible record", r.Phantom)
 		fail(r.Corrupt > 0, "%d records received with a value other than the log's", r.Corrupt)
+		for _, m := range acc.Loss.Mismatches {
+			r.Failures = append(r.Failures, "reported_lost: "+m)
+		}
+		for _, m := range acc.LossMetrics {
+			r.Failures = append(r.Failures, "loss metrics: "+m)
+		}
 	}
 	if h.poller != nil && acc != nil && r.GroupType != o.protocol {
 		r.Failures = append(r.Failures, fmt.Sprintf("the group is a %q group, not %q: the members fell back to another protocol", r.GroupType, o.protocol))
@@ -277,8 +301,12 @@ func summaryLine(r *report) string {
 	if !r.Passed {
 		verdict = "FAIL"
 	}
-	return fmt.Sprintf("chaos: %s seed=%d protocol=%s faults=%d records=%d lost=%d violations=%d backward=%d duplicates=%d exposure=%d took=%.0fs",
-		verdict, r.Seed, r.Protocol, r.Faults, r.Records, r.Lost, r.Violations, r.Backward, r.Duplicates, r.Exposure, r.TookS)
+	loss := ""
+	if r.ReportedLost > 0 || r.ExpectedLost > 0 || len(r.Deletions) > 0 {
+		loss = fmt.Sprintf(" reported_lost=%d/%d", r.ReportedLost, r.ExpectedLost)
+	}
+	return fmt.Sprintf("chaos: %s seed=%d protocol=%s faults=%d records=%d lost=%d violations=%d backward=%d duplicates=%d exposure=%d%s took=%.0fs",
+		verdict, r.Seed, r.Protocol, r.Faults, r.Records, r.Lost, r.Violations, r.Backward, r.Duplicates, r.Exposure, loss, r.TookS)
 }
 
 func writeReport(dir string, r *report) error {
@@ -339,6 +367,14 @@ func markdown(r *report) string {
 	row("most partitions paused at once (max_pending_batches)", r.MaxPaused)
 	row("acks out of order (a batch after a later one of its partition)", r.OutOfOrderAcks)
 	row("sink requests failed on purpose / cut by a dying member", fmt.Sprintf("%d / %d", r.SinkFailed, r.SinkAborted))
+	row("**reported lost** (must equal the offsets deleted before any sink had them)", fmt.Sprintf("%d / %d", r.ReportedLost, r.ExpectedLost))
+	row("offsets deleted by the harness: received before / at or above the commit and never received (expected lost)",
+		fmt.Sprintf("%d: %d / %d", r.Losses.Deleted, r.Losses.DeletedReceived, r.Losses.Expected))
+	if len(r.Truncations) > 0 || r.Losses.ReportedTrunc > 0 {
+		row("offsets rewritten by unclean elections: old records delivered / never delivered; reported truncated; reported lost (truncation)",
+			fmt.Sprintf("%d: %d / %d; %d; %d", r.Losses.Rewritten, r.Losses.TruncDelivered, r.Losses.TruncNeverSeen, r.Losses.ReportedTrunc, r.Losses.ReportedTrLost))
+		row("backward commits allowed by a truncation (one each at most)", r.BackSteps)
+	}
 	row("member logs: partitions lost / stalls / replays in place / skipped records / drain timeouts / commit failures",
 		fmt.Sprintf("%d / %d / %d / %d / %d / %d", r.Logs.Lost, r.Logs.Stalled, r.Logs.Replays, r.Logs.Skipped, r.Logs.DrainTimeout, r.Logs.CommitFailed))
 	row("producers: live acked / failed; transactions committed / aborted / failed",
@@ -377,6 +413,17 @@ func markdown(r *report) string {
 			params = fmt.Sprintf("partition %d, %.1fs", f.Part, f.HoldS)
 		case kindSinkReverse, kindSinkSlow:
 			params = fmt.Sprintf("%.1fs", f.HoldS)
+		case kindRetention:
+			params = fmt.Sprintf("partition %d, members %s, %.1fs", f.Part, f.Variant, f.HoldS)
+		case kindUnclean:
+			params = fmt.Sprintf("partition %d, %.1fs of writes to the leader alone", f.Part, f.HoldS)
+		case kindReplayRebalance:
+			params = fmt.Sprintf("partition %d, %s %s, down %.1fs", f.Part, f.Variant, f.Victim, f.HoldS)
+		case kindKillInOutage:
+			params = fmt.Sprintf("broker %s, down %.1fs; %s killed", f.Variant, f.HoldS, f.Victim)
+			if r.Cluster > 1 {
+				params = fmt.Sprintf("node %d, %s", f.Node+1, params)
+			}
 		}
 		if f.Kind != kindStart {
 			params += fmt.Sprintf("; gap %.1fs", f.GapS)
@@ -398,6 +445,32 @@ func markdown(r *report) string {
 			for _, k := range slices.Sorted(maps.Keys(f.Sources)) {
 				fmt.Fprintf(&b, "- %s: %d\n", k, f.Sources[k])
 			}
+		}
+	}
+	if len(r.Deletions) > 0 || len(r.Truncations) > 0 || len(r.Logs.Losses) > 0 {
+		b.WriteString("\n## Records Kafka took away\n\n")
+		for _, d := range r.Deletions {
+			down := "running"
+			if d.Down {
+				down = "down"
+			}
+			fmt.Fprintf(&b, "- fault #%d: partition %d, log start %d -> %d (commit %d, log end %d, members %s): %d offset(s) deleted before any sink had them %v, %d after delivery\n",
+				d.Fault, d.P, d.From, d.To, d.Commit, d.End, down, spansLen(d.Unreceived), d.Unreceived, d.Received)
+		}
+		for _, t := range r.Truncations {
+			fmt.Fprintf(&b, "- fault #%d: partition %d truncated: %s\n", t.Fault, t.P, t.Proof)
+		}
+		for _, e := range r.Logs.Losses {
+			fmt.Fprintf(&b, "- reported by %s\n", e)
+		}
+		for _, n := range r.Losses.Notes {
+			fmt.Fprintf(&b, "- %s\n", n)
+		}
+		for _, n := range r.Losses.Overlaps {
+			fmt.Fprintf(&b, "- overlapping reports: %s\n", n)
+		}
+		if r.Losses.LaterDelivered > 0 {
+			fmt.Fprintf(&b, "- %d offset(s) deleted before any sink had them were delivered afterwards (from a member's memory): not expected in the reports\n", r.Losses.LaterDelivered)
 		}
 	}
 	if len(r.Violation) > 0 || len(r.Backwards) > 0 || len(r.LostAt) > 0 || len(r.Bad) > 0 {
@@ -446,6 +519,10 @@ func environment(h *harness) map[string]string {
 	env["java"] = out("java", "-version")
 	env["git"] = out("git", "describe", "--always", "--dirty", "--tags")
 	env["commit"] = out("git", "rev-parse", "HEAD")
+	if h.builtCommit != "" {
+		// What the binary was built from: HEAD can move during a run.
+		env["git"], env["commit"] = h.builtDescribe, h.builtCommit
+	}
 	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if strings.HasPrefix(l, "model name") {

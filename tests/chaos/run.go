@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +41,13 @@ type harness struct {
 	faults     []*faultRun
 	notes      []string // harness-level problems that fail the run
 	binary     string
+	// git describe and rev-parse HEAD when the binary was built (empty for
+	// a prebuilt --binary).
+	builtDescribe, builtCommit string
+	// What the faults did to the log itself (losscheck.go); written by the
+	// fault loop only, read after it.
+	deletions   []deletion
+	truncations []truncation
 }
 
 func (h *harness) logf(format string, args ...any) {
@@ -102,6 +112,10 @@ func (h *harness) runPhases(ctx context.Context) (*accounting, error) {
 	if h.binary == "" {
 		h.logf("building ./cmd/watermark-connect from the %s", map[string]string{"tree": "working tree", "head": "git HEAD"}[o.source])
 		start := time.Now()
+		h.builtDescribe, h.builtCommit = gitLine(h.root, "describe", "--always", "--tags"), gitLine(h.root, "rev-parse", "HEAD")
+		if o.source == "tree" && gitDirty(h.root) {
+			h.builtDescribe += "-dirty"
+		}
 		b, err := buildBinary(ctx, h.root, o.source, o.race, filepath.Join(o.out, "bin"))
 		if err != nil {
 			return nil, err
@@ -284,8 +298,9 @@ func (h *harness) waitRecovered(ctx context.Context, fr *faultRun, timeout time.
 	deadline := time.Now().Add(timeout)
 	for !h.poller.recovered(fr.AtEnd) {
 		if time.Now().After(deadline) {
-			fr.Note = fmt.Sprintf("commits had not moved again on every partition %v after the fault's end", timeout)
-			h.logf("fault #%d (%s): %s; going on", fr.Index, fr.Kind, fr.Note)
+			late := fmt.Sprintf("commits had not moved again on every partition %v after the fault's end", timeout)
+			fr.Note = strings.TrimSpace(fr.Note + " " + late)
+			h.logf("fault #%d (%s): %s; going on", fr.Index, fr.Kind, late)
 			return
 		}
 		if sleepCtx(ctx, 250*time.Millisecond) != nil {
@@ -347,19 +362,26 @@ func (h *harness) drainAndCheck(ctx context.Context) (*accounting, error) {
 		}
 	}
 	h.logf("drained in %v: commits at the log ends %v", time.Since(drainStart).Round(time.Millisecond), ends)
+	// The loss counters once every loss line is written.
+	h.poller.scrapeMembers(ctx, true)
 	h.fleet.stopAll(90 * time.Second)
 	h.poller.stop()
 	runEnd := time.Now().UnixNano()
 
+	finalStarts, err := startOffsets(ctx, h.kafka.seeds(), h.topic, o.partitions)
+	if err != nil {
+		return nil, err
+	}
 	finalEnds, err := endOffsets(ctx, h.kafka.seeds(), h.topic, o.partitions)
 	if err != nil {
 		return nil, err
 	}
-	h.logf("reading the topic back (ends %v) and the commit log", finalEnds)
-	lg, err := readTopic(ctx, h.kafka.seeds(), h.topic, finalEnds)
+	h.logf("reading the topic back (starts %v, ends %v) and the commit log", finalStarts, finalEnds)
+	lg, err := readTopic(ctx, h.kafka.seeds(), h.topic, finalStarts, finalEnds)
 	if err != nil {
 		return nil, err
 	}
+	h.markDeleted(lg, finalStarts)
 	audit, err := readCommitLog(ctx, h.kafka.seeds(), h.group, h.topic)
 	if err != nil {
 		return nil, err
@@ -375,16 +397,101 @@ func (h *harness) drainAndCheck(ctx context.Context) (*accounting, error) {
 		h.logf("write duplicates.csv: %v", err)
 	}
 	hist, backs, _, paused := h.poller.history()
-	acc := account(lg, ld, hist, backs, audit, h.kafka.outages(), h.faults, paused, runEnd)
-	h.crossCheckProducers(lg)
+	facts := &lossFacts{deletions: h.deletions, truncations: h.truncations}
+	acc := account(lg, ld, hist, backs, audit, h.kafka.outages(), h.faults, paused, runEnd, facts)
+	logs := h.fleet.scanLogs()
+	var lostEx []string
+	acc.Loss, lostEx = checkLosses(lg, ld, facts, logs.Losses, h.topic)
+	acc.Lost += acc.Loss.LostUnreported
+	acc.LostExamples = append(acc.LostExamples, first(lostEx, max(0, maxExamples-len(acc.LostExamples)))...)
+	h.poller.mu.Lock()
+	acc.LossMetrics = checkLossMetrics(h.poller.lossCounts, logs.Losses)
+	h.poller.mu.Unlock()
+	h.crossCheckProducers(lg, facts)
 	return acc, nil
+}
+
+// markDeleted fills in, for every offset below a partition's log start,
+// what the producers wrote there and when the harness deleted it; a log
+// start past what the harness deleted is a problem (nothing else should
+// delete: the topic has no retention that short).
+func (h *harness) markDeleted(lg [][]logRec, starts []int64) {
+	deletedTo := make([]int64, len(lg))
+	for _, d := range h.deletions {
+		if int(d.P) >= len(lg) {
+			continue
+		}
+		deletedTo[d.P] = max(deletedTo[d.P], d.To)
+		for o := d.From; o < d.To && o < int64(len(lg[d.P])); o++ {
+			lg[d.P][o].gone = d.At
+		}
+	}
+	for p, s := range starts {
+		if p < len(lg) && s > deletedTo[p] {
+			h.note("partition %d starts at offset %d, but the harness deleted only below %d", p, s, deletedTo[p])
+		}
+	}
+	deleted := func(p int32, o int64) *logRec {
+		if int(p) < len(lg) && o >= 0 && o < int64(len(lg[p])) && lg[p][o].kind == offDeleted {
+			return &lg[p][o]
+		}
+		return nil
+	}
+	h.live.mu.Lock()
+	for _, r := range h.live.recs {
+		if lr := deleted(r.p, r.o); lr != nil {
+			lr.was, lr.hash = offData, r.hash
+		}
+	}
+	h.live.mu.Unlock()
+	h.txn.mu.Lock()
+	for _, r := range h.txn.recs {
+		if lr := deleted(r.p, r.o); lr != nil {
+			lr.was, lr.hash = offAborted, r.hash
+			if r.state == 'c' {
+				lr.was = offData
+			}
+		}
+	}
+	h.txn.mu.Unlock()
+}
+
+// checkLossMetrics holds each member process's loss counters against its
+// loss lines: a counter above what the lines add up to is wrong at any
+// time; below is wrong only in a scrape after the drain (an earlier scrape
+// may predate the last lines of a process that was then stopped).
+func checkLossMetrics(counts map[string]lossCounters, events []lossEvent) []string {
+	type sums struct{ lost, trunc int64 }
+	logged := map[string]sums{}
+	for _, e := range events {
+		s := logged[e.Instance]
+		if e.Truncated {
+			s.trunc += e.Count
+		} else {
+			s.lost += e.Count
+		}
+		logged[e.Instance] = s
+	}
+	var bad []string
+	for _, inst := range slices.Sorted(maps.Keys(counts)) {
+		c, l := counts[inst], logged[inst]
+		if c.Lost > l.lost || c.Truncated > l.trunc || (c.Final && (c.Lost != l.lost || c.Truncated != l.trunc)) {
+			bad = append(bad, fmt.Sprintf("%s: kafka_watermark_lost_records_total %d and _truncated_records_total %d, but its log reports %d lost and %d truncated",
+				inst, c.Lost, c.Truncated, l.lost, l.trunc))
+		}
+	}
+	return bad
 }
 
 // crossCheckProducers checks what the producers were told against the log
 // read back: an acknowledged record must be there (the broker's durability,
 // not the binary's), each committed transaction's records visible, each
 // aborted one's not.
-func (h *harness) crossCheckProducers(lg [][]logRec) {
+//
+// What the harness itself took away is left out: records it deleted, and
+// records an unclean election truncated (acknowledged by the old leader
+// alone; the new log holds others there).
+func (h *harness) crossCheckProducers(lg [][]logRec, facts *lossFacts) {
 	kindAt := func(p prodRec) (byte, bool) {
 		if int(p.p) >= len(lg) || p.o < 0 || p.o >= int64(len(lg[p.p])) {
 			return 0, false
@@ -392,31 +499,63 @@ func (h *harness) crossCheckProducers(lg [][]logRec) {
 		r := lg[p.p][p.o]
 		return r.kind, r.hash == p.hash
 	}
+	takenAway := func(p prodRec) bool {
+		if int(p.p) < len(lg) && p.o >= 0 && p.o < int64(len(lg[p.p])) && lg[p.p][p.o].kind == offDeleted {
+			return lg[p.p][p.o].gone > 0
+		}
+		// At an offset an unclean election rewrote, a record acknowledged
+		// but not in the log is one the election lost: a record of the old
+		// log, or an acknowledgement of the old leader's lineage that
+		// arrived late.
+		return facts.rewritten(int(p.p), p.o) != nil
+	}
 	var missing, wrong int
+	var examples []string
+	example := func(p prodRec, what string) {
+		if len(examples) < 5 {
+			k, same := kindAt(p)
+			examples = append(examples, fmt.Sprintf("%d/%d %s, the log holds %s", p.p, p.o, what, describeKind(k, same)))
+		}
+	}
 	h.live.mu.Lock()
 	for _, r := range h.live.recs {
-		if k, same := kindAt(r); k != offData || !same {
+		if k, same := kindAt(r); (k != offData || !same) && !takenAway(r) {
 			missing++
+			example(r, "acknowledged to the live producer")
 		}
 	}
 	h.live.mu.Unlock()
 	h.txn.mu.Lock()
 	for _, r := range h.txn.recs {
+		if takenAway(r.prodRec) {
+			continue
+		}
 		k, same := kindAt(r.prodRec)
 		switch {
-		case !same:
+		case !same, r.state == 'c' && k != offData, r.state == 'a' && k != offAborted:
 			wrong++
-		case r.state == 'c' && k != offData, r.state == 'a' && k != offAborted:
-			wrong++
+			example(r.prodRec, map[byte]string{'c': "of a committed transaction", 'a': "of an aborted transaction"}[r.state])
 		}
 	}
 	h.txn.mu.Unlock()
 	if missing > 0 {
-		h.note("%d records the live producer saw acknowledged are not in the log as written", missing)
+		h.note("%d records the live producer saw acknowledged are not in the log as written (%s)", missing, strings.Join(examples, "; "))
 	}
 	if wrong > 0 {
-		h.note("%d records of transactions that ended without error are not in the log as their outcome says", wrong)
+		h.note("%d records of transactions that ended without error are not in the log as their outcome says (%s)", wrong, strings.Join(examples, "; "))
 	}
+}
+
+// describeKind says what the log holds at an offset, for a message.
+func describeKind(k byte, sameValue bool) string {
+	what := map[byte]string{offData: "a visible record", offAborted: "an aborted record", offMarker: "a marker", offDeleted: "nothing (deleted)"}[k]
+	switch {
+	case what == "":
+		return "nothing read back"
+	case (k == offData || k == offAborted) && !sameValue:
+		return what + " with another value"
+	}
+	return what
 }
 
 func createTopic(ctx context.Context, brokers, topic string, parts, rf int) error {
@@ -445,6 +584,30 @@ func createTopic(ctx context.Context, brokers, topic string, parts, rf int) erro
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+func startOffsets(ctx context.Context, brokers, topic string, parts int) ([]int64, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seedList(brokers)...))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	starts, err := kadm.NewClient(cl).ListStartOffsets(cctx, topic)
+	if err == nil {
+		err = starts.Error()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("start offsets of %s: %w", topic, err)
+	}
+	out := make([]int64, parts)
+	starts.Each(func(l kadm.ListedOffset) {
+		if int(l.Partition) < parts {
+			out[l.Partition] = l.Offset
+		}
+	})
+	return out, nil
 }
 
 func endOffsets(ctx context.Context, brokers, topic string, parts int) ([]int64, error) {
@@ -520,4 +683,26 @@ func writeDuplicates(path string, ld ledgerData) error {
 		fmt.Fprintf(&b, "%d,%d,%s,%s,%s,%s\n", d.p, d.o, fmtTime(d.at), names[d.inst], fmtTime(e.firstArrive), names[e.inst])
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+// gitLine is the first line of a read-only git command's output in root,
+// or "". GIT_OPTIONAL_LOCKS=0: never a refresh of the index.
+func gitLine(root string, args ...string) string {
+	c := exec.Command("git", args...)
+	c.Dir, c.Env = root, append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
+	b, err := c.Output()
+	if err != nil {
+		return ""
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	return line
+}
+
+// gitDirty reports whether the working tree differs from HEAD (git diff
+// --quiet exits 1).
+func gitDirty(root string) bool {
+	c := exec.Command("git", "diff", "--quiet", "HEAD")
+	c.Dir, c.Env = root, append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
+	var ee *exec.ExitError
+	return errors.As(c.Run(), &ee) && ee.ExitCode() == 1
 }

@@ -40,6 +40,17 @@ type dupEvent struct {
 	inst uint16 // the member process that delivered it again
 }
 
+// altDelivery is one delivery of an offset with another value than the
+// sink first recorded there: corruption, unless an unclean election
+// rewrote that offset (the checker decides).
+type altDelivery struct {
+	p    int32
+	o    int64
+	hash uint32
+	at   int64  // Unix ns, when recorded
+	inst uint16 // the member process that delivered it
+}
+
 // sinkMode is how the sink treats requests right now.
 type sinkMode struct {
 	kind     string // normal | reverse | slow | fail
@@ -67,6 +78,7 @@ type sink struct {
 	mu         sync.Mutex
 	parts      [][]entry
 	dups       []dupEvent
+	alts       []altDelivery
 	bad        []string
 	byInstance map[string]int64
 	instances  map[string]uint16 // X-Instance -> index, from 1
@@ -276,13 +288,14 @@ func (s *sink) record(recs []wire, instance string, arrive int64) {
 		s.parts[r.P] = c
 		e := &c[r.O]
 		h := hashValue(r.V)
-		if e.count == 0 {
+		switch {
+		case e.count == 0:
 			e.hash, e.firstArrive, e.firstAck, e.inst = h, arrive, now, inst
-		} else {
+		case e.hash == h:
 			s.dups = append(s.dups, dupEvent{p: r.P, o: r.O, at: now, inst: inst})
-			if e.hash != h && len(s.bad) < 1000 {
-				s.bad = append(s.bad, fmt.Sprintf("record %d/%d delivered again with another value %q", r.P, r.O, r.V))
-			}
+		default:
+			// Not a duplicate: another record at that offset.
+			s.alts = append(s.alts, altDelivery{p: r.P, o: r.O, hash: h, at: now, inst: inst})
 		}
 		e.count++
 	}
@@ -305,7 +318,7 @@ func (s *sink) instanceCount(name string) int64 {
 func (s *sink) ledgerCopy() ledgerData {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l := ledgerData{parts: make([][]entry, len(s.parts)), dups: append([]dupEvent(nil), s.dups...),
+	l := ledgerData{parts: make([][]entry, len(s.parts)), dups: append([]dupEvent(nil), s.dups...), alts: append([]altDelivery(nil), s.alts...),
 		bad: append([]string(nil), s.bad...), outOfOrder: s.outOfOrder, instances: map[string]uint16{}}
 	for p, c := range s.parts {
 		l.parts[p] = append([]entry(nil), c...)
@@ -320,7 +333,44 @@ func (s *sink) ledgerCopy() ledgerData {
 type ledgerData struct {
 	parts      [][]entry
 	dups       []dupEvent
+	alts       []altDelivery
 	bad        []string
 	outOfOrder int64
 	instances  map[string]uint16
+}
+
+// receivedIn reports, for partition p, which offsets of [from, to) the sink
+// has received: the count of those received and the offsets not received.
+func (s *sink) receivedIn(p int32, from, to int64) (received int64, missing []int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var c []entry
+	if int(p) < len(s.parts) {
+		c = s.parts[p]
+	}
+	for o := max(from, 0); o < to; o++ {
+		if o < int64(len(c)) && c[o].count > 0 {
+			received++
+			continue
+		}
+		missing = append(missing, o)
+	}
+	return received, missing
+}
+
+// lastReceived is one past the highest offset of partition p the sink has
+// received (0 when none).
+func (s *sink) lastReceived(p int32) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if int(p) >= len(s.parts) {
+		return 0
+	}
+	c := s.parts[p]
+	for o := int64(len(c)) - 1; o >= 0; o-- {
+		if c[o].count > 0 {
+			return o + 1
+		}
+	}
+	return 0
 }

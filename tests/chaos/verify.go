@@ -21,6 +21,7 @@ const (
 	offData    byte = 'd' // a record a read_committed consumer sees
 	offAborted byte = 'a' // a record of an aborted transaction
 	offMarker  byte = 'm' // a transaction marker (control record)
+	offDeleted byte = 'x' // below the log start: deleted (what it was: logRec.was)
 )
 
 // logRec is one offset of the topic as read back after the run.
@@ -28,29 +29,39 @@ type logRec struct {
 	kind byte
 	hash uint32
 	ts   int64 // the record's timestamp (the producer's clock), Unix ns
+	// Deleted offsets only: what the producers wrote there (offData,
+	// offAborted, or offUnknown for a marker or a record of unknown fate)
+	// and when a fault of the harness deleted it (Unix ns; 0: not the
+	// harness).
+	was  byte
+	gone int64
 }
 
-// readTopic reads every partition of topic from its start to ends, once at
+// readTopic reads every partition of topic from starts to ends, once at
 // read_committed (visible records and markers) and once at
-// read_uncommitted (what is left are the aborted records).
-func readTopic(ctx context.Context, brokers, topic string, ends []int64) ([][]logRec, error) {
+// read_uncommitted (what is left are the aborted records). Offsets below a
+// partition's start are offDeleted.
+func readTopic(ctx context.Context, brokers, topic string, starts, ends []int64) ([][]logRec, error) {
 	out := make([][]logRec, len(ends))
 	for p, e := range ends {
 		out[p] = make([]logRec, e)
+		for o := int64(0); o < min(starts[p], e); o++ {
+			out[p][o].kind = offDeleted
+		}
 	}
 	for _, committed := range []bool{true, false} {
-		if err := readPass(ctx, brokers, topic, ends, committed, out); err != nil {
+		if err := readPass(ctx, brokers, topic, starts, ends, committed, out); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-func readPass(ctx context.Context, brokers, topic string, ends []int64, committed bool, out [][]logRec) error {
+func readPass(ctx context.Context, brokers, topic string, starts, ends []int64, committed bool, out [][]logRec) error {
 	offsets := map[int32]kgo.Offset{}
 	left := 0
 	for p, e := range ends {
-		if e > 0 {
+		if e > starts[p] {
 			offsets[int32(p)] = kgo.NewOffset().AtStart()
 			left++
 		}
@@ -87,7 +98,7 @@ func readPass(ctx context.Context, brokers, topic string, ends []int64, committe
 		})
 		fs.EachRecord(func(r *kgo.Record) {
 			p := r.Partition
-			if int(p) >= len(ends) || r.Offset >= ends[p] {
+			if int(p) >= len(ends) || r.Offset >= ends[p] || r.Offset < starts[p] {
 				return
 			}
 			lr := &out[p][r.Offset]
@@ -112,6 +123,7 @@ func readPass(ctx context.Context, brokers, topic string, ends []int64, committe
 type auditRec struct {
 	p         int32
 	offset    int64
+	epoch     int32 // the leader epoch the commit carries (-1: none)
 	meta      string
 	commitTs  int64 // ms, the broker's clock
 	logOffset int64
@@ -176,7 +188,11 @@ func readCommitLog(ctx context.Context, brokers, group, topic string) ([]auditRe
 			if err := v.ReadFrom(r.Value); err != nil {
 				return
 			}
-			out = append(out, auditRec{p: k.Partition, offset: v.Offset, meta: v.Metadata, commitTs: v.CommitTimestamp, logOffset: r.Offset})
+			epoch := int32(-1)
+			if v.Version >= 3 {
+				epoch = v.LeaderEpoch
+			}
+			out = append(out, auditRec{p: k.Partition, offset: v.Offset, epoch: epoch, meta: v.Metadata, commitTs: v.CommitTimestamp, logOffset: r.Offset})
 		})
 	}
 	slices.SortStableFunc(out, func(a, b auditRec) int { return int(a.logOffset - b.logOffset) })
@@ -222,6 +238,8 @@ type accounting struct {
 	AbortedReceived int64
 	Phantom         int64 // received offsets that hold no visible record
 	Corrupt         int64
+	Deleted         int64 // offsets below the log start at the end
+	DeletedReceived int64 // of those, offsets received before they went
 	BadExamples     []string
 	Violations      []string
 	ViolationsN     int64
@@ -236,6 +254,9 @@ type accounting struct {
 	Audited         int // OffsetCommit records read from the log
 	StallsInCommits int // distinct stalls (partition, failed batch) the polled commits carried
 	RangesChecked   int64
+	BackSteps       int // backward commits a truncation allowed (in the log and polled)
+	Loss            lossResult
+	LossMetrics     []string // loss counters that disagree with the loss lines
 }
 
 // staleGrace is how long after a broker is back a poll may still read an
@@ -255,9 +276,12 @@ func (a *accounting) violation(format string, args ...any) {
 
 // account checks the guarantee against the log read back, the sink's
 // ledger, the commits polled and the commit log, and counts duplicates and
-// exposure per fault.
+// exposure per fault. facts (nil: none) is what the harness itself did to
+// the log: records it deleted are not expected to be delivered, and offsets
+// an unclean election rewrote hold an old record (delivered or not) and a
+// new one (which must be delivered).
 func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, audit []auditRec,
-	outages []window, faults []*faultRun, paused []pausedObs, runEnd int64) *accounting {
+	outages []window, faults []*faultRun, paused []pausedObs, runEnd int64, facts *lossFacts) *accounting {
 	a := &accounting{}
 	ledger, dups := ld.parts, ld.dups
 	at := func(p int, o int64) entry {
@@ -265,6 +289,43 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 			return ledger[p][o]
 		}
 		return entry{}
+	}
+	alts := map[[2]int64][]altDelivery{}
+	for _, d := range ld.alts {
+		k := [2]int64{int64(d.p), d.o}
+		alts[k] = append(alts[k], d)
+	}
+	// acked is when the value the log holds at p/o was first received
+	// (Unix ns; MaxInt64 when it never was): the first delivery, or a later
+	// one with another value than the first (an offset an unclean election
+	// rewrote).
+	acked := func(p int, o int64, hash uint32) int64 {
+		e := at(p, o)
+		if e.count > 0 && e.hash == hash {
+			return e.firstAck
+		}
+		t := int64(math.MaxInt64)
+		for _, d := range alts[[2]int64{int64(p), o}] {
+			if d.hash == hash {
+				t = min(t, d.at)
+			}
+		}
+		return t
+	}
+
+	// onlyOld: every value delivered at p/o is a record of the old log that
+	// an unclean election rewrote (whatever the new log holds there now:
+	// even a marker or an aborted record).
+	onlyOld := func(p int, o int64, e entry) bool {
+		if e.count == 0 || !facts.oldValue(p, o, e.hash, e.firstArrive) {
+			return false
+		}
+		for _, d := range alts[[2]int64{int64(p), o}] {
+			if !facts.oldValue(p, o, d.hash, d.at) {
+				return false
+			}
+		}
+		return true
 	}
 
 	// Records, lost, aborted received, phantoms, corruption.
@@ -274,32 +335,47 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 			switch r.kind {
 			case offData:
 				a.Records++
-				if e.count == 0 {
+				if acked(p, int64(o), r.hash) == math.MaxInt64 {
 					a.Lost++
 					if len(a.LostExamples) < maxExamples {
-						a.LostExamples = append(a.LostExamples, fmt.Sprintf("%d/%d", p, o))
+						what := fmt.Sprintf("%d/%d", p, o)
+						if e.count > 0 {
+							what += " (only another value was delivered)"
+						}
+						a.LostExamples = append(a.LostExamples, what)
 					}
 				} else {
 					a.Received++
-					if e.hash != r.hash {
+				}
+				if e.count > 0 && e.hash != r.hash && !facts.oldValue(p, int64(o), e.hash, e.firstArrive) {
+					a.Corrupt++
+					a.bad("%d/%d received with another value than the log holds", p, o)
+				}
+				for _, d := range alts[[2]int64{int64(p), int64(o)}] {
+					if d.hash != r.hash && !facts.oldValue(p, int64(o), d.hash, d.at) {
 						a.Corrupt++
-						a.bad("%d/%d received with another value than the log holds", p, o)
+						a.bad("%d/%d received again with another value than the log holds", p, o)
 					}
+				}
+			case offDeleted:
+				a.Deleted++
+				if e.count > 0 {
+					a.DeletedReceived++
 				}
 			case offAborted:
 				a.Aborted++
-				if e.count > 0 {
+				if e.count > 0 && !onlyOld(p, int64(o), e) {
 					a.AbortedReceived++
 					a.bad("%d/%d is a record of an aborted transaction, received %d time(s)", p, o, e.count)
 				}
 			case offMarker:
 				a.Markers++
-				if e.count > 0 {
+				if e.count > 0 && !onlyOld(p, int64(o), e) {
 					a.Phantom++
 					a.bad("%d/%d is a transaction marker, received %d time(s)", p, o, e.count)
 				}
 			default:
-				if e.count > 0 {
+				if e.count > 0 && !onlyOld(p, int64(o), e) {
 					a.Phantom++
 					a.bad("%d/%d was not read back from the log, received %d time(s)", p, o, e.count)
 				}
@@ -307,7 +383,7 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 		}
 		if p < len(ledger) {
 			for o := int64(len(lg[p])); o < int64(len(ledger[p])); o++ {
-				if ledger[p][o].count > 0 {
+				if ledger[p][o].count > 0 && facts.rewritten(p, o) == nil {
 					a.Phantom++
 					a.bad("%d/%d is past the log end %d, received", p, o, len(lg[p]))
 				}
@@ -319,22 +395,45 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 	}
 
 	// complete[p][c]: when every visible record below c had been received
-	// (Unix ns; MaxInt64 when one never was).
+	// (Unix ns; MaxInt64 when one never was). A visible record the harness
+	// deleted counts from when it was received or deleted, whichever came
+	// first: a commit may pass it once it is gone.
 	complete := make([][]int64, len(lg))
 	for p := range lg {
 		c := make([]int64, len(lg[p])+1)
 		for o, r := range lg[p] {
 			t := int64(0)
-			if r.kind == offData {
+			switch {
+			case r.kind == offData:
+				t = acked(p, int64(o), r.hash)
+			case r.kind == offDeleted && r.was == offData && r.gone > 0:
+				t = r.gone
 				if e := at(p, int64(o)); e.count > 0 {
-					t = e.firstAck
-				} else {
-					t = math.MaxInt64
+					t = min(t, e.firstAck)
 				}
 			}
 			c[o+1] = max(c[o], t)
 		}
 		complete[p] = c
+	}
+	// need is when everything a commit of p at c passed had been received.
+	// A commit under an old leader epoch above a truncation's divergence
+	// passed records of the old log: below the divergence the logs agree,
+	// above it any delivery of the offset counts (the old record's).
+	need := func(p int, c int64, epoch int32, t int64) int64 {
+		tr := facts.oldCommit(p, c, epoch, t)
+		if tr == nil {
+			return complete[p][c]
+		}
+		n := complete[p][min(tr.Divergence, int64(len(lg[p])))]
+		for o := tr.Divergence; o < c; o++ {
+			e := at(p, o)
+			if e.count == 0 {
+				return math.MaxInt64
+			}
+			n = max(n, e.firstAck)
+		}
+		return n
 	}
 	// firstMissing is the first visible record below c not received by t.
 	firstMissing := func(p int, c, t int64, ms bool) int64 {
@@ -354,8 +453,9 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 		return -1
 	}
 	// checkRanges checks that every visible record in the delivered ranges
-	// of meta (when they belong to offset) was received by t.
-	checkRanges := func(p int, offset int64, meta string, t int64, ms bool, who string) {
+	// of meta (when they belong to offset) was received by t. Under an old
+	// leader epoch (old), above the divergence any delivery counts.
+	checkRanges := func(p int, offset int64, meta string, t int64, ms bool, who string, old *truncation) {
 		m, _, err := commitmeta.DecodeFields(meta)
 		if err != nil || m.Base != offset {
 			return
@@ -363,16 +463,20 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 		for _, r := range m.Delivered {
 			for o := r.From; o < r.To; o++ {
 				a.RangesChecked++
-				if o >= int64(len(lg[p])) {
+				oldRec := old != nil && o >= old.Divergence
+				if o >= int64(len(lg[p])) && !oldRec {
 					a.violation("%s: partition %d: commit %d claims [%d,%d) delivered, past the log end %d", who, p, offset, r.From, r.To, len(lg[p]))
 					break
 				}
-				if lg[p][o].kind != offData {
+				if !oldRec && lg[p][o].kind != offData {
 					continue
 				}
 				e := at(p, o)
 				ack := e.firstAck
-				if ms {
+				if !oldRec {
+					ack = acked(p, o, lg[p][o].hash)
+				}
+				if ms && ack != math.MaxInt64 {
 					ack /= 1e6
 				}
 				if e.count == 0 || ack > t {
@@ -391,14 +495,16 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 			continue
 		}
 		for _, h := range hist[p] {
+			old := facts.oldCommit(p, h.offset, h.epoch, h.firstSeen)
 			switch {
-			case h.offset > int64(len(lg[p])):
+			case h.offset > int64(len(lg[p])) && old == nil:
 				a.violation("poll: partition %d: commit %d is past the log end %d", p, h.offset, len(lg[p]))
-			case complete[p][h.offset] > h.firstSeen:
+			case h.offset > int64(len(lg[p])):
+			case need(p, h.offset, h.epoch, h.firstSeen) > h.firstSeen:
 				a.violation("poll: partition %d: commit %d seen at %s, but offset %d had not been received by then",
 					p, h.offset, fmtTime(h.firstSeen), firstMissing(p, h.offset, h.firstSeen, false))
 			}
-			checkRanges(p, h.offset, h.meta, h.firstSeen, false, "poll")
+			checkRanges(p, h.offset, h.meta, h.firstSeen, false, "poll", old)
 			if _, f, err := commitmeta.DecodeFields(h.meta); err == nil {
 				if st, ok, err := commitmeta.StallFromFields(f); err == nil && ok {
 					stalls[fmt.Sprintf("%d/%d", p, st.First)] = true
@@ -413,28 +519,69 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 	// the same millisecond is in time), and never below the one before.
 	a.Audited = len(audit)
 	lastLog := map[int32]auditRec{}
+	usedLog := map[*truncation]bool{}
 	for _, r := range audit {
 		p := int(r.p)
 		if p >= len(lg) {
 			continue
 		}
+		old := facts.oldCommit(p, r.offset, r.epoch, r.commitTs*1e6)
 		switch {
-		case r.offset > int64(len(lg[p])):
+		case r.offset > int64(len(lg[p])) && old == nil:
 			a.violation("log: partition %d: commit %d (log offset %d) is past the log end %d", p, r.offset, r.logOffset, len(lg[p]))
-		case r.offset >= 0 && complete[p][r.offset]/1e6 > r.commitTs:
+		case r.offset > int64(len(lg[p])):
+		case r.offset >= 0 && need(p, r.offset, r.epoch, r.commitTs*1e6)/1e6 > r.commitTs:
 			a.violation("log: partition %d: commit %d at %s (log offset %d), but offset %d had not been received by then",
 				p, r.offset, fmtTime(r.commitTs*1e6), r.logOffset, firstMissing(p, r.offset, r.commitTs, true))
 		}
-		checkRanges(p, r.offset, r.meta, r.commitTs, true, "log")
+		checkRanges(p, r.offset, r.meta, r.commitTs, true, "log", old)
 		if prev, ok := lastLog[r.p]; ok && r.offset < prev.offset {
-			a.BackwardLog = append(a.BackwardLog, fmt.Sprintf("partition %d: commit %d (log offset %d, %s) after %d (log offset %d, %s)",
-				p, r.offset, r.logOffset, fmtTime(r.commitTs*1e6), prev.offset, prev.logOffset, fmtTime(prev.commitTs*1e6)))
+			if facts.backwardStep(p, prev.offset, prev.epoch, prev.commitTs*1e6, r.offset, usedLog) {
+				a.BackSteps++
+			} else {
+				a.BackwardLog = append(a.BackwardLog, fmt.Sprintf("partition %d: commit %d (log offset %d, %s) after %d (log offset %d, %s)",
+					p, r.offset, r.logOffset, fmtTime(r.commitTs*1e6), prev.offset, prev.logOffset, fmtTime(prev.commitTs*1e6)))
+			}
 		}
 		lastLog[r.p] = r
 	}
 
 	// Polls that read an older commit: stale reads right after a broker
-	// restart, backward commits otherwise.
+	// restart, backward commits otherwise. On a partition an unclean
+	// election truncated, the polled history is walked again with the
+	// truncation's one step back allowed.
+	if facts != nil && len(facts.truncations) > 0 {
+		truncated := map[int32]bool{}
+		for _, t := range facts.truncations {
+			truncated[t.P] = true
+		}
+		var kept []backObs
+		for _, b := range backs {
+			if !truncated[b.p] {
+				kept = append(kept, b)
+			}
+		}
+		used := map[*truncation]bool{}
+		for p := range hist {
+			if !truncated[int32(p)] {
+				continue
+			}
+			var top commitObs
+			seen := false
+			for _, h := range hist[p] {
+				switch {
+				case !seen || h.offset >= top.offset:
+					top, seen = h, true
+				case facts.backwardStep(p, top.offset, top.epoch, top.firstSeen, h.offset, used):
+					a.BackSteps++
+					top = h
+				default:
+					kept = append(kept, backObs{p: int32(p), from: top.offset, to: h.offset, at: h.firstSeen})
+				}
+			}
+		}
+		backs = kept
+	}
 	for _, b := range backs {
 		stale := false
 		for _, w := range outages {
@@ -567,11 +714,17 @@ func (a *accounting) bad(format string, args ...any) {
 // rejoin at its restart moves partitions with a drain and a commit); a
 // broker fault threatens every partition until the broker serves again
 // (members deliver while it shuts down and until their partitions are
-// lost); a sink fault until the sink is normal again.
+// lost); a sink fault until the sink is normal again. A member that leaves
+// or joins while a partition replays in place is a member fault; a kill
+// inside a broker outage is both; the retention and unclean-election
+// faults act on the sink and the brokers, and count as theirs.
 func exposureCut(f *faultRun, instances map[string]uint16) (cut int64, victim uint16) {
 	switch f.Kind {
-	case kindMemberKill, kindMemberStop, kindMemberCut:
+	case kindMemberKill, kindMemberStop, kindMemberCut, kindReplayRebalance:
 		return f.At, instances[f.VictimInstance]
+	case kindKillInOutage:
+		// A broker fault with a member fault inside it.
+		return f.End, instances[f.VictimInstance]
 	}
 	return f.End, 0
 }

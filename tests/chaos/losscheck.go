@@ -1,0 +1,416 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// What the harness itself did to the log, and how the checker holds the
+// members' loss reports against it.
+//
+// A deletion (the retention fault) moves a partition's log start past
+// records the group had not delivered. The harness records, from the sink's
+// own ledger, exactly which offsets no sink had received when the log start
+// moved: those at or above the group's commit and outside that commit's
+// delivered ranges (below the commit every visible record was delivered,
+// and what is left there, markers and aborted records, was never anyone's
+// to deliver). Those offsets, less any a member still delivered from memory
+// afterwards, are what the members must report lost (reported_lost): each
+// exactly once over the group, whatever the offset held (a deleted record
+// cannot be told from a marker, so the input counts offsets).
+//
+// A truncation (the unclean-election fault) rewrites a partition from the
+// divergence point on: the old leader held records there that the new
+// leader never had, and the new leader writes other records at those
+// offsets. The old records are gone (not "lost" by the input: a record the
+// group never fetched cannot be reported by it), every record of the new
+// log must be delivered, and the commits may go back once, to the
+// divergence point.
+
+// deletion is one DeleteRecords of the retention fault.
+type deletion struct {
+	Fault    int    `json:"fault"`
+	P        int32  `json:"partition"`
+	From     int64  `json:"log_start_before"`
+	To       int64  `json:"log_start_after"`
+	End      int64  `json:"log_end"`
+	Commit   int64  `json:"commit"`      // the group's commit of P when the log start moved
+	Meta     string `json:"commit_meta"` // its metadata (delivered ranges)
+	At       int64  `json:"at"`          // Unix ns, when DeleteRecords answered
+	Down     bool   `json:"members_down"`
+	Received int64  `json:"received"` // offsets of [From, To) the sink had received by then
+	// Unreceived are the offsets of [max(From, Commit), To) that no sink
+	// had received at At, outside the commit's delivered ranges, as ranges.
+	Unreceived []span `json:"unreceived"`
+}
+
+// span is the offsets [From, To).
+type span struct {
+	From int64 `json:"from"`
+	To   int64 `json:"to"`
+}
+
+func (s span) String() string { return fmt.Sprintf("[%d,%d)", s.From, s.To) }
+
+// spansOf turns sorted offsets into spans.
+func spansOf(offs []int64) []span {
+	var out []span
+	for _, o := range offs {
+		if n := len(out); n > 0 && out[n-1].To == o {
+			out[n-1].To++
+			continue
+		}
+		out = append(out, span{o, o + 1})
+	}
+	return out
+}
+
+func spansLen(ss []span) int64 {
+	var n int64
+	for _, s := range ss {
+		n += s.To - s.From
+	}
+	return n
+}
+
+// truncation is one unclean election the harness proved.
+type truncation struct {
+	Fault      int   `json:"fault"`
+	P          int32 `json:"partition"`
+	Divergence int64 `json:"divergence"` // the first offset the new log holds another record at
+	OldEnd     int64 `json:"old_end"`    // one past the old leader's last record (known to the harness)
+	OldEpoch   int32 `json:"old_leader_epoch"`
+	NewEpoch   int32 `json:"new_leader_epoch"`
+	ElectedAt  int64 `json:"elected_at"` // Unix ns: the new leader took over
+	// Old is the hash of every old record the harness knows (the records
+	// it wrote to the old leader alone and those its live producer saw
+	// acknowledged there), by offset.
+	Old map[int64]uint32 `json:"-"`
+	// Rewritten counts the known old records whose offset now holds another
+	// record (or lies past the new log's end): the proof.
+	Rewritten int    `json:"rewritten"`
+	Proof     string `json:"proof"`
+}
+
+// lossFacts is what the checker is told the harness did to the log.
+type lossFacts struct {
+	deletions   []deletion
+	truncations []truncation
+}
+
+// rewritten is the truncation whose rewritten range holds p/o, if any.
+func (f *lossFacts) rewritten(p int, o int64) *truncation {
+	if f == nil {
+		return nil
+	}
+	for i := len(f.truncations) - 1; i >= 0; i-- {
+		t := &f.truncations[i]
+		if int(t.P) == p && o >= t.Divergence && o < t.OldEnd {
+			return t
+		}
+	}
+	return nil
+}
+
+// oldValue reports whether hash, delivered at p/o at time at, is a record
+// of the old log that a truncation rewrote: one the harness knows, or one
+// delivered before the new leader took over.
+func (f *lossFacts) oldValue(p int, o int64, hash uint32, at int64) bool {
+	t := f.rewritten(p, o)
+	if t == nil {
+		return false
+	}
+	if h, ok := t.Old[o]; ok && h == hash {
+		return true
+	}
+	return at < t.ElectedAt
+}
+
+// oldCommit is the truncation under whose old leader epoch a commit of
+// partition p at offset c was made, when the new log does not hold what it
+// passed: c above the divergence, and the commit's leader epoch older than
+// the new leader's (or, without an epoch, the commit older than the
+// election).
+func (f *lossFacts) oldCommit(p int, c int64, epoch int32, at int64) *truncation {
+	if f == nil {
+		return nil
+	}
+	for i := len(f.truncations) - 1; i >= 0; i-- {
+		t := &f.truncations[i]
+		if int(t.P) != p || c <= t.Divergence {
+			continue
+		}
+		if (epoch >= 0 && epoch < t.NewEpoch) || (epoch < 0 && at < t.ElectedAt) {
+			return t
+		}
+	}
+	return nil
+}
+
+// backwardStep decides whether a commit of partition p going from prev
+// (made with prevEpoch at prevAt) down to next is the one step back a
+// truncation allows: from a commit under the old leader epoch that the new
+// log does not hold, to the divergence point or above it, once per
+// truncation (used records which ones were taken). Above: the input goes on
+// from the divergence point at once, and its first commit after the
+// truncation carries the new log's records it delivered by then (the
+// commit check holds it below every undelivered record that exists, as it
+// does every commit).
+func (f *lossFacts) backwardStep(p int, prev int64, prevEpoch int32, prevAt int64, next int64, used map[*truncation]bool) bool {
+	t := f.oldCommit(p, prev, prevEpoch, prevAt)
+	if t == nil || next < t.Divergence || used[t] {
+		return false
+	}
+	used[t] = true
+	return true
+}
+
+// lossResult is what the checker concludes on losses.
+type lossResult struct {
+	Deleted         int64    `json:"deleted_offsets"`           // offsets the harness's DeleteRecords took
+	DeletedReceived int64    `json:"deleted_received"`          // of those, offsets a sink had received before
+	Expected        int64    `json:"expected_lost"`             // deleted offsets no sink had: what the members must report
+	LaterDelivered  int64    `json:"deleted_then_delivered"`    // deleted before any sink had them, delivered afterwards from memory
+	ReportedLost    int64    `json:"reported_lost"`             // from the members' ERROR lines, cause retention or unknown
+	ReportedTrLost  int64    `json:"reported_lost_truncation"`  // loss lines of cause truncation
+	ReportedTrunc   int64    `json:"reported_truncated"`        // truncation lines
+	TruncDelivered  int64    `json:"truncated_delivered"`       // old records of rewritten offsets a sink received
+	TruncNeverSeen  int64    `json:"truncated_never_delivered"` // old records no sink received (gone with the old log)
+	Rewritten       int64    `json:"rewritten_offsets"`         // offsets the unclean elections rewrote
+	LostUnreported  int64    `json:"deleted_lost_unreported"`   // deleted visible records never delivered nor reported: part of lost
+	Overlaps        []string `json:"overlapping_reports,omitempty"`
+	Mismatches      []string `json:"mismatches,omitempty"` // failures
+	Notes           []string `json:"notes,omitempty"`      // facts worth reading, not failures
+}
+
+// checkLosses holds the members' loss reports (events) against what the
+// harness deleted and truncated (facts), with the sink's final ledger and
+// the log read back. It returns the figures, and how many deleted visible
+// records were neither delivered nor reported (they count as lost), with
+// examples.
+func checkLosses(lg [][]logRec, ld ledgerData, facts *lossFacts, events []lossEvent, topic string) (lossResult, []string) {
+	var r lossResult
+	if facts == nil {
+		facts = &lossFacts{}
+	}
+	received := func(p int32, o int64) bool {
+		return int(p) < len(ld.parts) && o >= 0 && o < int64(len(ld.parts[p])) && ld.parts[p][o].count > 0
+	}
+
+	// Expected: per partition, the union of what each deletion found
+	// unreceived, less what was delivered afterwards.
+	expected := map[int32]map[int64]bool{}
+	for _, d := range facts.deletions {
+		r.Deleted += d.To - d.From
+		r.DeletedReceived += d.Received
+		if expected[d.P] == nil {
+			expected[d.P] = map[int64]bool{}
+		}
+		for _, s := range d.Unreceived {
+			for o := s.From; o < s.To; o++ {
+				if received(d.P, o) {
+					r.LaterDelivered++
+					continue
+				}
+				expected[d.P][o] = true
+			}
+		}
+	}
+	for _, m := range expected {
+		r.Expected += int64(len(m))
+	}
+
+	// Reported: the loss lines of this topic, each loss counted once over
+	// the group. The input reports a loss once per process, so every line
+	// of a process counts in full, and one that covers offsets a line of
+	// the same process covered already is listed. A line of another process
+	// whose offsets lie inside one counted before (the same loss seen again
+	// by the next owner, when the report had not reached the commits) adds
+	// nothing; one that overlaps it in part adds its count less the overlap
+	// (an undercount at worst, and listed).
+	reported := map[int32][]lossEvent{}
+	got := map[int32]int64{}
+	for _, e := range events {
+		switch {
+		case e.Topic != topic:
+			continue
+		case e.Truncated:
+			r.ReportedTrunc += e.Count
+			continue
+		case e.Cause == causeTruncation:
+			r.ReportedTrLost += e.Count
+			continue
+		}
+		n := e.Count
+		for _, prev := range reported[e.Partition] {
+			lo, hi := max(prev.First, e.First), min(prev.Last, e.Last)
+			switch {
+			case lo > hi:
+				continue
+			case prev.Instance == e.Instance:
+				r.Overlaps = append(r.Overlaps, fmt.Sprintf("%s covers offsets %d-%d again, which the same process reported before (%s)", e, lo, hi, prev))
+				continue
+			case lo == e.First && hi == e.Last:
+				n = 0
+			default:
+				r.Overlaps = append(r.Overlaps, fmt.Sprintf("%s overlaps %s", e, prev))
+				n = max(0, n-(hi-lo+1))
+			}
+			if n == 0 {
+				break
+			}
+		}
+		got[e.Partition] += n
+		r.ReportedLost += n
+		reported[e.Partition] = append(reported[e.Partition], e)
+		// A line that counts every offset of its range names them: each
+		// must be one the harness deleted before any sink had it.
+		if e.Count == e.Last-e.First+1 {
+			var wrong []int64
+			for o := e.First; o <= e.Last; o++ {
+				if !expected[e.Partition][o] {
+					wrong = append(wrong, o)
+				}
+			}
+			if len(wrong) > 0 {
+				r.Mismatches = append(r.Mismatches, fmt.Sprintf("%s: offset(s) %s are not among those deleted before any sink had them (delivered before the deletion, or not deleted)",
+					e, strings.Join(spanStrings(spansOf(wrong)), " ")))
+			}
+		}
+	}
+
+	// Per partition, reported against expected.
+	parts := map[int32]bool{}
+	for p := range expected {
+		parts[p] = true
+	}
+	for p := range reported {
+		parts[p] = true
+	}
+	for _, p := range slices.Sorted(maps.Keys(parts)) {
+		want := int64(len(expected[p]))
+		if got[p] == want {
+			continue
+		}
+		var wantSpans []span
+		for _, d := range facts.deletions {
+			if d.P == p {
+				wantSpans = append(wantSpans, d.Unreceived...)
+			}
+		}
+		var lines []string
+		for _, e := range reported[p] {
+			lines = append(lines, e.String())
+		}
+		r.Mismatches = append(r.Mismatches, fmt.Sprintf(
+			"partition %d: the members reported %d offset(s) lost (%s); the harness deleted %d offset(s) before any sink had them (%s)",
+			p, got[p], orNone(lines), want, orNone(spanStrings(wantSpans))))
+	}
+
+	// Deleted visible records that no sink received and no report covers:
+	// lost, as if the log still held them.
+	var lostEx []string
+	for p := range lg {
+		for o, rec := range lg[p] {
+			if rec.kind != offDeleted || rec.was != offData || received(int32(p), int64(o)) {
+				continue
+			}
+			covered := false
+			for _, e := range reported[int32(p)] {
+				if int64(o) >= e.First && int64(o) <= e.Last {
+					covered = true
+					break
+				}
+			}
+			if !covered {
+				r.LostUnreported++
+				if len(lostEx) < maxExamples {
+					lostEx = append(lostEx, fmt.Sprintf("%d/%d (deleted, never delivered, not reported)", p, o))
+				}
+			}
+		}
+	}
+
+	// Truncations: what the old log held and the group delivered. A
+	// delivery at a rewritten offset is of the old log when its value is
+	// not the one the new log holds there (the election's time, as the
+	// harness saw it, may come after the first deliveries from the new log).
+	for _, t := range facts.truncations {
+		r.Rewritten += t.OldEnd - t.Divergence
+		var delivered, never int64
+		for o := t.Divergence; o < t.OldEnd; o++ {
+			newHash, inNew := uint32(0), false
+			if int(t.P) < len(lg) && o < int64(len(lg[t.P])) && lg[t.P][o].kind == offData {
+				newHash, inNew = lg[t.P][o].hash, true
+			}
+			isOld := func(h uint32) bool { return !inNew || h != newHash }
+			e := entry{}
+			if int(t.P) < len(ld.parts) && o < int64(len(ld.parts[t.P])) {
+				e = ld.parts[t.P][o]
+			}
+			old := e.count > 0 && isOld(e.hash)
+			if !old {
+				for _, a := range ld.alts {
+					if a.p == t.P && a.o == o && isOld(a.hash) {
+						old = true
+						break
+					}
+				}
+			}
+			if old {
+				delivered++
+			} else {
+				never++
+			}
+		}
+		r.TruncDelivered += delivered
+		r.TruncNeverSeen += never
+		var got int64
+		for _, e := range events {
+			if e.Topic == topic && e.Truncated && e.Partition == t.P && e.First == t.Divergence {
+				got += e.Count
+			}
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("fault #%d: partition %d rewritten from offset %d to %d (leader epoch %d to %d): the group had delivered %d old record(s) there, %d never; the members reported %d truncated",
+			t.Fault, t.P, t.Divergence, t.OldEnd-1, t.OldEpoch, t.NewEpoch, delivered, never, got))
+		if delivered > 0 && got == 0 {
+			r.Mismatches = append(r.Mismatches, fmt.Sprintf("partition %d: the unclean election of fault #%d rewrote offsets %d-%d, of which the group had delivered %d, and no member reported the truncation at offset %d",
+				t.P, t.Fault, t.Divergence, t.OldEnd-1, delivered, t.Divergence))
+		}
+	}
+	for _, e := range events {
+		if e.Topic != topic || !e.Truncated {
+			continue
+		}
+		known := false
+		for _, t := range facts.truncations {
+			if t.P == e.Partition && t.Divergence == e.First {
+				known = true
+			}
+		}
+		if !known {
+			r.Mismatches = append(r.Mismatches, fmt.Sprintf("%s: no unclean election of the harness truncated partition %d there", e, e.Partition))
+		}
+	}
+	return r, lostEx
+}
+
+func spanStrings(ss []span) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.String())
+	}
+	return out
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	if len(s) > 8 {
+		s = append(s[:8:8], fmt.Sprintf("and %d more", len(s)-8))
+	}
+	return strings.Join(s, "; ")
+}
