@@ -48,19 +48,10 @@ func epochRecords(tp topicPartition, from, to int64, epoch int32) []*kgo.Record 
 // lastMeta decodes the metadata of the last commit of tp and its loss.
 func (h *ownerHarness) lastMeta(tp topicPartition) (commitmeta.Meta, commitmeta.Loss, bool) {
 	h.t.Helper()
-	h.cl.mu.Lock()
-	defer h.cl.mu.Unlock()
-	for i := len(h.cl.commits) - 1; i >= 0; i-- {
-		if meta, ok := h.cl.commits[i].meta[tp]; ok {
-			m, fields, err := commitmeta.DecodeFields(meta)
-			require.NoError(h.t, err, meta)
-			l, ok, err := commitmeta.LossFromFields(fields)
-			require.NoError(h.t, err, meta)
-			return m, l, ok
-		}
-	}
-	h.t.Fatalf("no commit of %v", tp)
-	return commitmeta.Meta{}, commitmeta.Loss{}, false
+	m, fields := h.lastFields(tp)
+	l, ok, err := commitmeta.LossFromFields(fields)
+	require.NoError(h.t, err, fields)
+	return m, l, ok
 }
 
 // setStart sets the log start the fake client lists for tp.

@@ -18,19 +18,27 @@ import (
 // lastStall decodes the stall provenance of the last commit of tp.
 func (h *ownerHarness) lastStall(tp topicPartition) (commitmeta.Meta, commitmeta.Stall, bool) {
 	h.t.Helper()
+	m, fields := h.lastFields(tp)
+	s, ok, err := commitmeta.StallFromFields(fields)
+	require.NoError(h.t, err, fields)
+	return m, s, ok
+}
+
+// lastFields decodes the metadata of the last commit of tp, and its extra
+// fields; it fails the test if tp was never committed with metadata.
+func (h *ownerHarness) lastFields(tp topicPartition) (commitmeta.Meta, map[string]string) {
+	h.t.Helper()
 	h.cl.mu.Lock()
 	defer h.cl.mu.Unlock()
 	for i := len(h.cl.commits) - 1; i >= 0; i-- {
 		if meta, ok := h.cl.commits[i].meta[tp]; ok {
 			m, fields, err := commitmeta.DecodeFields(meta)
 			require.NoError(h.t, err, meta)
-			s, ok, err := commitmeta.StallFromFields(fields)
-			require.NoError(h.t, err, meta)
-			return m, s, ok
+			return m, fields
 		}
 	}
 	h.t.Fatalf("no commit of %v", tp)
-	return commitmeta.Meta{}, commitmeta.Stall{}, false
+	return commitmeta.Meta{}, nil
 }
 
 // A partition is stalled from the first nack of its head batch, even while

@@ -587,30 +587,17 @@ func createTopic(ctx context.Context, brokers, topic string, parts, rf int) erro
 }
 
 func startOffsets(ctx context.Context, brokers, topic string, parts int) ([]int64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seedList(brokers)...))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	cctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	starts, err := kadm.NewClient(cl).ListStartOffsets(cctx, topic)
-	if err == nil {
-		err = starts.Error()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("start offsets of %s: %w", topic, err)
-	}
-	out := make([]int64, parts)
-	starts.Each(func(l kadm.ListedOffset) {
-		if int(l.Partition) < parts {
-			out[l.Partition] = l.Offset
-		}
-	})
-	return out, nil
+	return listOffsets(ctx, brokers, topic, parts, "start", (*kadm.Client).ListStartOffsets)
 }
 
 func endOffsets(ctx context.Context, brokers, topic string, parts int) ([]int64, error) {
+	return listOffsets(ctx, brokers, topic, parts, "end", (*kadm.Client).ListEndOffsets)
+}
+
+// listOffsets lists the offsets of topic's partitions with list (the log
+// starts or ends), on a client of its own, within a minute.
+func listOffsets(ctx context.Context, brokers, topic string, parts int, which string,
+	list func(*kadm.Client, context.Context, ...string) (kadm.ListedOffsets, error)) ([]int64, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seedList(brokers)...))
 	if err != nil {
 		return nil, err
@@ -618,15 +605,15 @@ func endOffsets(ctx context.Context, brokers, topic string, parts int) ([]int64,
 	defer cl.Close()
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(cctx, topic)
+	listed, err := list(kadm.NewClient(cl), cctx, topic)
 	if err == nil {
-		err = ends.Error()
+		err = listed.Error()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("end offsets of %s: %w", topic, err)
+		return nil, fmt.Errorf("%s offsets of %s: %w", which, topic, err)
 	}
 	out := make([]int64, parts)
-	ends.Each(func(l kadm.ListedOffset) {
+	listed.Each(func(l kadm.ListedOffset) {
 		if int(l.Partition) < parts {
 			out[l.Partition] = l.Offset
 		}
