@@ -146,10 +146,7 @@ func (o *owner) advance(p *partState) {
 		o.stalled.add(p)
 		o.logStall(p)
 	}
-	if p.paused && p.tracker.Pending() < o.conf.maxPending && !p.draining {
-		p.paused = false
-		o.cl.ResumeFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
-	}
+	o.resumeBelowLimits(p)
 }
 
 // logStall names the failed batch at the head of a stalled partition: where

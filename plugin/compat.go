@@ -50,7 +50,7 @@ const (
 	msgStartFromOldest    = "false contradicts start_offset: earliest, as in the redpanda input: use start_offset: latest (start_from_oldest is deprecated)"
 	msgAutoReplayFalse    = "false commits past failed data in the redpanda input; this input never does: remove it, and route failures you do not want to retry to a dead letter (config/dead-letter.yaml)"
 	msgAutoReplayConflict = "true is nack_retry.max_retries: -1 here, which contradicts the nack_retry.max_retries set: set only one of them"
-	msgPartitionBuffer    = "the per-partition bound here is max_pending_batches batches of at most batch_max_bytes each; set those instead"
+	msgPartitionBuffer    = "the per-partition bound here is max_pending_batches batches handed out, plus fewer than 8 batches fetched and not handed out yet and one fetch (fetch_max_partition_bytes), each batch at most batch_max_bytes; set those instead"
 	msgMaxYieldConflict   = "this is batch_max_bytes here, which is set too: set only one of them"
 	msgCheckpointConflict = "this is max_pending_batches here (counted in batches, not messages), which is set too: set only one of them"
 	msgBatching           = "batches here are cut by batch_max_records and batch_max_bytes, one partition per batch; use a batching policy on the output instead"
@@ -69,7 +69,7 @@ func redpandaFields() []*service.ConfigField {
 			Description("Deprecated, as in the redpanda input, where `start_offset` decides. `true` has no further effect; `false` together with `start_offset: earliest` is rejected, as there: use `start_offset: latest`.").
 			Default(true).Advanced().Deprecated(),
 		service.NewStringField(fieldPartitionBuffer).
-			Description("Rejected: the redpanda input's per-partition fetch buffer. The per-partition bound here is `max_pending_batches` batches of at most `batch_max_bytes` each: set those.").
+			Description("Rejected: the redpanda input's per-partition fetch buffer. The per-partition bound here is `max_pending_batches` batches handed out, plus fewer than 8 batches fetched and not handed out yet and one fetch (`fetch_max_partition_bytes`), each batch at most `batch_max_bytes`: set those.").
 			Optional().Advanced(),
 		service.NewStringField(fieldMaxYieldBatchBytes).
 			Description("Accepted for configs written for the redpanda input: the most bytes in one batch, which is `batch_max_bytes` here (set only one of them). Absent, `batch_max_bytes` applies: 1MiB by default, where this field's default in the redpanda input is 32KB.").

@@ -330,7 +330,7 @@ func redpandaCases() map[string]redpandaCase {
 			require.Equal(t, 2*time.Second, c.commitPeriod)
 		}},
 		"`partition_buffer_bytes`": rejected(minimal+"partition_buffer_bytes: 1MB\n",
-			"partition_buffer_bytes: the per-partition bound here is max_pending_batches batches of at most batch_max_bytes each"),
+			"partition_buffer_bytes: the per-partition bound here is max_pending_batches batches handed out, plus fewer than 8 batches fetched and not handed out yet and one fetch (fetch_max_partition_bytes), each batch at most batch_max_bytes"),
 		"`topic_lag_refresh_period`": same(func(t *testing.T, _ *service.ParsedConfig, c *config) {
 			require.Equal(t, 10*time.Second, c.topicLagRefresh)
 		}),

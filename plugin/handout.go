@@ -51,6 +51,7 @@ func (o *owner) serve() {
 		}
 		o.popParked().reply <- b
 		o.passSkipped(p)
+		o.resumeBelowLimits(p)
 		o.schedule(p)
 	}
 }
@@ -63,6 +64,20 @@ func (o *owner) pauseAtLimit(p *partState) {
 		o.paused.add(p)
 		o.gauges.add(p)
 		o.cl.PauseFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
+	}
+}
+
+// resumeBelowLimits resumes p's fetching once its registered batches are
+// below max_pending_batches and fewer than pollLowWater batches wait in its
+// ready queue. The second bound keeps the queue bounded: the poll loop is
+// asked for more without counting a paused partition's queue (askPoll), so
+// a partition resumed at once could take a poll asked for while it was
+// paused, on top of a full queue, every time it pauses and resumes.
+func (o *owner) resumeBelowLimits(p *partState) {
+	if p.paused && p.tracker.Pending() < o.conf.maxPending && len(p.ready) < pollLowWater && !p.draining {
+		p.paused = false
+		o.gauges.add(p)
+		o.cl.ResumeFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
 	}
 }
 
@@ -152,8 +167,7 @@ func (o *owner) onPoll(seq uint64, fetches kgo.Fetches) {
 			// kgo injects an error as a partition of its own, with no
 			// records and every offset zero (HighWatermark 0 is no log
 			// end): nothing in it says where the log is.
-			o.onFetchErr(p, fp.Err)
-			if len(fp.Records) == 0 {
+			if p = o.onFetchErr(p, fp.Err, seq); p == nil || len(fp.Records) == 0 {
 				return
 			}
 		}

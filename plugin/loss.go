@@ -2,6 +2,7 @@ package plugin
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -50,7 +51,7 @@ import (
 // metadata (commitmeta.Loss) for lost_records_report_for, where a restart,
 // another member and `watermark-connect status` find it. A member that
 // starts from such a commit counts the offsets the carried loss spans as
-// reported.
+// reported, when it says every one of them was lost (inheritLoss).
 //
 // Commits never go backwards, with one exception: after a truncation below
 // the committed offset, one commit goes back, to the point where the logs
@@ -66,14 +67,26 @@ const (
 	causeTruncation = commitmeta.CauseTruncation
 )
 
-// onFetchErr takes an error that kgo injected for p: the data loss kgo
-// detected is kept for the words of the truncation it precedes (kgo
-// resets the partition to ResetTo and the next records start there).
-func (o *owner) onFetchErr(p *partState, err error) {
+// onFetchErr takes an error that kgo injected for p, and returns the epoch
+// that takes p's next records: p, a new epoch, or nil (rewound). A data
+// loss that kgo located below what p expects next is a truncation there
+// (kgo moved the fetch position back to ResetTo: consumer.go:2314-2318),
+// whatever the next fetch shows: it may start higher, past records the new
+// log held only briefly (retention), and the records from ResetTo on that
+// p delivered are of the old log all the same. kgo queues the error before
+// it moves the position, so it comes in the poll of the first records from
+// ResetTo or an earlier one; when those records came first (checkFetch), p
+// is the epoch that truncation made, and the error is not taken twice.
+func (o *owner) onFetchErr(p *partState, err error, seq uint64) *partState {
 	var dl *kgo.ErrDataLoss
-	if errors.As(err, &dl) {
-		p.dataLoss = dl
+	if !errors.As(err, &dl) {
+		return p
 	}
+	p.dataLoss = dl
+	if p.expect < 0 || dl.ResetTo >= p.expect || dl.ResetTo == p.truncatedAt {
+		return p
+	}
+	return o.truncate(p, dl.ResetTo, dl.ResetToEpoch, seq)
 }
 
 // knownEpoch is the newest leader epoch p knows of its log: that of the last
@@ -157,7 +170,15 @@ func (o *owner) inheritLoss(p *partState, fields map[string]string) {
 	if err != nil || !ok {
 		return // a malformed report is no report: nothing to carry or skip
 	}
-	o.lossReported[p.tp] = mergeRanges(o.lossReported[p.tp], []commitmeta.Range{{From: l.First, To: l.Last + 1}})
+	if l.Count == l.Last-l.First+1 && l.Cause != causeTruncation {
+		// Every offset of the span was lost. A report that merged events
+		// with offsets between them not lost (held in memory then, say)
+		// does not say which: they may be lost since, and a member that
+		// counted the whole span would hide them; they are reported again.
+		// A truncation's offsets are of the old log: the new log's
+		// records there are others, which may be lost in their turn.
+		o.lossReported[p.tp] = mergeRanges(o.lossReported[p.tp], []commitmeta.Range{{From: l.First, To: l.Last + 1}})
+	}
 	if o.conf.lostReportFor > 0 && o.now().Sub(l.Since) < o.conf.lostReportFor {
 		p.carried = l
 		o.losses.add(p)
@@ -248,9 +269,15 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 		// The one commit that goes back: to where the logs diverged.
 		np.hasCommitted, np.committedMeta = false, ""
 	}
+	// The epoch of the record before base is the old log's, which the new
+	// one holds unchanged below at; with none known, the new log's epoch
+	// at at (a rewind below at) stands in.
 	np.fetched, np.fetchedEpoch = base, p.epochs.at(base-1)
-	if base == p.fetched && np.fetchedEpoch < 0 {
+	if np.fetchedEpoch < 0 && base == p.fetched {
 		np.fetchedEpoch = p.fetchedEpoch
+	}
+	if np.fetchedEpoch < 0 {
+		np.fetchedEpoch = epoch
 	}
 	np.expect = base
 	np.exposure, np.highWatermark = p.exposure, p.highWatermark
@@ -262,6 +289,7 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 		np.skipEpoch = p.epochs.at(kept[len(kept)-1].To - 1)
 		np.skippedRanges = len(kept)
 	}
+	np.truncatedAt = at
 	np.dirty = true
 	np.shown = p.shown
 	o.endEpoch(p)
@@ -272,6 +300,14 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 	if dl := p.dataLoss; dl != nil {
 		o.log.Debugf("kafka_watermark: %s/%d: kgo reported the truncation: %v", np.tp.topic, np.tp.partition, dl)
 	}
+	if seen := o.truncations[np.tp]; slices.Contains(seen, at) {
+		// The same truncation, met again by a later epoch that started
+		// from a commit made before it (the report was not committed):
+		// reported once per process, like a loss.
+		o.log.Debugf("kafka_watermark: %s/%d: the truncation at offset %d again", np.tp.topic, np.tp.partition, at)
+		return o.goOnAfterTruncation(np, at, base, seq)
+	}
+	o.truncations[np.tp] = append(o.truncations[np.tp], at)
 	o.m.truncatedRecords.Incr(truncated, np.labels[:]...)
 	o.log.Errorf("kafka_watermark: log of %s/%d truncated at offset %d by an unclean leader election: %d delivered record offset(s) from %d to %d are no longer in the log and are delivered again from the new log (cause: truncation)",
 		np.tp.topic, np.tp.partition, at, truncated, at, max(end, at+1)-1)
@@ -291,10 +327,18 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 	}
 	first, last := at, max(end, at+1)-1
 	o.carryLoss(np, commitmeta.Loss{First: first, Last: last, Count: max(truncated+n, 1), Since: o.now(), Cause: causeTruncation})
+	return o.goOnAfterTruncation(np, at, base, seq)
+}
+
+// goOnAfterTruncation returns np, the epoch a truncation at at made, when
+// it takes the fetch that showed the truncation (nothing below at is left
+// undelivered: base is at), and otherwise rewinds it to base in this poll
+// window and returns nil.
+func (o *owner) goOnAfterTruncation(np *partState, at, base int64, seq uint64) *partState {
 	if base == at {
-		return np // nothing below at is undelivered: this fetch is the new log from at
+		return np
 	}
-	np.rewindTo = kgo.EpochOffset{Epoch: -1, Offset: base}
+	np.rewindTo = kgo.EpochOffset{Epoch: np.fetchedEpoch, Offset: base}
 	o.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{np.tp.topic: {np.tp.partition: np.rewindTo}})
 	np.minPoll = seq + 1
 	return nil

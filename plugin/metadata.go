@@ -84,12 +84,7 @@ func (o *owner) plan(p *partState, maxBytes int) (c planned, ok bool) {
 		return c, false
 	}
 	_, moved := p.tracker.Watermark()
-	c.eo = kgo.EpochOffset{Epoch: p.epochs.at(base - 1), Offset: base}
-	if c.eo.Epoch < 0 && base == p.fetched {
-		// Nothing before base was fetched in this epoch: the commit it
-		// started from knew the epoch.
-		c.eo.Epoch = p.fetchedEpoch
-	}
+	c.eo = kgo.EpochOffset{Epoch: p.positionEpoch(base), Offset: base}
 	keptTo := base
 	if o.conf.commitMetadata {
 		m := commitmeta.Meta{Base: base, Epoch: c.eo.Epoch, Delivered: p.deliveredRanges(base)}
@@ -197,6 +192,25 @@ func (p *partState) knownDelivered(base int64) []commitmeta.Range {
 		}
 	}
 	return mergeRanges(p.window.ranges(base, nil), above)
+}
+
+// positionEpoch is the leader epoch that goes with base as a position, in
+// a commit or a rewind: that of the record before it, which kgo and the
+// broker validate (KIP-320). When p fetched no record before base, the
+// commit p started from knew it, if base is that commit; otherwise the
+// epoch of the record at base stands in: no older than the one before it,
+// so a log truncated below base is still caught (OffsetForLeaderEpoch
+// answers the end of the newest epoch not above it, at or below where the
+// logs diverged), while -1 would skip the check, and a later unclean
+// truncation would pass unseen. -1 only when p knows neither.
+func (p *partState) positionEpoch(base int64) int32 {
+	if e := p.epochs.at(base - 1); e >= 0 {
+		return e
+	}
+	if base == p.fetched && p.fetchedEpoch >= 0 {
+		return p.fetchedEpoch
+	}
+	return p.epochs.at(base)
 }
 
 // epochOf returns the leader epoch of the record at offset, as far as p

@@ -170,10 +170,13 @@ type owner struct {
 	// of the clock, not one per watermark move.
 	clock time.Time
 	// lossReported holds, per partition, the offsets reported lost in
-	// this process or by a commit an epoch started from (the span of its
-	// carried loss): sorted, disjoint ranges, kept across epochs so that
+	// this process or by a commit an epoch started from (inheritLoss):
+	// sorted, disjoint ranges, kept across epochs so that
 	// a revoke and a reassignment report nothing twice (loss.go).
 	lossReported map[topicPartition][]commitmeta.Range
+	// truncations holds, per partition, the offsets at which truncations
+	// were reported in this process, each once (loss.go).
+	truncations map[topicPartition][]int64
 	// member names this client in stall provenance (memberName).
 	member string
 	// metaMax is the most bytes of metadata one partition's commit
@@ -208,6 +211,7 @@ func newOwner(conf *config, log *service.Logger, m *metrics) *owner {
 		retentionCh:  make(chan retentionResult),
 		retention:    map[string]int64{},
 		lossReported: map[topicPartition][]commitmeta.Range{},
+		truncations:  map[topicPartition][]int64{},
 		drainDone:    make(chan *drain, 1),
 		commitJobs:   make(chan commitJob, 1),
 		ioCtx:        ctx,

@@ -297,10 +297,14 @@ func (h *ownerHarness) revoke(tps ...topicPartition) chan commitSet {
 }
 
 // state runs fn on the owner's state while the bubble is idle: every
-// goroutine of the bubble is blocked, so nothing races with it.
+// goroutine of the bubble is blocked, so nothing races with it. Then it
+// hands the owner a no-op (the withdrawal of a read it never saw), so that
+// what the owner does next, on a timer too, happens after fn's reads for the
+// race detector: the bubble's clock moving on orders nothing.
 func (h *ownerHarness) state(fn func(o *owner)) {
 	synctest.Wait()
 	fn(h.o)
+	h.o.withdrawCh <- withdrawReq{req: &readReq{reply: make(chan *inflight, 1)}}
 }
 
 // fetched hands the owner the group's committed offsets and metadata, as

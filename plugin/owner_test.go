@@ -81,8 +81,8 @@ func TestOwnerRetryArithmeticAndDrainSkipsRetries(t *testing.T) {
 		reply := h.revoke(tp0)
 		select {
 		case final := <-reply:
-			require.Equal(t, epochOffsets{"t": {0: {Epoch: -1, Offset: 0}}}, final.offsets,
-				"the watermark never moved: the start offset is committed, for its delivered ranges")
+			require.Equal(t, epochOffsets{"t": {0: {Epoch: 0, Offset: 0}}}, final.offsets,
+				"the watermark never moved: the start offset is committed, for its delivered ranges, with the leader epoch of the record there")
 			dm, fields, err := commitmeta.DecodeFields(final.meta[tp0])
 			require.NoError(t, err)
 			require.Equal(t, []commitmeta.Range{{From: 2, To: 4}}, dm.Delivered, "b (offsets 2-3) is delivered; a is not")

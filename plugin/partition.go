@@ -196,8 +196,10 @@ type partState struct {
 	// known (retention.go).
 	retentionMs int64
 	// dataLoss is the last data loss kgo reported for this epoch, for the
-	// words of the truncation that follows it.
-	dataLoss *kgo.ErrDataLoss
+	// log; truncatedAt is where the truncation that made this epoch
+	// diverged (-1: none), so that kgo's report of it is not taken twice.
+	dataLoss    *kgo.ErrDataLoss
+	truncatedAt int64
 
 	// shown is what the gauges last showed for this epoch (gauges.go).
 	shown gaugeValues
@@ -214,6 +216,7 @@ func newPartState(tp topicPartition, _ int, now time.Time) *partState {
 		shown:         unshown,
 		lastQueued:    -1,
 		expect:        -1,
+		truncatedAt:   -1,
 		retentionMs:   -1,
 		committing:    -1,
 		fetched:       -1,

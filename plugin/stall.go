@@ -170,11 +170,11 @@ func (o *owner) rewind(old *partState) {
 	// replay does not move the watermark).
 	np := newPartState(old.tp, o.conf.maxPending, old.lastMoved)
 	np.committed, np.hasCommitted, np.committedMeta = old.committed, old.hasCommitted, old.committedMeta
-	np.fetched, np.fetchedEpoch = base, old.epochs.at(base-1)
+	np.fetched, np.fetchedEpoch = base, old.positionEpoch(base)
 	np.exposure = old.exposure
 	np.highWatermark = old.highWatermark
 	np.minPoll = noPoll
-	np.rewindTo = kgo.EpochOffset{Epoch: old.epochs.at(base - 1), Offset: base}
+	np.rewindTo = kgo.EpochOffset{Epoch: np.fetchedEpoch, Offset: base}
 	stalled, _, ok := old.stallInfo()
 	if ok {
 		np.firstAtMost = stalled.First
