@@ -636,3 +636,24 @@ func TestOwnerMergedLossHidesNothing(t *testing.T) {
 		require.Equal(t, int64(11), g.Get(metricLostRecords, "t", 0), "0-10: the report said 2 of 2-10, not which")
 	})
 }
+
+// A partition paused at max_pending_batches resumes fetching only once its
+// ready queue is short too: resumed at once, it could take a poll asked for
+// while it was paused on top of a full queue, every time (found by
+// TestOwnerModel: 20 records ready with room for 15).
+func TestOwnerResumesFetchingBelowBothLimits(t *testing.T) {
+	m, _ := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "batch_max_records: 1\nmax_pending_batches: 1\ncommit_period: 1s\n"), m)
+		h.assign(tp0)
+		h.fetch(tp0, 16, records(tp0, 0, 16)...)
+		h.ack(h.read(), nil)
+		require.True(t, h.cl.isPaused(tp0), "15 batches still ready")
+		for range 7 {
+			h.ack(h.read(), nil)
+		}
+		require.True(t, h.cl.isPaused(tp0), "8 ready")
+		h.ack(h.read(), nil)
+		require.False(t, h.cl.isPaused(tp0), "7 ready, none pending: fetching again")
+	})
+}
