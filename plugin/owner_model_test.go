@@ -114,6 +114,9 @@ import (
 //     for another poll only while fewer than pollLowWater batches are ready
 //     over every partition that can hand out, and a partition at
 //     max_pending_batches is paused and not fetched.
+//  7. Nothing delivered again that the delivered ranges of the commit an
+//     assignment started from cover: no record they covered when it was
+//     assigned is handed out by it (unless a truncation came since).
 //  6. At the end of each schedule the sink heals (every batch acknowledged,
 //     no commit error or hold, a few more records produced, every partition
 //     assigned, and only with stall_replay_after 0s a stalled partition is
@@ -246,6 +249,9 @@ type omCommit struct {
 	tp   topicPartition
 	eo   kgo.EpochOffset
 	meta string
+	// covered: the records its delivered ranges covered when the broker
+	// accepted it (coveredBy).
+	covered map[string]bool
 }
 
 // omAllowance is a truncation at from, to leader epoch epoch: one commit
@@ -268,6 +274,12 @@ type omPart struct {
 	// records.
 	removedN int64
 	removedM []omRemoved
+	// covered holds the records the delivered ranges of the commit the
+	// current assignment started from cover (invariant 7); nil when it
+	// started from none, and from a truncation on (ranges written from a
+	// log a truncation rewrote may be dropped whole, also below the
+	// divergence point).
+	covered map[string]bool
 	lostSeen int64 // the lost counter at the last check, for the step log
 }
 
@@ -675,8 +687,10 @@ func omSpan(recs []*kgo.Record) string {
 
 // fetchErr has the next poll of a partition carry an error, as kgo injects
 // one.
-func (m *ownerModel) fetchErr() {
-	p := m.pick()
+func (m *ownerModel) fetchErr() { m.errorNext(m.pick()) }
+
+// errorNext has the next poll of p carry an error.
+func (m *ownerModel) errorNext(p *omPart) {
 	err := []*kerr.Error{kerr.NotLeaderForPartition, kerr.UnknownTopicOrPartition, kerr.TopicAuthorizationFailed}[m.rng.IntN(3)]
 	m.errNext[p.tp] = err
 	m.logf("fetch error next for %v: %s", p.tp, err.Message)
@@ -694,6 +708,13 @@ func (m *ownerModel) read() {
 
 func (m *ownerModel) handOut(b *inflight) {
 	m.stats.handOuts++
+	if p := m.byTP[b.part.tp]; p.covered != nil {
+		for _, r := range b.raw.records {
+			if p.covered[string(r.Value)] {
+				m.fail("7", "%v handed out offset %d (record %s) again, which the delivered ranges of the commit its assignment started from cover", b.part.tp, r.Offset, r.Value)
+			}
+		}
+	}
 	for _, r := range b.raw.records {
 		if !m.sent[r] {
 			m.fail("3 (hand-out)", "%v handed out offset %d, a record not fetched", b.part.tp, r.Offset)
@@ -856,6 +877,7 @@ func (m *ownerModel) truncate() {
 	}
 	at := max(l.start, l.end-1-m.rng.Int64N(12))
 	m.remove(p, at, l.end, false)
+	p.covered = nil
 	l.leader++
 	for len(l.epochs) > 0 && l.epochs[len(l.epochs)-1].from >= at {
 		l.epochs = l.epochs[:len(l.epochs)-1]
@@ -1002,15 +1024,25 @@ func (m *ownerModel) assign(tps []topicPartition) {
 		p.assigned = true
 		fc := fetchedCommit{offset: -1, epoch: -1}
 		p.cur = omCursor{off: p.log.start, epoch: -1}
+		p.covered = nil
 		if c, ok := p.lastCommit(); ok {
 			fc = fetchedCommit{offset: c.eo.Offset, epoch: c.eo.Epoch, meta: c.meta}
 			p.cur = omCursor{off: c.eo.Offset, epoch: c.eo.Epoch}
+			p.covered = c.covered // invariant 7
 		}
 		commits[tp] = fc
 		words = append(words, fmt.Sprintf("%d@%d/e%d %q", tp.partition, fc.offset, fc.epoch, fc.meta))
 	}
 	m.h.fetched(commits)
 	m.logf("assign %s", strings.Join(words, ", "))
+	// An assignment's first poll carries an error now and then (a leader
+	// moving, a topic's metadata not there yet), before any record that
+	// its commit's delivered ranges cover.
+	for _, tp := range tps {
+		if m.rng.IntN(4) == 0 {
+			m.errorNext(m.byTP[tp])
+		}
+	}
 }
 
 // check takes what the owner did in the last step to the model, and checks
@@ -1120,9 +1152,30 @@ func (m *ownerModel) takeCommits() {
 			m.stats.backCommits++
 		}
 		p.allow = slices.DeleteFunc(p.allow, func(a omAllowance) bool { return c.eo.Epoch >= a.epoch })
+		c.covered = m.coveredBy(p, c)
 		p.commits = append(p.commits, c)
 		m.checkCommit(p, c, "an accepted commit")
 	}
+}
+
+// coveredBy returns the records of p's log, as it is when c is accepted,
+// that c's delivered ranges cover and that were delivered (invariant 7):
+// ranges written from a log a truncation has rewritten since describe
+// other records, and a later record at their offsets is not theirs.
+func (m *ownerModel) coveredBy(p *omPart, c omCommit) map[string]bool {
+	cm, err := commitmeta.Decode(c.meta)
+	if err != nil || cm.Base != c.eo.Offset || len(cm.Delivered) == 0 {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, r := range cm.Delivered {
+		for off := r.From; off < r.To; off++ {
+			if rec := p.log.recs[off]; rec != nil && !rec.control && m.liveAcked[rec.id] {
+				out[rec.id] = true
+			}
+		}
+	}
+	return out
 }
 
 // checkCommit holds a commit to invariant 1.
