@@ -381,7 +381,7 @@ func (h *harness) drainAndCheck(ctx context.Context) (*accounting, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.markDeleted(lg, finalStarts)
+	resurrected := h.markDeleted(lg, finalStarts)
 	audit, err := readCommitLog(ctx, h.kafka.seeds(), h.group, h.topic)
 	if err != nil {
 		return nil, err
@@ -402,6 +402,7 @@ func (h *harness) drainAndCheck(ctx context.Context) (*accounting, error) {
 	logs := h.fleet.scanLogs()
 	var lostEx []string
 	acc.Loss, lostEx = checkLosses(lg, ld, facts, logs.Losses, h.topic)
+	acc.Loss.Notes = append(resurrected, acc.Loss.Notes...)
 	acc.Lost += acc.Loss.LostUnreported
 	acc.LostExamples = append(acc.LostExamples, first(lostEx, max(0, maxExamples-len(acc.LostExamples)))...)
 	h.poller.mu.Lock()
@@ -415,7 +416,7 @@ func (h *harness) drainAndCheck(ctx context.Context) (*accounting, error) {
 // what the producers wrote there and when the harness deleted it; a log
 // start past what the harness deleted is a problem (nothing else should
 // delete: the topic has no retention that short).
-func (h *harness) markDeleted(lg [][]logRec, starts []int64) {
+func (h *harness) markDeleted(lg [][]logRec, starts []int64) (notes []string) {
 	deletedTo := make([]int64, len(lg))
 	resurrected := map[int32]int64{}
 	for _, d := range h.deletions {
@@ -440,7 +441,7 @@ func (h *harness) markDeleted(lg [][]logRec, starts []int64) {
 		}
 	}
 	for _, p := range slices.Sorted(maps.Keys(resurrected)) {
-		h.note("partition %d: %d offset(s) the harness deleted are in the log again (a broker killed within log.flush.start.offset.checkpoint.interval.ms of the deletion restarts with the old log start): counted as deleted", p, resurrected[p])
+		notes = append(notes, fmt.Sprintf("partition %d: %d offset(s) the harness deleted are in the log again (a broker killed within log.flush.start.offset.checkpoint.interval.ms of the deletion restarts with the old log start): counted as deleted", p, resurrected[p]))
 	}
 	for p, s := range starts {
 		if p < len(lg) && s > deletedTo[p] {
@@ -470,6 +471,7 @@ func (h *harness) markDeleted(lg [][]logRec, starts []int64) {
 		}
 	}
 	h.txn.mu.Unlock()
+	return notes
 }
 
 // checkLossMetrics holds each member process's loss counters against its
