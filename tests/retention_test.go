@@ -87,7 +87,9 @@ func retentionPastAStall(t *testing.T, env *brokerEnv, start string, down bool) 
 	w := k.watchCommits(group, topic, nil, 100*time.Millisecond)
 	conf := pipeline{brokers: env.Brokers, topic: topic, group: group, sinkURL: s.url(), instance: "ret",
 		input: fmt.Sprintf("start_offset: %s\ncommit_period: 200ms\nbatch_max_records: %d\nmax_pending_batches: 4\nstall_replay_after: 4s\ntopic_lag_refresh_period: 300ms\n", start, batchMax)}
-	p := startProc(t, "ret", conf.yaml())
+	addr := metricsAddr(t)
+	yaml := withMetrics(t, conf.yaml(), addr)
+	p := startProc(t, "ret", yaml)
 
 	stalled := fmt.Sprintf("partition %s/0 stalled since", topic)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -97,6 +99,19 @@ func retentionPastAStall(t *testing.T, env *brokerEnv, start string, down bool) 
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		assert.Equal(c, 300, deliveredIn(s, 0, 200, 500), "200-499 delivered")
 	}, time.Minute, 50*time.Millisecond, "200-499 to be delivered before the deletion")
+	// The topic's retention.ms (the broker's default, 7 days), read with
+	// DescribeConfigs, and the stalled partition's headroom below it.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		m, err := scrapeMetrics(testCtx(t, 10*time.Second), addr)
+		if !assert.NoError(c, err) {
+			return
+		}
+		assert.Equal(c, int64(7*24*3600), m.byPartition("kafka_watermark_retention_seconds", topic)[0])
+		h, ok := m.byPartition("kafka_watermark_retention_headroom_seconds", topic)[0]
+		assert.True(c, ok, "the headroom of the stalled partition is shown")
+		assert.Greater(c, h, int64(7*24*3600-600))
+		assert.LessOrEqual(c, h, int64(7*24*3600))
+	}, time.Minute, 200*time.Millisecond, "the retention gauges of the stalled partition")
 
 	procs := []*proc{p}
 	if down {
@@ -109,7 +124,7 @@ func retentionPastAStall(t *testing.T, env *brokerEnv, start string, down bool) 
 	require.NoError(t, dresp.Error())
 	sinkDown.Store(false)
 	if down {
-		p2 := startProc(t, "ret2", conf.yaml())
+		p2 := startProc(t, "ret2", yaml)
 		procs = append(procs, p2)
 		p = p2
 	}
@@ -159,6 +174,8 @@ func retentionPastAStall(t *testing.T, env *brokerEnv, start string, down bool) 
 	require.Equal(t, int64(100), first)
 	require.Equal(t, int64(1499), last)
 
+	require.Equal(t, int64(1100), mustScrape(t, addr).total("kafka_watermark_lost_records_total", topic),
+		"kafka_watermark_lost_records_total of the process that saw the loss")
 	code, stdout, stderr := runStatus(t, nil, "--seed-brokers", env.Brokers, "--consumer-group", group, "--topics", topic)
 	require.Equal(t, 3, code, "status exits 3: records lost, nothing stalled; stdout:\n%s\nstderr: %s", stdout, stderr)
 	require.Contains(t, stdout, "1100 (offsets 100-1499, retention")
