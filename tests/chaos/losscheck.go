@@ -100,6 +100,13 @@ type truncation struct {
 type lossFacts struct {
 	deletions   []deletion
 	truncations []truncation
+	// groupKnew, when set, reports whether the group ever committed
+	// partition p past offset at, or with delivered ranges above it, under
+	// a leader epoch no newer than epoch: whether the group could know that
+	// records of the old log at or above a truncation's divergence point
+	// were delivered. Old records delivered past the last commit by a
+	// member that then lost the partition are known to no member.
+	groupKnew func(p int32, at int64, epoch int32) bool
 }
 
 // rewritten is the truncation whose rewritten range holds p/o, if any.
@@ -400,7 +407,10 @@ func checkLosses(lg [][]logRec, ld ledgerData, facts *lossFacts, events []lossEv
 		}
 		r.Notes = append(r.Notes, fmt.Sprintf("fault #%d: partition %d rewritten from offset %d to %d (leader epoch %d to %d): the group had delivered %d old record(s) there, %d never; the members reported %d truncated",
 			t.Fault, t.P, t.Divergence, t.OldEnd-1, t.OldEpoch, t.NewEpoch, delivered, never, got))
-		if delivered > 0 && got == 0 {
+		if delivered > 0 && got == 0 && facts.groupKnew != nil && !facts.groupKnew(t.P, t.Divergence, t.OldEpoch) {
+			r.Notes = append(r.Notes, fmt.Sprintf("fault #%d: no member reported the truncation of partition %d at offset %d, and none could: the group never committed past it, nor ranges above it, under leader epoch %d or older (the old records were delivered past the last commit by a member that lost the partition)",
+				t.Fault, t.P, t.Divergence, t.OldEpoch))
+		} else if delivered > 0 && got == 0 {
 			r.Mismatches = append(r.Mismatches, fmt.Sprintf("partition %d: the unclean election of fault #%d rewrote offsets %d-%d, of which the group had delivered %d, and no member reported the truncation at offset %d",
 				t.P, t.Fault, t.Divergence, t.OldEnd-1, delivered, t.Divergence))
 		}

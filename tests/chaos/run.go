@@ -16,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
 )
 
 // harness is one run.
@@ -398,6 +400,31 @@ func (h *harness) drainAndCheck(ctx context.Context) (*accounting, error) {
 	}
 	hist, backs, _, paused := h.poller.history()
 	facts := &lossFacts{deletions: h.deletions, truncations: h.truncations}
+	facts.groupKnew = func(p int32, at int64, epoch int32) bool {
+		knew := func(offset int64, e int32, meta string) bool {
+			if e > epoch {
+				return false
+			}
+			if offset > at {
+				return true
+			}
+			m, err := commitmeta.Decode(meta)
+			return err == nil && m.Base == offset && len(m.Delivered) > 0 && m.Delivered[len(m.Delivered)-1].To > at
+		}
+		if int(p) < len(hist) {
+			for _, c := range hist[p] {
+				if knew(c.offset, c.epoch, c.meta) {
+					return true
+				}
+			}
+		}
+		for _, r := range audit {
+			if r.p == p && knew(r.offset, r.epoch, r.meta) {
+				return true
+			}
+		}
+		return false
+	}
 	acc := account(lg, ld, hist, backs, audit, h.kafka.outages(), h.faults, paused, runEnd, facts)
 	logs := h.fleet.scanLogs()
 	var lostEx []string
@@ -437,7 +464,11 @@ func (h *harness) markDeleted(lg [][]logRec, starts []int64) (notes []string) {
 				resurrected[d.P]++
 				lr.was, lr.kind = lr.kind, offDeleted
 			}
-			lr.gone = d.At
+			// The first deletion: after a log start came back, a later
+			// deletion covers offsets an earlier one deleted already.
+			if lr.gone == 0 || d.At < lr.gone {
+				lr.gone = d.At
+			}
 		}
 	}
 	for _, p := range slices.Sorted(maps.Keys(resurrected)) {
