@@ -279,7 +279,7 @@ type omPart struct {
 	// started from none, and from a truncation on (ranges written from a
 	// log a truncation rewrote may be dropped whole, also below the
 	// divergence point).
-	covered map[string]bool
+	covered  map[string]bool
 	lostSeen int64 // the lost counter at the last check, for the step log
 }
 
