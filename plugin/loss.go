@@ -135,30 +135,35 @@ func (o *owner) onLogStart(p *partState, logStart int64) {
 // watermark that were neither delivered (in this epoch, or in the one its
 // ranges came from) nor reported already.
 func (o *owner) lose(p *partState, from, to, logStart int64, cause string) {
-	if base, ok := p.commitBase(); ok {
-		from = max(from, base)
+	base := from
+	if b, ok := p.commitBase(); ok {
+		base = b
+		from = max(from, b)
 	}
 	if from >= to {
 		return
 	}
-	base := from
-	if b, ok := p.commitBase(); ok {
-		base = b
-	}
 	gone := subtractRanges(commitmeta.Range{From: from, To: to}, p.knownDelivered(base), o.lossReported[p.tp])
-	if len(gone) == 0 {
-		return
+	if n := o.sayLost(p, gone, logStart, cause); n > 0 {
+		o.lossReported[p.tp] = mergeRanges(o.lossReported[p.tp], gone)
+		o.carryLoss(p, commitmeta.Loss{First: gone[0].From, Last: gone[len(gone)-1].To - 1, Count: n, Since: o.now(), Cause: cause})
 	}
+}
+
+// sayLost logs and counts the lost offsets gone (sorted, disjoint ranges) of
+// p, and returns how many there are.
+func (o *owner) sayLost(p *partState, gone []commitmeta.Range, logStart int64, cause string) int64 {
 	var n int64
 	for _, r := range gone {
 		n += r.To - r.From
 	}
-	first, last := gone[0].From, gone[len(gone)-1].To-1
-	o.lossReported[p.tp] = mergeRanges(o.lossReported[p.tp], gone)
+	if n == 0 {
+		return 0
+	}
 	o.m.lostRecords.Incr(n, p.labels[:]...)
 	o.log.Errorf("kafka_watermark: lost %d record offset(s) of %s/%d before delivery: offsets %d-%d are no longer in the log, which now starts at %d (cause: %s)",
-		n, p.tp.topic, p.tp.partition, first, last, logStart, cause)
-	o.carryLoss(p, commitmeta.Loss{First: first, Last: last, Count: n, Since: o.now(), Cause: cause})
+		n, p.tp.topic, p.tp.partition, gone[0].From, gone[len(gone)-1].To-1, logStart, cause)
+	return n
 }
 
 // inheritLoss takes the loss that the commit p starts from carries, if it
@@ -316,15 +321,7 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 	// there was of the old log, and the new log's records there can be
 	// lost in their turn.
 	o.lossReported[np.tp] = clipBelow(o.lossReported[np.tp], at)
-	var n int64
-	for _, r := range lostRanges {
-		n += r.To - r.From
-	}
-	if n > 0 {
-		o.m.lostRecords.Incr(n, np.labels[:]...)
-		o.log.Errorf("kafka_watermark: lost %d record offset(s) of %s/%d before delivery: offsets %d-%d are no longer in the log, which now starts at %d (cause: %s)",
-			n, np.tp.topic, np.tp.partition, lostRanges[0].From, lostRanges[len(lostRanges)-1].To-1, at, causeTruncation)
-	}
+	n := o.sayLost(np, lostRanges, at, causeTruncation)
 	first, last := at, max(end, at+1)-1
 	o.carryLoss(np, commitmeta.Loss{First: first, Last: last, Count: max(truncated+n, 1), Since: o.now(), Cause: causeTruncation})
 	return o.goOnAfterTruncation(np, at, base, seq)
