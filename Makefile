@@ -7,12 +7,27 @@
 SHELL       := bash
 .SHELLFLAGS := -o pipefail -c
 
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-DATE    ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
-LDFLAGS := -X main.version=$(VERSION) -X main.dateBuilt=$(DATE)
+# The version comes from git through Go's build stamping (internal/version
+# says the scheme: a release tag vX.Y.Z prints as is, any other commit as a
+# pseudo-version marked "untagged"); -buildvcs=true overrides a GOFLAGS that
+# turns stamping off, and is left out outside a git checkout, where it would
+# fail. VERSION=... stamps a version of your own instead.
+VERSION  ?=
+DATE     ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+BUILDVCS := $(shell git rev-parse --is-inside-work-tree >/dev/null 2>&1 && echo true || echo false)
+LDFLAGS  := $(if $(VERSION),-X main.version=$(VERSION) )-X main.dateBuilt=$(DATE)
 
+# The demo, built first into bin/ so that the first run, which downloads and
+# compiles Benthos and franz-go for about a minute, says so instead of
+# staying silent; later runs rebuild in seconds. DEMO_ARGS adds flags.
+DEMO_ARGS ?=
 demo:
-	go run ./cmd/watermark-connect demo
+	@if [ ! -x bin/watermark-connect ]; then echo "== building bin/watermark-connect: the first build downloads and compiles Benthos and franz-go, about a minute"; else echo "== building bin/watermark-connect"; fi
+	@go build -buildvcs=$(BUILDVCS) -ldflags '$(LDFLAGS)' -o bin/watermark-connect ./cmd/watermark-connect & pid=$$!; \
+	  s=0; while kill -0 $$pid 2>/dev/null; do sleep 1; s=$$((s + 1)); \
+	  [ $$((s % 15)) -ne 0 ] || echo "   still compiling ($$s s)"; done; wait $$pid
+	@echo "== bin/watermark-connect demo $(DEMO_ARGS)"
+	@bin/watermark-connect demo $(DEMO_ARGS)
 
 # The full suite: formatting, vet, the race-enabled unit tests and the
 # end-to-end tests against a real Kafka broker that this target starts.
@@ -30,7 +45,7 @@ unit:
 	go test -race -short ./...
 
 build:
-	go build -ldflags '$(LDFLAGS)' -o bin/watermark-connect ./cmd/watermark-connect
+	go build -buildvcs=$(BUILDVCS) -ldflags '$(LDFLAGS)' -o bin/watermark-connect ./cmd/watermark-connect
 
 # In-process benchmarks (docs/BENCHMARKS.md): each prints a markdown table
 # of medians and ranges over interleaved rounds (bench/rounds.sh). ROUNDS and

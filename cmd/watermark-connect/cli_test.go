@@ -136,3 +136,43 @@ func TestExampleConfigsLint(t *testing.T) {
 		})
 	}
 }
+
+// Every help page names this binary's documentation and components only:
+// no Benthos URL, no example using a component the binary lacks, and every
+// `create` example in the help runs.
+func TestHelpNamesOnlyWhatThisBinaryHas(t *testing.T) {
+	t.Parallel()
+	pages := map[string]string{}
+	for _, args := range [][]string{{"--help"}, {"echo", "--help"}, {"lint", "--help"}, {"run", "--help"},
+		{"streams", "--help"}, {"list", "--help"}, {"create", "--help"}, {"test", "--help"}, {"template", "--help"},
+		{"template", "lint", "--help"}, {"blobl", "--help"}, {"blobl", "server", "--help"}, {"demo", "--help"},
+		{"status", "--help"}} {
+		out, code := runBinary(t, nil, args...)
+		require.Equal(t, 0, code, "%v: %s", args, out)
+		pages[strings.Join(args, " ")] = out
+	}
+	root := pages["--help"]
+	assert.Contains(t, root, "watermark-connect - Benthos with the kafka_watermark input", "root tagline")
+	assert.Contains(t, root, docsURL, "root help links this project's documentation")
+
+	urlRe := regexp.MustCompile(`https?://[^\s)]+`)
+	createRe := regexp.MustCompile(`(?m)^\s*watermark-connect (create [a-z_,]+/\S*)`)
+	var creates []string
+	for name, out := range pages {
+		for _, stale := range []string{"benthos.dev", "mundane", "kafka//", "awk", "nats", "protobuf"} {
+			assert.NotContains(t, out, stale, "help of %q", name)
+		}
+		for _, u := range urlRe.FindAllString(out, -1) {
+			assert.True(t, u == docsURL || strings.HasPrefix(u, engineDocsURL+"/"), "help of %q links %s", name, u)
+		}
+		for _, m := range createRe.FindAllStringSubmatch(out, -1) {
+			creates = append(creates, m[1])
+		}
+	}
+	require.Len(t, creates, 3, "the root help's and create's examples")
+	for _, c := range creates {
+		out, code := runBinary(t, nil, strings.Fields(c)...)
+		require.Equal(t, 0, code, "%s: %s", c, out)
+		assert.Contains(t, out, "kafka_watermark:", c)
+	}
+}

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"runtime/debug"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
@@ -12,21 +13,27 @@ import (
 
 	"github.com/watermark-connect/watermark-connect/internal/demo"
 	"github.com/watermark-connect/watermark-connect/internal/status"
+	wmversion "github.com/watermark-connect/watermark-connect/internal/version"
 	_ "github.com/watermark-connect/watermark-connect/metrics/prometheus"
 	_ "github.com/watermark-connect/watermark-connect/plugin"
 )
 
-// Set at build time with -ldflags "-X main.version=... -X main.dateBuilt=...".
+// Empty unless set at build time with -ldflags "-X main.version=... -X
+// main.dateBuilt=...": then the version and date come from what Go recorded
+// of the build (internal/version says the scheme).
 var (
-	version   = "dev"
-	dateBuilt = "unknown"
+	version   string
+	dateBuilt string
 )
 
 func main() {
+	info, _ := debug.ReadBuildInfo()
+	installHelpPrinter()
 	service.RunCLI(context.Background(),
-		service.CLIOptSetVersion(version, dateBuilt),
+		service.CLIOptSetVersion(wmversion.String(version, info), wmversion.Date(dateBuilt, info)),
 		service.CLIOptSetBinaryName("watermark-connect"),
 		service.CLIOptSetProductName("watermark-connect"),
+		service.CLIOptSetDocumentationURL(docsURL),
 		service.CLIOptAddCommand(demo.Command()),
 		service.CLIOptAddCommand(status.Command()),
 	)
