@@ -3,6 +3,7 @@ package plugin
 import (
 	"encoding/json"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -25,23 +26,24 @@ func configReference(t *testing.T) string {
 	env := service.NewEmptyEnvironment()
 	require.NoError(t, Register(env))
 	var data service.TemplateDataPlugin
-	optional := map[string]bool{}
+	var spec map[string]refField
 	env.WalkInputs(func(name string, v *service.ConfigView) {
 		if name == InputName {
 			var err error
 			data, err = v.TemplateData()
 			require.NoError(t, err)
-			optional = optionalFields(t, v)
+			spec = refFields(t, v)
 		}
 	})
 	var b strings.Builder
+	b.WriteString(refLegend)
 	b.WriteString("| field | type | default | description |\n| --- | --- | --- | --- |\n")
 	for _, f := range data.Fields {
-		def := "required"
+		sf, ok := spec[f.FullName]
+		require.True(t, ok, "TemplateData's field %s is not in FormatJSON's spec", f.FullName)
+		def := refDefault(t, f.FullName, sf)
 		if f.DefaultMarshalled != "" {
 			def = "`" + f.DefaultMarshalled + "`"
-		} else if optional[f.FullName] {
-			def = "optional"
 		}
 		desc := strings.Join(strings.Fields(f.Description), " ")
 		if len(f.Options) > 0 || len(f.AnnotatedOptions) > 0 {
@@ -57,41 +59,188 @@ func configReference(t *testing.T) string {
 		if f.IsSecret {
 			desc += " (secret: scrubbed from `echo` and logs)"
 		}
-		b.WriteString("| `" + f.FullName + "` | " + f.Type + " | " + def + " | " + strings.ReplaceAll(desc, "|", `\|`) + " |\n")
+		desc = asciidocLinks(desc)
+		b.WriteString("| `" + f.FullName + "` | " + refType(sf) + " | " + def + " | " + strings.ReplaceAll(desc, "|", `\|`) + " |\n")
 	}
 	return b.String()
 }
 
-// optionalFields returns the full names (as TemplateData spells them) of the
-// fields marked Optional, which TemplateData does not say.
-func optionalFields(t *testing.T, v *service.ConfigView) map[string]bool {
+// refLegend explains the default column's words.
+const refLegend = "The default column says what a config that leaves the field out gets. **required**: " +
+	"`watermark-connect lint` fails without it. **optional**: nothing, the field stays unset. **its fields' defaults**: " +
+	"the same as writing the object empty, each of its fields at its own default.\n\n"
+
+// Words of the default column that are not a default value.
+const (
+	refRequired      = "required"
+	refOptional      = "optional"
+	refFieldDefaults = "its fields' defaults"
+)
+
+// requiredByLintRule are the fields whose spec lets Benthos fill them in (an
+// array without a default is filled in empty) but that the input's lint rule
+// (lintRule) requires. TestReadmeRequiredFields holds this to what lint does.
+var requiredByLintRule = map[string]bool{
+	fieldSeedBrokers: true,
+}
+
+// refField is a field of the spec as FormatJSON spells it: TemplateData does
+// not say whether a field is optional, nor its kind and element type.
+type refField struct {
+	Name       string          `json:"name"`
+	Type       string          `json:"type"`
+	Kind       string          `json:"kind"`
+	Optional   bool            `json:"is_optional"`
+	Deprecated bool            `json:"is_deprecated"`
+	Default    json.RawMessage `json:"default"`
+	Children   []refField      `json:"children"`
+}
+
+func (f refField) hasDefault() bool { return len(f.Default) > 0 }
+
+// refFields returns the spec's fields by their full names as TemplateData
+// spells them.
+func refFields(t *testing.T, v *service.ConfigView) map[string]refField {
 	t.Helper()
 	raw, err := v.FormatJSON()
 	require.NoError(t, err)
-	type field struct {
-		Name     string  `json:"name"`
-		Kind     string  `json:"kind"`
-		Optional bool    `json:"is_optional"`
-		Children []field `json:"children"`
-	}
 	var spec struct {
-		Config field `json:"config"`
+		Config refField `json:"config"`
 	}
 	require.NoError(t, json.Unmarshal(raw, &spec))
-	out := map[string]bool{}
-	var walk func(path string, fs []field)
-	walk = func(path string, fs []field) {
+	out := map[string]refField{}
+	var walk func(path string, fs []refField)
+	walk = func(path string, fs []refField) {
 		for _, f := range fs {
 			name := path + f.Name
-			out[name] = f.Optional
-			if f.Kind == "array" {
+			out[name] = f
+			switch f.Kind {
+			case "array":
 				name += "[]"
+			case "2darray":
+				name += "[][]"
+			case "map":
+				name += ".<name>"
 			}
 			walk(name+".", f.Children)
 		}
 	}
 	walk("", spec.Config.Children)
 	return out
+}
+
+// refType is a field's type with its kind: "array of string" where
+// TemplateData says "array". A duration is a string to the spec (and so here):
+// nothing in it tells a duration field from another string field.
+func refType(f refField) string {
+	elem := f.Type
+	if elem == "unknown" {
+		elem = "any" // Benthos's any field: whatever YAML value
+	}
+	switch f.Kind {
+	case "array":
+		return "array of " + elem
+	case "2darray":
+		return "array of array of " + elem
+	case "map":
+		if f.Type == "unknown" {
+			return "object" // of any fields
+		}
+		return "map of " + elem
+	}
+	return elem // "scalar", or "" (a batch policy)
+}
+
+// refDefault is a field's default column: what a config that leaves the
+// field out gets, by Benthos's rules (docs.getDefault fills defaults in before
+// lint rules and parsing see a config; docs.FieldSpecs.LintYAML requires a
+// left-out field only if it is not optional, not deprecated, has no default
+// and is a scalar without children). Optional or not, Benthos fills in a
+// left-out array or map empty, and a left-out object with its fields'
+// defaults when any of them has one. requiredByLintRule adds the fields the
+// input's lint rule requires.
+func refDefault(t *testing.T, name string, f refField) string {
+	t.Helper()
+	filled, fails := benthosFills(f)
+	switch {
+	case f.hasDefault():
+		return "`" + string(f.Default) + "`" // configReference shows TemplateData's
+	case requiredByLintRule[name]:
+		return refRequired
+	case f.Kind == "array" || f.Kind == "2darray":
+		return "`[]`"
+	case f.Kind == "map":
+		return "`{}`"
+	case filled:
+		return refFieldDefaults
+	case !fails || f.Optional || f.Deprecated:
+		return refOptional
+	case len(f.Children) == 0 && (f.Kind == "scalar" || f.Kind == "") && !isCoreType(f.Type):
+		return refRequired
+	}
+	require.Failf(t, "unhandled field", "%s: Benthos cannot fill it in, yet lint does not require it (parsing would fail where lint passes): "+
+		"say what the reference should show", name)
+	return ""
+}
+
+// benthosFills mirrors docs.getDefault for a left-out field: whether Benthos
+// fills it in, and whether it cannot (an error, which fails parsing unless
+// the field is optional or deprecated).
+func benthosFills(f refField) (filled, fails bool) {
+	switch {
+	case f.hasDefault(), f.Kind == "array", f.Kind == "2darray", f.Kind == "map":
+		return true, false
+	case len(f.Children) > 0:
+		for _, c := range f.Children {
+			cFilled, cFails := benthosFills(c)
+			if cFails && !c.Optional && !c.Deprecated {
+				return false, true
+			}
+			filled = filled || cFilled
+		}
+		return filled, false // nothing filled in: Benthos leaves it unset
+	}
+	return false, true
+}
+
+// isCoreType reports whether a field's type is a component (an input, a
+// processor...), which lint does not require even without a default.
+func isCoreType(typ string) bool {
+	switch typ {
+	case "string", "int", "float", "bool", "object", "unknown":
+		return false
+	}
+	return true
+}
+
+// The documentation site's page of an AsciiDoc xref (Antora: module and
+// page path, .adoc dropped, a trailing slash) and AsciiDoc URL macros.
+var (
+	xrefRE = regexp.MustCompile(`xref:([A-Za-z0-9_-]+):([^\s\[\]#]+)\.adoc(#[^\s\[\]]*)?\[([^\]]*)\]`)
+	linkRE = regexp.MustCompile(`(?:link:)?(https?://[^\s\[\]]+)\[([^\]]*)\]`)
+)
+
+const redpandaConnectDocs = "https://docs.redpanda.com/redpanda-connect/"
+
+// asciidocLinks turns Benthos's AsciiDoc links into Markdown ones:
+// xref:<module>:<path>.adoc[text] links to the Redpanda Connect docs page
+// <module>/<path>/, and link:<url>[text] (or <url>[text]) to <url>.
+func asciidocLinks(s string) string {
+	md := func(text, url string) string {
+		text = strings.TrimSuffix(text, "^") // AsciiDoc: open in a new window
+		if text == "" {
+			return "<" + url + ">"
+		}
+		return "[" + text + "](" + url + ")"
+	}
+	s = xrefRE.ReplaceAllStringFunc(s, func(m string) string {
+		g := xrefRE.FindStringSubmatch(m)
+		return md(g[4], redpandaConnectDocs+g[1]+"/"+g[2]+"/"+g[3])
+	})
+	return linkRE.ReplaceAllStringFunc(s, func(m string) string {
+		g := linkRE.FindStringSubmatch(m)
+		return md(g[2], g[1])
+	})
 }
 
 func between(s, begin, end string) (string, bool) {

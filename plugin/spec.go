@@ -2,7 +2,6 @@ package plugin
 
 import (
 	"github.com/redpanda-data/benthos/v4/public/service"
-	"github.com/redpanda-data/benthos/v4/public/utils/netutil"
 )
 
 // Field names. Where Redpanda Connect's redpanda / kafka_franz inputs have a
@@ -202,8 +201,7 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 				Description("The transaction isolation level of fetches. At either level the transaction markers (control records) are accounted for without being delivered, so commits reach the log end past them.").
 				Default(isolationUncommitted).Advanced(),
 			service.NewTLSToggledField(fieldTLS),
-			netutil.DialerConfigSpec().
-				Description("TCP socket settings of broker connections, as in the redpanda input. With TLS on, the TLS handshake runs over this dialer (the server name is each broker's host unless the TLS settings name one). Without this block, kgo's dialer: a 10s connect timeout and Go's default keep-alive."),
+			tcpFieldSpec(),
 			service.NewObjectListField(fieldSASL,
 				service.NewStringAnnotatedEnumField(fieldSASLMechanism, map[string]string{
 					saslPlain:           "Plain text authentication.",
@@ -219,7 +217,12 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 				service.NewStringField(fieldSASLPassword).Description("The password, for PLAIN and SCRAM.").Default("").Secret(),
 				service.NewStringField(fieldSASLToken).Description("The bearer token, for OAUTHBEARER.").Default("").Secret(),
 				service.NewStringMapField(fieldSASLExtensions).Description("Key/value pairs added to OAUTHBEARER authentication requests.").Optional(),
-				service.NewAnyField(fieldSASLAWS).Description("Rejected: the redpanda input's settings for `AWS_MSK_IAM`, which is not built into this input.").Optional(),
+				// An object without declared fields: lint checks only that it is an
+				// object, whatever fields it holds (the redpanda input's region,
+				// endpoint, credentials), and Benthos leaves it unset when absent (a
+				// map field would be filled in empty, and so always rejected). Set, the
+				// lint rule and validate reject it.
+				service.NewObjectField(fieldSASLAWS).Description("Rejected: the redpanda input's settings for `AWS_MSK_IAM`, which is not built into this input.").Optional(),
 			).
 				Description("SASL authentication, tried in order.").
 				Optional().Advanced().
