@@ -30,33 +30,53 @@ import (
 //   - a word of 1 to maxWord ASCII letters that is plausibly English: all
 //     lowercase ("refused"), Capitalized ("Service"), or ALL CAPS of at most
 //     maxCaps letters ("HTTP", "EOF", "TLS");
+//   - a hyphenated word: 2 to maxParts such words joined by single '-', at
+//     most maxWord bytes in all, hyphens included ("read-only",
+//     "out-of-range", "watermark-demo", "Content-Type");
 //   - a number of 1 to maxDigits ASCII digits (a status code, a count);
+//   - a range: two such numbers joined by one '-' ("1200-1209");
+//   - a topic and partition: a word or hyphenated word, one '/', and a
+//     number ("orders/3", "watermark-demo/3"), with nothing before the word;
 //   - nothing at all (the token was only such punctuation, like ":");
 //
 // or if the whole token is one of a few fixed separators ("-", "|", "->").
-// Anything else is dropped: a token with '/', '@', '=', '?', '&', '%' or an
-// inner ':' or '.' (URLs, emails, hosts, key=value pairs, ARNs), letters
-// mixed with digits or '_' or '-' (API keys, hex and base64 blobs, JWTs,
-// identifiers), any non-ASCII byte, more than maxWord letters or maxDigits
-// digits, and mixed case other than Capitalized ("aBcDeF", "eyJhbGciOi"; this
-// drops CamelCase codes like "AccessDenied" too, as the price of dropping
-// random-looking strings).
+// Anything else is dropped: a token with '@', '=', '?', '&', '%', '_', an
+// inner ':' or '.', a '/' anywhere but between the word and the number of a
+// topic and partition (URLs and paths, "/v1/keys/3", "a/b/3", "orders/3x"),
+// a '-' anywhere but between two words or two numbers ("-x", "a--b",
+// "x-1", "1-2-3"), letters mixed with digits in any part (API keys like
+// "sk-live-4f3a", hex and base64 blobs, JWTs, identifiers), any non-ASCII
+// byte, more than maxWord letters or maxDigits digits, more than maxParts
+// hyphenated parts, and mixed case other than Capitalized ("aBcDeF",
+// "eyJhbGciOi"; this drops CamelCase codes like "AccessDenied" too, as the
+// price of dropping random-looking strings).
 //
-// A word of letters can still be a password ("hunter"), and a short number
-// a PIN: that risk is accepted only for these English-shaped tokens, and is
-// narrowed further by context: the token after a credential keyword written
-// as a label ("password:", "token:", "Authorization:") or after an HTTP auth
-// scheme ("Bearer", "Basic", "Digest") is dropped whatever its shape, and so
-// is the one after that when the dropped token is itself such a keyword
+// A word of letters can still be a password ("hunter"), a hyphenated word a
+// short passphrase ("red-fox-jumps", the shape of some generators' default),
+// and a short number or range a PIN: that risk is accepted only for these
+// English-shaped tokens, bounded as above (a hyphenated word has no more
+// room than a single word, maxWord bytes, which a random lowercase word
+// already had; four words like "correct-horse-battery-staple" are dropped),
+// and is narrowed further by context: the token after a credential keyword written
+// as a label ("password:", "token:", "Authorization:", or a hyphenated label
+// whose last part is one, like "X-Api-Key:") or after an HTTP auth scheme
+// ("Bearer", "Basic", "Digest") is dropped whatever its shape, and so is the
+// one after that when the dropped token is itself such a keyword
 // ("Authorization: Bearer x").
+//
+// Each run of dropped tokens reads as one droppedMarker, "[redacted]": a
+// word any reader takes for "something was left out here on purpose", where
+// a bare "[x]" read as a bug. It costs 7 bytes more than "[x]" per run, out
+// of maxErrorClass; a message rarely has more than two or three runs.
 
 const (
 	// maxErrorClass bounds the error class, in bytes.
 	maxErrorClass = 120
 	// droppedMarker stands for a run of one or more tokens left out.
-	droppedMarker = "[x]"
+	droppedMarker = "[redacted]"
 
-	maxWord     = 20 // letters in a kept word
+	maxWord     = 20 // letters in a kept word; bytes in a kept hyphenated word
+	maxParts    = 3  // words in a kept hyphenated word
 	maxCaps     = 6  // letters in a kept ALL-CAPS word
 	maxDigits   = 6  // digits in a kept number
 	maxTypeTag  = 64 // bytes of the type tag; a longer type name is left out
@@ -82,7 +102,7 @@ var genericErrTypes = func() [4]reflect.Type {
 // query strings, bearer tokens, API keys, passwords, base64 and hex blobs,
 // JWTs, email addresses...). See the rules above; in short:
 //
-//	[type tag][ status=NNN]: token token [x] token ...
+//	[type tag][ status=NNN]: token token [redacted] token ...
 //
 // The type tag is the type name, without its leading '*' and any type
 // arguments, of the innermost error in err's chain (following Unwrap() error,
@@ -262,7 +282,8 @@ func safeToken(tok string) (core string, ok bool) {
 	for k := 0; k < maxEdge && core != "" && isEdgePunct(core[len(core)-1]); k++ {
 		core = core[:len(core)-1]
 	}
-	return core, core == "" || isWord(core) || isNumber(core)
+	return core, core == "" || isWord(core) || isNumber(core) ||
+		isHyphenated(core) || isRange(core) || isTopicPartition(core)
 }
 
 // isWord reports whether s is a plausibly English word: 1 to maxWord ASCII
@@ -291,6 +312,38 @@ func isWord(s string) bool {
 	}
 }
 
+// isHyphenated reports whether s is 2 to maxParts words (isWord) joined by
+// single '-', at most maxWord bytes in all.
+func isHyphenated(s string) bool {
+	if len(s) > maxWord {
+		return false
+	}
+	parts := 0
+	for {
+		k := strings.IndexByte(s, '-')
+		if k < 0 {
+			return parts > 0 && parts < maxParts && isWord(s)
+		}
+		if !isWord(s[:k]) {
+			return false
+		}
+		s, parts = s[k+1:], parts+1
+	}
+}
+
+// isRange reports whether s is two numbers (isNumber) joined by one '-'.
+func isRange(s string) bool {
+	k := strings.IndexByte(s, '-')
+	return k >= 0 && isNumber(s[:k]) && isNumber(s[k+1:])
+}
+
+// isTopicPartition reports whether s is a word or hyphenated word, one '/',
+// and a number: a topic and partition, "orders/3".
+func isTopicPartition(s string) bool {
+	k := strings.IndexByte(s, '/')
+	return k >= 0 && (isWord(s[:k]) || isHyphenated(s[:k])) && isNumber(s[k+1:])
+}
+
 // isNumber reports whether s is 1 to maxDigits ASCII digits.
 func isNumber(s string) bool {
 	if s == "" || len(s) > maxDigits {
@@ -305,8 +358,10 @@ func isNumber(s string) bool {
 }
 
 // isCredentialLabel reports whether the token after tok (whose core is
-// core) is to be dropped whatever its shape: tok is a credential keyword
-// written as a label ("password:", "token:") or an HTTP auth scheme.
+// core, a kept token) is to be dropped whatever its shape: tok is a
+// credential keyword written as a label ("password:", "token:"), or a
+// hyphenated label whose last part is one ("X-Api-Key:", "Set-Cookie:"), or
+// an HTTP auth scheme.
 func isCredentialLabel(tok, core string) bool {
 	for _, w := range [...]string{"bearer", "basic", "digest"} {
 		if strings.EqualFold(core, w) {
@@ -315,6 +370,9 @@ func isCredentialLabel(tok, core string) bool {
 	}
 	if !strings.HasSuffix(tok, ":") {
 		return false
+	}
+	if k := strings.LastIndexByte(core, '-'); k >= 0 && isHyphenated(core) {
+		core = core[k+1:]
 	}
 	for _, w := range [...]string{
 		"password", "passwd", "pass", "pwd", "passphrase", "secret", "token",

@@ -88,6 +88,11 @@ func TestDemoHealsInPlace(t *testing.T) {
 	assert.Equal(t, f.Partition, stalled[0].Partition)
 	assert.Equal(t, f.First, stalled[0].Stall.First, "status names the failed batch")
 	assert.Equal(t, f.Last, stalled[0].Stall.Last)
+	// The error class (plugin/errclass.go) keeps the demo's error whole:
+	// its topic/partition, offset range and reason phrase all pass.
+	assert.Equal(t, fmt.Sprintf("HTTP 503 Service Unavailable from downstream for watermark-demo/%d offsets %d-%d (injected failure)",
+		f.Partition, f.First, f.Last), stalled[0].Stall.Reason, "status reads the sink's error as text, nothing redacted")
+	assert.Equal(t, f.Err, stalled[0].Stall.Reason)
 	require.NotNil(t, st.healthyAgain, "status healthy again while running:\n%s", out)
 	require.NotNil(t, st.final)
 	assert.Equal(t, status.ExitHealthy, st.final.Exit, st.final.Text)

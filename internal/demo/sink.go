@@ -219,9 +219,15 @@ func (s *demoSink) WriteBatch(ctx context.Context, b service.MessageBatch) error
 	return err
 }
 
-// injected is the error the sink fails a batch with.
+// injected is the error the sink fails a batch with. It is written to read
+// whole through the stall's error class (plugin/errclass.go): a topic of
+// plain words ("watermark-demo") with its partition, an offset range and an
+// HTTP reason phrase are all kept. A topic of another shape (with '.', '_'
+// or digits, of more than 3 words or 20 bytes) or offsets of more than 6
+// digits would read as "[redacted]".
 func (s *demoSink) injected(part int32, first, last int64) error {
-	return fmt.Errorf("HTTP 503 from downstream for %s/%d offsets %d-%d (injected failure)", s.topic, part, first, last)
+	return fmt.Errorf("HTTP 503 Service Unavailable from downstream for %s/%d offsets %d-%d (injected failure)",
+		s.topic, part, first, last)
 }
 
 func (sp *sinkPartition) deliver(off int64) {
