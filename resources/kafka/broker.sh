@@ -5,9 +5,19 @@
 #   broker.sh start    fetch jars if needed, wipe the run dir, format, start, wait until usable
 #   broker.sh stop     SIGTERM the broker started from this run dir (SIGKILL after a timeout)
 #   broker.sh status   exit 0 if that broker is running, 1 if not
+#   broker.sh restart  stop and start again on the same data (for reconnection tests)
+#   broker.sh run-dir  print the run dir the other commands use (KAFKA_RUN_DIR or the default)
 #
 # On success `start` prints KEY=value lines (also written to $KAFKA_RUN_DIR/env) that a test
 # harness can source.
+#
+# The default run dir belongs to this checkout: ${TMPDIR:-/tmp}/watermark-connect-kafka-<hash>,
+# <hash> the first 8 hex digits of the SHA-256 of the checkout's absolute path (symlinks
+# resolved), so that `make broker-start` / `broker-stop` of one checkout never restart or stop
+# another checkout's broker (the ports are still shared: a second broker needs its own ports).
+# Everything the broker's JVM writes stays in the run dir: java.io.tmpdir is <run dir>/tmp (the
+# snappy native library is extracted there, and survives a kill -9 only there) and the JVM's
+# perf data file (/tmp/hsperfdata_<user>/<pid>, which a kill -9 leaves behind) is turned off.
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -17,7 +27,12 @@ export HOME
 
 KAFKA_VERSION=${KAFKA_VERSION:-4.3.1}
 KAFKA_HOME_DIR=${KAFKA_HOME_DIR:-$HOME/.cache/watermark-connect/kafka-$KAFKA_VERSION}
-KAFKA_RUN_DIR=${KAFKA_RUN_DIR:-/tmp/watermark-connect-kafka}
+# The checkout this script is part of (resources/kafka/ under it).
+CHECKOUT_DIR=$(cd "$SCRIPT_DIR/../.." && pwd -P)
+TMP_ROOT=${TMPDIR:-/tmp}
+TMP_ROOT=${TMP_ROOT%/}
+checkout_hash() { printf '%s' "$CHECKOUT_DIR" | sha256sum | cut -c1-8; }
+KAFKA_RUN_DIR=${KAFKA_RUN_DIR:-$TMP_ROOT/watermark-connect-kafka-$(checkout_hash)}
 KAFKA_PORT=${KAFKA_PORT:-19092}
 KAFKA_CONTROLLER_PORT=${KAFKA_CONTROLLER_PORT:-19093}
 KAFKA_SASL_SSL_PORT=${KAFKA_SASL_SSL_PORT:-19094}
@@ -40,6 +55,11 @@ PID_FILE=$KAFKA_RUN_DIR/broker.pid
 ENV_FILE=$KAFKA_RUN_DIR/env
 PROPS_FILE=$KAFKA_RUN_DIR/server.properties
 PROBE=$KAFKA_RUN_DIR/bin/probe
+# The JVMs' java.io.tmpdir: snappy-java extracts its native library there on every start.
+JVM_TMP_DIR=$KAFKA_RUN_DIR/tmp
+# Flags of every JVM this script runs: nothing of theirs outside the run dir. -XX:-UsePerfData
+# drops the hsperfdata file, which HotSpot always puts in /tmp whatever java.io.tmpdir says.
+JVM_FLAGS=(-XX:-UsePerfData "-Djava.io.tmpdir=$JVM_TMP_DIR")
 # Only a directory carrying this marker is ever wiped, so a mistyped KAFKA_RUN_DIR can't eat data.
 MARKER=$KAFKA_RUN_DIR/.watermark-connect-kafka-run-dir
 # The keystore only protects a throw-away key; Kafka insists on a password for PKCS12.
@@ -65,7 +85,7 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 check_settings() {
     [[ $KAFKA_RUN_DIR == /* ]] || die "KAFKA_RUN_DIR must be absolute: $KAFKA_RUN_DIR"
     case ${KAFKA_RUN_DIR%/} in
-        "" | /tmp | "$HOME" | /root | /home | /var | /usr) die "refusing KAFKA_RUN_DIR=$KAFKA_RUN_DIR" ;;
+        "" | /tmp | /var/tmp | "$TMP_ROOT" | "$HOME" | /root | /home | /var | /usr) die "refusing KAFKA_RUN_DIR=$KAFKA_RUN_DIR" ;;
     esac
     local p
     for p in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT" "$KAFKA_SASL_SSL_PORT"; do
@@ -85,7 +105,7 @@ check_tools() {
         command -v "$t" >/dev/null || die "$t not found on PATH"
     done
     local major
-    major=$("$JAVA" -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')
+    major=$("$JAVA" -XX:-UsePerfData -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java.specification.version = //p')
     [[ ${major:-0} =~ ^[0-9]+$ && $major -ge 17 ]] || die "Kafka 4 needs Java 17+, found '${major:-?}'"
 }
 
@@ -103,7 +123,7 @@ fetch_jars() {
     mkdir -p "$KAFKA_HOME_DIR"
     local tmp="$KAFKA_HOME_DIR/libs.tmp.$$" started=$SECONDS
     rm -rf "$tmp"
-    mvn -q -B -Dstyle.color=never -f "$SCRIPT_DIR/pom.xml" -Dkafka.version="$KAFKA_VERSION" \
+    MAVEN_OPTS="${MAVEN_OPTS:+$MAVEN_OPTS }-XX:-UsePerfData" mvn -q -B -Dstyle.color=never -f "$SCRIPT_DIR/pom.xml" -Dkafka.version="$KAFKA_VERSION" \
         org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies \
         -DincludeScope=runtime -DoutputDirectory="$tmp" >"$KAFKA_HOME_DIR/fetch.log" 2>&1 ||
         { cat "$KAFKA_HOME_DIR/fetch.log" >&2; rm -rf "$tmp"; die "maven could not fetch Kafka $KAFKA_VERSION"; }
@@ -155,7 +175,7 @@ format_storage() {
     # A cluster id is a base64url UUID (22 chars); a random one avoids a JVM run of `random-uuid`.
     cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
     local cred="name=$KAFKA_SCRAM_USER,password=\"$KAFKA_SCRAM_PASSWORD\""
-    "$JAVA" -cp "$LIBS_DIR/*" kafka.tools.StorageTool format -t "$cluster_id" -c "$PROPS_FILE" \
+    "$JAVA" "${JVM_FLAGS[@]}" -cp "$LIBS_DIR/*" kafka.tools.StorageTool format -t "$cluster_id" -c "$PROPS_FILE" \
         --add-scram "SCRAM-SHA-256=[$cred]" --add-scram "SCRAM-SHA-512=[$cred]" \
         >"$LOG_DIR/format.log" 2>&1 || { cat "$LOG_DIR/format.log" >&2; die "storage format failed"; }
 }
@@ -233,9 +253,10 @@ abort_start() {
 launch_and_wait() {
     local build_pid=$1
     trap abort_start EXIT INT TERM
+    mkdir -p "$JVM_TMP_DIR"
     # stdin from /dev/null and output to a file: the broker must not hold the caller's pipes open.
     # shellcheck disable=SC2086 # KAFKA_HEAP_OPTS is a list of JVM flags
-    nohup "$JAVA" $KAFKA_HEAP_OPTS -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError \
+    nohup "$JAVA" $KAFKA_HEAP_OPTS "${JVM_FLAGS[@]}" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+ExitOnOutOfMemoryError \
         -Djava.awt.headless=true \
         -Dlog4j2.configurationFile="$SCRIPT_DIR/log4j2.yaml" -Dkafka.logs.dir="$LOG_DIR" \
         -cp "$LIBS_DIR/*" kafka.Kafka "$PROPS_FILE" \
@@ -283,7 +304,7 @@ cmd_start() {
         die "$KAFKA_RUN_DIR is not empty and was not made by broker.sh; refusing to wipe it"
     fi
     rm -rf "$KAFKA_RUN_DIR"
-    mkdir -p "$LOG_DIR" "$DATA_DIR" "$KAFKA_RUN_DIR/bin"
+    mkdir -p "$LOG_DIR" "$DATA_DIR" "$KAFKA_RUN_DIR/bin" "$JVM_TMP_DIR"
     touch "$MARKER"
 
     # The readiness probe compiles while the JVMs below run (seconds when the Go cache is cold).
@@ -342,8 +363,9 @@ case ${1:-} in
     stop) cmd_stop ;;
     status) cmd_status ;;
     restart) cmd_restart ;;
+    run-dir) echo "$KAFKA_RUN_DIR" ;;
     *)
-        echo "usage: $0 start|stop|status|restart" >&2
+        echo "usage: $0 start|stop|status|restart|run-dir" >&2
         exit 2
         ;;
 esac

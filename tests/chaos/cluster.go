@@ -252,13 +252,15 @@ func (c *cluster) start(ctx context.Context) error {
 		clusterID = base64.RawURLEncoding.EncodeToString(idb)
 	}
 	for _, n := range c.nodes {
-		if err := os.MkdirAll(filepath.Join(n.dir, "logs"), 0o755); err != nil {
-			return err
+		for _, d := range []string{"logs", "tmp"} {
+			if err := os.MkdirAll(filepath.Join(n.dir, d), 0o755); err != nil {
+				return err
+			}
 		}
 		if err := os.WriteFile(n.props, []byte(c.properties(n, strings.Join(voters, ","))), 0o644); err != nil {
 			return err
 		}
-		args := []string{"-cp", filepath.Join(c.libs, "*"), "kafka.tools.StorageTool", "format", "-t", clusterID, "-c", n.props}
+		args := append(jvmFlags(filepath.Join(n.dir, "tmp")), "-cp", filepath.Join(c.libs, "*"), "kafka.tools.StorageTool", "format", "-t", clusterID, "-c", n.props)
 		if c.noELR {
 			// kafka-storage version-mapping lists it at 1 for 4.3-IV0; 0
 			// has no dependencies (kafka-storage feature-dependencies).
@@ -327,13 +329,19 @@ func (c *cluster) properties(n *node, voters string) string {
 	).Replace(clusterTemplate)
 }
 
-// launch starts node n's JVM; its log goes to <node>/logs/server.log.
+// launch starts node n's JVM; its log goes to <node>/logs/server.log, its
+// temporary files to <node>/tmp (jvmFlags).
 func (c *cluster) launch(n *node) error {
 	heap := os.Getenv("KAFKA_HEAP_OPTS")
 	if heap == "" {
 		heap = "-Xms512m -Xmx512m"
 	}
-	args := append(strings.Fields(heap), "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
+	tmp := filepath.Join(n.dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	args := append(strings.Fields(heap), jvmFlags(tmp)...)
+	args = append(args, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
 		"-Dlog4j2.configurationFile="+filepath.Join(c.root, "resources", "kafka", "log4j2.yaml"),
 		"-Dkafka.logs.dir="+filepath.Join(n.dir, "logs"),
 		"-cp", filepath.Join(c.libs, "*"), "kafka.Kafka", n.props)

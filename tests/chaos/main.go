@@ -97,7 +97,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.source, "source", "tree", "what to build: tree (the working tree) or head (git HEAD, through git archive)")
 	fs.BoolVar(&o.race, "race", false, "build the binary with -race (a DATA RACE in its log fails the run)")
 	fs.BoolVar(&o.keepBroker, "keep-broker", false, "leave the broker running at the end")
-	fs.StringVar(&o.runDir, "run-dir", "/tmp/wm-chaos", "KAFKA_RUN_DIR of the harness's own broker")
+	fs.StringVar(&o.runDir, "run-dir", "", "KAFKA_RUN_DIR of the harness's own broker; --cluster 3 puts its nodes in <run-dir>-cluster (default: wm-chaos-<hash> in $TMPDIR or /tmp, <hash> naming this checkout, so that two checkouts never share one)")
 	fs.IntVar(&o.port, "port", 29692, "the broker's client port; the controller and SASL_SSL ports are the next two; with --cluster 3 the nodes take the 30 ports from port+10 (keep them below 32768)")
 	fs.StringVar(&o.brokerScript, "broker-script", "", "broker.sh (default resources/kafka/broker.sh)")
 	fs.BoolVar(&o.verbose, "v", false, "log every poll error")
@@ -164,6 +164,11 @@ func main() {
 	}
 	if o.out == "" {
 		o.out = filepath.Join(root, "chaos-out")
+	}
+	if o.runDir == "" {
+		o.runDir = defaultRunDir(root)
+	} else if abs, err := filepath.Abs(o.runDir); err == nil {
+		o.runDir = abs // broker.sh takes absolute run dirs only
 	}
 	if o.brokerScript == "" {
 		o.brokerScript = filepath.Join(root, "resources", "kafka", "broker.sh")
