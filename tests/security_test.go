@@ -186,6 +186,7 @@ func TestSecurity(t *testing.T) {
 
 	saslAddr := env.SASLBrokers
 	t.Run("wrong_password", func(t *testing.T) {
+		t.Log("EXPECTED: the binary below logs level=error SASL_AUTHENTICATION_FAILED connection errors: this case gives it a wrong password")
 		failing(t, "wrong-password", saslAddr, secureInput(env.CA, "SCRAM-SHA-512", env.User, wrongPassword),
 			"kafka_watermark: cannot reach seed brokers "+saslAddr+" with TLS and SASL SCRAM-SHA-512: ",
 			"SASL_AUTHENTICATION_FAILED")
@@ -194,11 +195,13 @@ func TestSecurity(t *testing.T) {
 		if env.UntrustedCA == "" {
 			t.Fatal("the broker env lacks KAFKA_TLS_UNTRUSTED_CA")
 		}
+		t.Log("EXPECTED: the binary below logs level=error \"x509: certificate signed by unknown authority\" connection errors: this case gives it a CA that did not sign the broker's certificate")
 		failing(t, "untrusted-ca", saslAddr, secureInput(env.UntrustedCA, "SCRAM-SHA-512", env.User, env.Password),
 			"kafka_watermark: cannot reach seed brokers "+saslAddr+" with TLS and SASL SCRAM-SHA-512: ",
 			"x509: certificate signed by unknown authority")
 	})
 	t.Run("plaintext_on_tls_port", func(t *testing.T) {
+		t.Log("EXPECTED: the binary below logs level=error connection errors (\"is this a plaintext connection speaking to a tls endpoint?\"): this case connects without TLS to the TLS port")
 		failing(t, "plaintext", saslAddr, "commit_period: 200ms\n",
 			"kafka_watermark: cannot reach seed brokers "+saslAddr+": ",
 			"is this a plaintext connection speaking to a tls endpoint?")

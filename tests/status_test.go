@@ -180,6 +180,8 @@ output:
 			if tc.name == "untrusted_ca" && env.UntrustedCA == "" {
 				t.Fatal("the broker env lacks KAFKA_TLS_UNTRUSTED_CA")
 			}
+			t.Logf("EXPECTED: status below fails on purpose (%s) and prints an error containing %q, exit 2",
+				strings.ReplaceAll(tc.name, "_", " "), tc.stderr[len(tc.stderr)-1])
 			start := time.Now()
 			code, stdout, stderr := runStatus(t, tc.env, tc.args...)
 			t.Logf("exit %d after %v: %s", code, time.Since(start).Round(time.Millisecond), strings.TrimSpace(stderr))
