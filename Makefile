@@ -129,7 +129,7 @@ broker-stop:
 	bash resources/kafka/broker.sh stop
 
 # The chaos harness (tests/chaos, docs/RELIABILITY.md): the real broker (its
-# own, KAFKA_RUN_DIR=/tmp/wm-chaos on ports 29692-29694) and the real binary,
+# own, in a run dir of this checkout's, on ports 29692-29694) and the real binary,
 # three members of one group, a live and a transactional producer, a seeded
 # schedule of kill -9s, graceful restarts, broker restarts and sink faults,
 # then a drain and an independent check. The short profile, under 5 minutes;
