@@ -4,8 +4,9 @@
 // record it acknowledges.
 //
 // The tests need a broker started by resources/kafka/broker.sh. They read its
-// env file from $KAFKA_ENV_FILE (default /tmp/watermark-connect-kafka/env),
-// or KAFKA_BROKERS and friends from the environment. Without a reachable
+// env file from $KAFKA_ENV_FILE (default: <run dir>/env, the run dir being
+// what `bash resources/kafka/broker.sh run-dir` prints, where `make
+// broker-start` puts it), or KAFKA_BROKERS and friends from the environment. Without a reachable
 // broker they skip, except with CI=true, where they fail. `make test` starts
 // a broker and runs them. With -short they always skip (a quick unit loop).
 //

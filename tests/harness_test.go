@@ -84,9 +84,15 @@ func loadBrokerEnv() (*brokerEnv, error) {
 			}
 		}
 	default:
-		path = "/tmp/watermark-connect-kafka/env"
+		// The env file of `make broker-start`: broker.sh's default run dir,
+		// which is this checkout's own.
+		out, err := exec.Command("bash", filepath.Join(repoRoot, "resources", "kafka", "broker.sh"), "run-dir").Output()
+		if err != nil {
+			return nil, fmt.Errorf("KAFKA_ENV_FILE and KAFKA_BROKERS are unset, and broker.sh run-dir failed: %w", err)
+		}
+		path = filepath.Join(strings.TrimSpace(string(out)), "env")
 		if err := parseEnvFile(path, vars); err != nil {
-			return nil, fmt.Errorf("KAFKA_ENV_FILE and KAFKA_BROKERS are unset and the default env file is unusable: %w", err)
+			return nil, fmt.Errorf("KAFKA_ENV_FILE and KAFKA_BROKERS are unset and the default env file (of make broker-start) is unusable: %w", err)
 		}
 	}
 	e := &brokerEnv{

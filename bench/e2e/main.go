@@ -5,7 +5,7 @@
 // docs/BENCHMARKS.md-ready markdown.
 //
 //	bash resources/kafka/broker.sh start   # or: make bench-e2e, which starts its own
-//	KAFKA_ENV_FILE=/tmp/watermark-connect-kafka/env go run ./bench/e2e -out /tmp/e2e.md
+//	KAFKA_ENV_FILE=$(bash resources/kafka/broker.sh run-dir)/env go run ./bench/e2e -out /tmp/e2e.md
 //
 // Every comparison is made side by side in one run: each round runs every
 // contender on every cell, in a random order per cell, and the tables give

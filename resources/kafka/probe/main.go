@@ -3,7 +3,7 @@
 // tests and humans can use it to create topics on the test broker:
 //
 //	go run ./resources/kafka/probe -brokers 127.0.0.1:19092 -create-topics orders:3,events
-//	go run ./resources/kafka/probe -brokers 127.0.0.1:19094 -tls-ca /tmp/watermark-connect-kafka/tls/ca.pem \
+//	go run ./resources/kafka/probe -brokers 127.0.0.1:19094 -tls-ca "$(bash resources/kafka/broker.sh run-dir)/tls/ca.pem" \
 //	    -sasl SCRAM-SHA-512 -user wmtest -password wmtest-secret
 //
 // It retries until -timeout because a starting broker refuses connections for a while.
