@@ -18,11 +18,11 @@ BUILDVCS := $(shell git rev-parse --is-inside-work-tree >/dev/null 2>&1 && echo 
 LDFLAGS  := $(if $(VERSION),-X main.version=$(VERSION) )-X main.dateBuilt=$(DATE)
 
 # The demo, built first into bin/ so that the first run, which downloads and
-# compiles Benthos and franz-go for about a minute, says so instead of
+# compiles Benthos and franz-go for about 1.5 minutes, says so instead of
 # staying silent; later runs rebuild in seconds. DEMO_ARGS adds flags.
 DEMO_ARGS ?=
 demo:
-	@if [ ! -x bin/watermark-connect ]; then echo "== building bin/watermark-connect: the first build downloads and compiles Benthos and franz-go, about a minute"; else echo "== building bin/watermark-connect"; fi
+	@if [ ! -x bin/watermark-connect ]; then echo "== building bin/watermark-connect: the first build downloads and compiles Benthos and franz-go, about 1.5 minutes on two cores"; else echo "== building bin/watermark-connect"; fi
 	@go build -buildvcs=$(BUILDVCS) -ldflags '$(LDFLAGS)' -o bin/watermark-connect ./cmd/watermark-connect & pid=$$!; \
 	  s=0; while kill -0 $$pid 2>/dev/null; do sleep 1; s=$$((s + 1)); \
 	  [ $$((s % 15)) -ne 0 ] || echo "   still compiling ($$s s)"; done; wait $$pid
