@@ -86,6 +86,7 @@ func TestLintRejectsInvalidConfigs(t *testing.T) {
 		{validYAML + "start_offset: newest\n", "newest"},
 		{"seed_brokers: [x:1]\ntopics: [a]\nconsumer_group: \"\"\n", "consumer_group"},
 		{validYAML + "nack_retry: { max_retries: -2 }\n", "nack_retry.max_retries"},
+		{validYAML + "tcp: { connect_timeout: -1s }\n", "tcp.connect_timeout: value -1s must not be negative"},
 	} {
 		indented := "  " + strings.ReplaceAll(strings.TrimSpace(tc.yaml), "\n", "\n  ")
 		err := env.NewStreamBuilder().AddInputYAML("kafka_watermark:\n" + indented)

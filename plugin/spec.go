@@ -307,6 +307,7 @@ root = [
   if this.seed_brokers.or([]).length() == 0 { "field seed_brokers: ` + msgNoBrokers + `" },
   if this.topics.or([]).length() == 0 && !$has_include { "field topics: ` + msgNoTopics + `" },
   if this.consumer_group.or("") == "" { "field consumer_group: ` + msgNoGroup + `" },
+  if this.tcp.connect_timeout.or("0s").parse_duration().catch(0) < 0 { "field tcp.connect_timeout: value %v must not be negative (0s is kgo's 10s)".format(this.tcp.connect_timeout) },
   if this.nack_retry.max_retries.or(0) < -1 { "field nack_retry.max_retries: value %v must be -1 (unlimited) or at least 0".format(this.nack_retry.max_retries) },
 ` + redpandaLints + `
 ].flatten().filter(e -> e != null)
