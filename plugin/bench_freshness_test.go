@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/watermark-connect/watermark-connect/internal/engine"
 	"github.com/watermark-connect/watermark-connect/internal/memmetrics"
 )
 
@@ -182,7 +183,7 @@ func freshnessRun(t *testing.T, period time.Duration, group string) ([]time.Dura
 	if len(delays) == 0 {
 		t.Fatal("no batch was committed")
 	}
-	tm := g.Timer(metricCommitLatency, "", memmetrics.NoPartition)
+	tm := g.Timer(engine.MetricCommitLatency, "", memmetrics.NoPartition)
 	var rtt time.Duration
 	if tm.Count > 0 {
 		rtt = time.Duration(tm.Sum / tm.Count)

@@ -15,13 +15,15 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/watermark-connect/watermark-connect/internal/engine"
 )
 
 // clientOpts translates the config into kgo options. Autocommit is off: the
 // owner commits watermarks only.
-// The rebalance callbacks are bound to o, the owner of this client's
+// The group callbacks are bound to e, the engine of this client's
 // lifetime, never read from the Input, which a failed Connect resets.
-func (in *Input) clientOpts(o *owner) []kgo.Opt {
+func (in *Input) clientOpts(e *engine.Engine) []kgo.Opt {
 	c := in.conf
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.seedBrokers...),
@@ -29,9 +31,6 @@ func (in *Input) clientOpts(o *owner) []kgo.Opt {
 		kgo.ConsumerGroup(c.group),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
-		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { in.onAssigned(o, m) }),
-		kgo.OnPartitionsRevoked(func(ctx context.Context, _ *kgo.Client, m map[string][]int32) { in.revokeOrLose(ctx, o, m, false) }),
-		kgo.OnPartitionsLost(func(ctx context.Context, _ *kgo.Client, m map[string][]int32) { in.revokeOrLose(ctx, o, m, true) }),
 		kgo.SessionTimeout(c.sessionTimeout),
 		kgo.RebalanceTimeout(c.rebalanceTimeout),
 		kgo.HeartbeatInterval(c.heartbeat),
@@ -71,9 +70,7 @@ func (in *Input) clientOpts(o *owner) []kgo.Opt {
 	if c.groupProtocol == protocolConsumer {
 		opts = append(opts, kgo.ServerSideBalancer())
 	}
-	if o.fence.hb != nil {
-		opts = append(opts, kgo.WithHooks(o.fence.hb))
-	}
+	opts = append(opts, e.Options()...)
 	if c.rackID != "" {
 		opts = append(opts, kgo.Rack(c.rackID))
 	}
@@ -82,7 +79,7 @@ func (in *Input) clientOpts(o *owner) []kgo.Opt {
 	}
 	opts = append(opts, offsetOpts(c.startOffset)...)
 	opts = append(opts, kgo.OnOffsetsFetched(func(ctx context.Context, cl *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
-		return in.onOffsetsFetched(ctx, o, cl, resp)
+		return in.onOffsetsFetched(ctx, e, cl, resp)
 	}))
 	opts = append(opts, dialOpt(c.dialer, c.tls))
 	var mechs []sasl.Mechanism
@@ -256,41 +253,8 @@ func saslMechanism(s saslConfig) sasl.Mechanism {
 // ranges to skip), and implements start_offset: committed: a partition with
 // no committed offset is paused and reported, never consumed from a guessed
 // position.
-func (in *Input) onOffsetsFetched(ctx context.Context, o *owner, cl *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
-	commits := map[topicPartition]fetchedCommit{}
-	missing := map[string][]int32{}
-	each := func(topic string, partition int32, offset int64, epoch int32, meta *string) {
-		fc := fetchedCommit{offset: offset, epoch: epoch}
-		if meta != nil {
-			fc.meta = *meta
-		}
-		commits[topicPartition{topic, partition}] = fc
-		if offset < 0 {
-			missing[topic] = append(missing[topic], partition)
-		}
-	}
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			each(t.Topic, p.Partition, p.Offset, p.LeaderEpoch, p.Metadata)
-		}
-	}
-	for _, g := range resp.Groups {
-		for _, t := range g.Topics {
-			for _, p := range t.Partitions {
-				each(t.Topic, p.Partition, p.Offset, p.LeaderEpoch, p.Metadata)
-			}
-		}
-	}
-	req := fetchedReq{commits: commits, done: make(chan struct{})}
-	select {
-	case o.fetchedCh <- req:
-		select {
-		case <-req.done:
-		case <-o.stopped():
-		}
-	case <-o.stopped():
-	case <-ctx.Done():
-	}
+func (in *Input) onOffsetsFetched(ctx context.Context, e *engine.Engine, cl *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
+	missing := e.OffsetsFetched(ctx, resp)
 	if in.conf.startOffset == startCommitted && len(missing) > 0 {
 		cl.PauseFetchPartitions(missing)
 		in.log.Errorf("kafka_watermark: %s is %q and these partitions have no committed offset for group %q, so they are not consumed: %v",

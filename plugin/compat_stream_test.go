@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/watermark-connect/watermark-connect/internal/engine"
 )
 
 // The redpanda input's fields that change how records flow, each run
@@ -149,7 +150,7 @@ func TestTimelyNacks(t *testing.T) {
   timely_nacks_maximum_wait: 300ms
   stall_replay_after: 0s
 `), 1)
-		require.Eventually(t, func() bool { return s.gauges.Get(metricStalled, topic, 0) == 1 }, 10*time.Second, 10*time.Millisecond,
+		require.Eventually(t, func() bool { return s.gauges.Get(engine.MetricStalled, topic, 0) == 1 }, 10*time.Second, 10*time.Millisecond,
 			"the forced nack stalls the partition")
 		require.Eventually(t, func() bool {
 			s.mu.Lock()

@@ -19,6 +19,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/watermark-connect/watermark-connect/internal/engine"
 )
 
 const (
@@ -415,7 +416,7 @@ func TestRedpandaFields(t *testing.T) {
 	// together (kgo refuses its own DialTLSConfig with a Dialer), the
 	// skipped sasl entry, every option in range. The wrappers are in place.
 	in := newInput(everyConf, service.MockResources())
-	cl, err := kgo.NewClient(in.clientOpts(newOwner(everyConf, in.log, in.m))...)
+	cl, err := kgo.NewClient(in.clientOpts(engine.New(everyConf.engine(), in.log, in.m))...)
 	require.NoError(t, err)
 	cl.Close()
 	bi, err := newInputFromConfig(everyPC, service.MockResources())
@@ -517,7 +518,7 @@ func TestTLSWithTCPBuildsAClient(t *testing.T) {
 	require.NotNil(t, c.tls)
 	require.NotNil(t, c.dialer)
 	in := newInput(c, service.MockResources())
-	cl, err := kgo.NewClient(in.clientOpts(newOwner(c, in.log, in.m))...)
+	cl, err := kgo.NewClient(in.clientOpts(engine.New(c.engine(), in.log, in.m))...)
 	require.NoError(t, err, "kgo accepts the options")
 	cl.Close()
 

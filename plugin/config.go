@@ -12,6 +12,8 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/watermark-connect/watermark-connect/internal/engine"
 )
 
 // config is the parsed and validated configuration of one input.
@@ -345,4 +347,29 @@ func parseBytes(field, s string) (int64, error) {
 		return 0, fmt.Errorf("%s (%q) is larger than %d bytes", field, s, int64(math.MaxInt64))
 	}
 	return int64(n), nil
+}
+
+// engine returns what the engine needs of c.
+func (c *config) engine() engine.Config {
+	return engine.Config{
+		ClientID:               c.clientID,
+		ConsumerProtocol:       c.groupProtocol == protocolConsumer,
+		SessionTimeout:         c.sessionTimeout,
+		RebalanceTimeout:       c.rebalanceTimeout,
+		ReadCommitted:          c.readCommitted,
+		BatchMaxRecords:        c.batchMaxRecords,
+		BatchMaxBytes:          c.batchMaxBytes,
+		MaxPending:             c.maxPending,
+		CommitPeriod:           c.commitPeriod,
+		CommitMetadata:         c.commitMetadata,
+		CommitMetadataMaxBytes: c.commitMetadataMaxBytes,
+		NackRetries:            c.nackRetries,
+		NackBackoff:            c.nackBackoff,
+		NackMaxBackoff:         c.nackMaxBackoff,
+		StallReplayAfter:       c.stallReplayAfter,
+		DrainTimeout:           c.drainTimeout,
+		LostReportFor:          c.lostReportFor,
+		TopicLagRefresh:        c.topicLagRefresh,
+		MetadataMaxAge:         c.metadataMaxAge,
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/watermark-connect/watermark-connect/internal/engine"
 )
 
 func TestFailedBatchStallsOnlyItsPartition(t *testing.T) {
@@ -45,10 +46,10 @@ func TestFailedBatchStallsOnlyItsPartition(t *testing.T) {
 
 	g := s.gauges
 	require.Eventually(t, func() bool {
-		return g.Get(metricStalled, topic, 1) == 1 && g.Get(metricPaused, topic, 1) == 1 && g.Get(metricAge, topic, 1) >= 1
+		return g.Get(engine.MetricStalled, topic, 1) == 1 && g.Get(engine.MetricPaused, topic, 1) == 1 && g.Get(engine.MetricAge, topic, 1) >= 1
 	}, 10*time.Second, 10*time.Millisecond, "the stalled partition to report stalled, paused and an aging watermark")
-	require.Equal(t, int64(maxPending), g.Get(metricPending, topic, 1), "pending stops at the limit")
-	require.Equal(t, int64(0), g.Get(metricStalled, topic, 0))
+	require.Equal(t, int64(maxPending), g.Get(engine.MetricPending, topic, 1), "pending stops at the limit")
+	require.Equal(t, int64(0), g.Get(engine.MetricStalled, topic, 0))
 	require.LessOrEqual(t, c.lastCommit("stall", topic, 1), first, "never past the failed batch")
 	require.Eventually(t, func() bool { return c.lastCommit("stall", topic, 1) == first }, 5*time.Second, 10*time.Millisecond, "the commit up to the failed batch")
 
@@ -67,7 +68,7 @@ func TestFailedBatchStallsOnlyItsPartition(t *testing.T) {
 	c.produce(t, topic, partitions, 40) // 10 more records per partition
 	newEnd := c.endOffsets(t, topic, partitions)[1]
 	require.Eventually(t, func() bool {
-		return g.Get(metricLag, topic, 1) == newEnd-first
+		return g.Get(engine.MetricLag, topic, 1) == newEnd-first
 	}, 10*time.Second, 10*time.Millisecond, "the paused partition's lag to follow its log end")
 	st.stop(t)
 	require.Equal(t, first, c.lastCommit("stall", topic, 1), "shutdown commits nothing past the failure")
@@ -102,7 +103,7 @@ func TestNackRetryRecoversInProcess(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, 3, attempts, "two failures, then success on the third attempt")
-	require.Zero(t, s.gauges.Get(metricStalled, topic, 0))
+	require.Zero(t, s.gauges.Get(engine.MetricStalled, topic, 0))
 }
 
 // Regression: a retry handed out the very messages of the attempt before, so

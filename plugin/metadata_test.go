@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
+	"github.com/watermark-connect/watermark-connect/internal/engine"
 	"github.com/watermark-connect/watermark-connect/internal/memmetrics"
 )
 
@@ -76,10 +77,10 @@ func TestDeliveredRangesSurviveRestart(t *testing.T) {
 			require.Equal(t, n, distinct)
 			if withMeta {
 				require.Equal(t, 10, dups-before, "only the failed batch is delivered again")
-				require.Equal(t, int64(n-10), g.Get(metricSkipped, topic, 0))
+				require.Equal(t, int64(n-10), g.Get(engine.MetricSkipped, topic, 0))
 			} else {
 				require.Equal(t, n, dups-before, "everything above the commit is delivered again")
-				require.Zero(t, g.Get(metricSkipped, topic, 0))
+				require.Zero(t, g.Get(engine.MetricSkipped, topic, 0))
 			}
 		})
 	}
@@ -149,7 +150,7 @@ func TestForeignMetadataIsIgnored(t *testing.T) {
 	require.Equal(t, 4*25, distinct, "everything above the committed offset 5, in every partition")
 	require.Zero(t, dups)
 	for p := range int32(4) {
-		require.Zero(t, g.Get(metricSkipped, topic, p), "partition %d skips nothing", p)
+		require.Zero(t, g.Get(engine.MetricSkipped, topic, p), "partition %d skips nothing", p)
 		require.True(t, strings.HasPrefix(c.lastMeta("foreign", topic, p), commitmeta.Prefix), "our own metadata replaces it")
 	}
 }
@@ -173,13 +174,13 @@ func TestReplayExposureGauge(t *testing.T) {
 		m, err := commitmeta.Decode(c.lastMeta("exposure", topic, 0))
 		return err == nil && len(m.Delivered) == 1 && m.Delivered[0].To == n
 	}, 20*time.Second, 10*time.Millisecond, "ranges up to the log end")
-	require.Eventually(t, func() bool { return g.Get(metricExposure, topic, 0) == 10 }, 5*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return g.Get(engine.MetricExposure, topic, 0) == 10 }, 5*time.Second, 10*time.Millisecond,
 		"only the held batch is exposed")
 	mu.Lock()
 	release.open()
 	mu.Unlock()
 	waitCommitted(t, c, "exposure", topic, map[int32]int64{0: n})
-	require.Eventually(t, func() bool { return g.Get(metricExposure, topic, 0) == 0 }, 5*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return g.Get(engine.MetricExposure, topic, 0) == 0 }, 5*time.Second, 10*time.Millisecond,
 		"nothing is exposed at the log end")
 	st.stop(t)
 }

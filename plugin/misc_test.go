@@ -181,14 +181,11 @@ func TestWithdrawnReadGivesTheBatchBack(t *testing.T) {
 	c := newCluster(t, 1, topic)
 	c.produce(t, topic, 1, 10)
 	in, ctx := connectedInput(t, c.addr, topic, "wd", "  batch_max_records: 5\n  drain_timeout: 60s\n  rebalance_timeout: 90s\n")
-	o := in.owner
 
-	// Park a read and let the owner answer it, then withdraw it as a
-	// cancelled ReadBatch would.
-	req := &readReq{reply: make(chan *inflight, 1)}
-	o.readCh <- req
-	require.Eventually(t, func() bool { return len(req.reply) == 1 }, 10*time.Second, 10*time.Millisecond, "the owner to answer")
-	in.withdraw(o, withdrawReq{req: req})
+	// A read whose context has ended by the time the engine answers it, as
+	// a cancelled ReadBatch at shutdown: the batch goes back.
+	_, _, err := in.ReadBatch(answeredThenCancelled{})
+	require.ErrorIs(t, err, context.Canceled)
 
 	b, ack, err := in.ReadBatch(ctx)
 	require.NoError(t, err)
@@ -197,12 +194,10 @@ func TestWithdrawnReadGivesTheBatchBack(t *testing.T) {
 	require.NoError(t, ack(ctx, nil))
 	require.Eventually(t, func() bool { return c.lastCommit("wd", topic, 0) == 5 }, 10*time.Second, 10*time.Millisecond, "commit through the first batch")
 
-	// Withdraw the second batch too, then close: nothing is in the
+	// Give the second batch back too, then close: nothing is in the
 	// pipeline, so Close must not sit out the 60s drain_timeout.
-	req = &readReq{reply: make(chan *inflight, 1)}
-	o.readCh <- req
-	require.Eventually(t, func() bool { return len(req.reply) == 1 }, 10*time.Second, 10*time.Millisecond, "the owner to answer")
-	in.withdraw(o, withdrawReq{req: req})
+	_, _, err = in.ReadBatch(answeredThenCancelled{})
+	require.ErrorIs(t, err, context.Canceled)
 	start := time.Now()
 	require.NoError(t, in.Close(context.Background()))
 	require.Less(t, time.Since(start), 30*time.Second, "Close waited for a batch that was never handed out")
@@ -260,3 +255,14 @@ func TestRegexpTopics(t *testing.T) {
 		require.True(t, strings.HasPrefix(k, "rx-"), "delivered %s", k)
 	}
 }
+
+// answeredThenCancelled is a context that never signals Done but says it
+// was cancelled: a ReadBatch with it waits for the engine's answer, then
+// finds its context ended, as one whose context ends while the answer is on
+// its way.
+type answeredThenCancelled struct{ context.Context }
+
+func (answeredThenCancelled) Done() <-chan struct{}                   { return nil }
+func (answeredThenCancelled) Err() error                              { return context.Canceled }
+func (answeredThenCancelled) Value(any) any                           { return nil }
+func (answeredThenCancelled) Deadline() (deadline time.Time, ok bool) { return time.Time{}, false }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/require"
+	"github.com/watermark-connect/watermark-connect/internal/engine"
 )
 
 const (
@@ -272,10 +273,10 @@ func TestReadmeMetrics(t *testing.T) {
 	require.NoError(t, err)
 	section, ok := between(string(raw), metricsBegin, metricsEnd)
 	require.True(t, ok, "README.md lacks the metrics markers")
-	for _, name := range []string{metricCommitted, metricPending, metricStalled, metricPaused, metricAge, metricLag,
-		metricCommits, metricCommitErrors, metricCommitLatency, metricLateAcks, metricDuplicateAcks,
-		metricExposure, metricSkipped, metricMetaTruncated, metricStallReplays,
-		metricLostRecords, metricTruncated, metricHeadroom, metricRetention} {
+	for _, name := range []string{engine.MetricCommitted, engine.MetricPending, engine.MetricStalled, engine.MetricPaused, engine.MetricAge, engine.MetricLag,
+		engine.MetricCommits, engine.MetricCommitErrors, engine.MetricCommitLatency, engine.MetricLateAcks, engine.MetricDuplicateAcks,
+		engine.MetricExposure, engine.MetricSkipped, engine.MetricMetaTruncated, engine.MetricStallReplays,
+		engine.MetricLostRecords, engine.MetricTruncated, engine.MetricHeadroom, engine.MetricRetention} {
 		require.Contains(t, section, "`"+name+"`", "README metrics section")
 	}
 	require.Equal(t, 19, strings.Count(section, "`kafka_watermark_"), "the metrics section documents exactly the exported metrics")

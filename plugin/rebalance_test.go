@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/watermark-connect/watermark-connect/internal/engine"
 	"github.com/watermark-connect/watermark-connect/internal/memmetrics"
 )
 
@@ -89,7 +90,7 @@ func TestRevokeDrainLateAcksAndReassign(t *testing.T) {
 			require.Equal(t, n, distinct, "every record delivered")
 			var late int64
 			for p := range int32(partitions) {
-				late += gA.Get(metricLateAcks, topic, p)
+				late += gA.Get(engine.MetricLateAcks, topic, p)
 			}
 			require.Positive(t, late, "acks of batches held across the revoke are counted late")
 			t.Logf("protocol %s: %d duplicate deliveries, %d late acks", protocol, dups, late)
@@ -130,7 +131,7 @@ func TestInjectedCommitErrors(t *testing.T) {
 	st.stop(t)
 	var errs int64
 	for p := range int32(partitions) {
-		errs += s.gauges.Get(metricCommitErrors, topic, p)
+		errs += s.gauges.Get(engine.MetricCommitErrors, topic, p)
 	}
 	require.Positive(t, errs, "commit errors are counted")
 	distinct, _ := s.counts()
@@ -178,7 +179,7 @@ func TestPausedPartitionFetchedAfterComingBack(t *testing.T) {
 	gA := memmetrics.New()
 	stA := startStream(t, testEnvWith(t, s, 4, failFirst, gA), inputYAML(c.addr, topic, "back", extra), 1)
 	require.Eventually(t, func() bool {
-		return gA.Get(metricPaused, topic, 0) == 1 && gA.Get(metricPaused, topic, 1) == 1
+		return gA.Get(engine.MetricPaused, topic, 0) == 1 && gA.Get(engine.MetricPaused, topic, 1) == 1
 	}, 20*time.Second, 10*time.Millisecond, "both partitions stalled and paused on A")
 
 	// B takes one partition, consumes it to the end, and leaves.

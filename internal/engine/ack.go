@@ -1,0 +1,205 @@
+package engine
+
+import (
+	"fmt"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/watermark-connect/watermark-connect/internal/errclass"
+	"strconv"
+	"time"
+
+	"github.com/watermark-connect/watermark-connect/tracker"
+)
+
+// An ack reaches the owner as an ackMsg. A nack with retries left goes back
+// to its partition's retry queue after a backoff, still registered and still
+// holding the watermark; any other verdict is final and is resolved in the
+// tracker, which then advances.
+
+// TakeAck claims the ack of b's hand-out of attempt (Attempt, read when the
+// ack function is made): true once for that hand-out, false for a
+// second ack of it and for any ack of an older hand-out, which the guard
+// has passed. A hand-out that a cancelled ReadBatch gave back made no ack
+// function, and the next one shares its attempt. Safe for concurrent use:
+// a sink may ack one hand-out from two goroutines at once, and only one of
+// them wins the CompareAndSwap.
+func (b *Batch) TakeAck(attempt int) bool {
+	h := int64(attempt) + 1
+	for {
+		last := b.acked.Load()
+		if last >= h {
+			return false
+		}
+		if b.acked.CompareAndSwap(last, h) {
+			return true
+		}
+	}
+}
+
+func (o *owner) onAck(a ackMsg) {
+	b, p := a.b, a.b.part
+	if !p.live() {
+		o.m.lateAcks.Incr(1, p.labels[:]...)
+		return
+	}
+	if a.err != nil {
+		if b.nackedAt.IsZero() {
+			b.nackedAt = time.Now()
+		}
+		b.lastErr = errclass.Class(a.err)
+		if _, head, _ := p.stallInfo(); head == b {
+			o.markDirty(p) // the stall provenance changed: commit it
+			o.gauges.add(p)
+		}
+	}
+	if a.err != nil && o.retriesLeft(b) && !p.draining {
+		backoff := o.conf.NackBackoff << min(b.attempt, 30)
+		if backoff > o.conf.NackMaxBackoff || backoff <= 0 {
+			backoff = o.conf.NackMaxBackoff
+		}
+		b.only = a.failed
+		what := "all its records"
+		if b.only != nil {
+			what = fmt.Sprintf("the %d record(s) the batch error named", len(b.only))
+		}
+		o.log.Warnf("kafka_watermark: batch %s/%d offsets %d-%d nacked (attempt %d of %s), retrying %s in %v: %v",
+			p.tp.topic, p.tp.partition, b.raw.first, b.raw.last, b.attempt+1, o.attemptsAllowed(), what, backoff, a.err)
+		p.retrying++
+		time.AfterFunc(backoff, func() {
+			select {
+			case o.retryCh <- retryDue{b}:
+			case <-o.stopped():
+			}
+		})
+		return
+	}
+	o.resolve(b, a.err)
+}
+
+// retriesLeft reports whether a nacked b is delivered again in this process.
+func (o *owner) retriesLeft(b *Batch) bool {
+	return o.conf.NackRetries < 0 || b.attempt < o.conf.NackRetries
+}
+
+// attemptsAllowed says how many deliveries a batch gets, for the log.
+func (o *owner) attemptsAllowed() string {
+	if o.conf.NackRetries < 0 {
+		return "unlimited"
+	}
+	return strconv.Itoa(o.conf.NackRetries + 1)
+}
+
+// resolve records the final verdict on a batch and advances its partition.
+func (o *owner) resolve(b *Batch, err error) {
+	p := b.part
+	status := tracker.Delivered
+	if err != nil {
+		status = tracker.Failed
+	}
+	switch out := p.tracker.Resolve(b.seq, status); out {
+	case tracker.Applied:
+		p.unresolved--
+		if err == nil {
+			p.window.deliver(b.seq)
+			o.markDirty(p)
+		}
+		if err != nil {
+			o.log.Errorf("kafka_watermark: batch %s/%d offsets %d-%d failed after %d attempt(s): %v",
+				p.tp.topic, p.tp.partition, b.raw.first, b.raw.last, b.attempt+1, err)
+		}
+	case tracker.Unregistered:
+		// Registration happens in this goroutine before a batch leaves, so
+		// an ack can never overtake it: this is a bug, reported, not fatal.
+		o.log.Errorf("kafka_watermark: internal error: ack for unregistered batch %d of %s/%d", b.seq, p.tp.topic, p.tp.partition)
+		return
+	default:
+		// Duplicate or AlreadyAdvanced: the once-guard makes this
+		// unreachable through the ack function; count it all the same.
+		o.m.dupAcks.Incr(1, p.labels[:]...)
+		return
+	}
+	o.advance(p)
+	if p.draining {
+		o.checkDrains()
+	}
+	o.schedule(p)
+}
+
+// advance moves p's watermark over its delivered prefix, resumes its fetch
+// below the pending limit, and says once, loudly, when the partition stalls.
+// Every change to p's tracker ends here, so this is where p goes on the
+// owner's lists: dirty (passSkipped, in metadata.go, sets p.dirty itself
+// before it calls advance), gauges and stalled.
+func (o *owner) advance(p *partState) {
+	wasStalled := p.tracker.Stalled()
+	if wm, moved := p.tracker.Advance(); moved {
+		p.lastMoved = o.now()
+		p.epochs.trim(wm - 1)
+		p.window.trim(p.tracker.NextSeq() - uint64(p.tracker.Pending()))
+		p.dirty = true
+		if p.replay.count > 0 && wm > p.replay.offset {
+			p.replay = replayState{} // the replay got past its offset
+		}
+	}
+	if p.dirty {
+		o.dirty.add(p)
+	}
+	o.gauges.add(p)
+	if !wasStalled && p.tracker.Stalled() {
+		o.stalled.add(p)
+		o.logStall(p)
+	}
+	o.resumeBelowLimits(p)
+}
+
+// logStall names the failed batch at the head of a stalled partition: where
+// its commits stop and since when.
+func (o *owner) logStall(p *partState) {
+	seq, _ := p.tracker.StalledSeq()
+	last, _ := p.tracker.LastOffset(seq)
+	stall, _, _ := p.stallInfo()
+	since := stall.Since
+	wm, _ := p.commitBase()
+	then := "until a restart or a reassignment replays it (stall_replay_after is 0s)"
+	if o.conf.StallReplayAfter > 0 {
+		then = "until it is replayed in place, after stall_replay_after"
+	}
+	o.log.Errorf("kafka_watermark: partition %s/%d stalled since %s at its failed batch (through offset %d): commits stop before offset %d %s",
+		p.tp.topic, p.tp.partition, since.UTC().Format(time.RFC3339), last, wm, then)
+}
+
+func (o *owner) onRetryDue(b *Batch) {
+	p := b.part
+	if !p.live() {
+		return // the epoch ended; the batch is replayed by the next owner
+	}
+	if p.draining {
+		return // a drain does not wait for retries: the batch stays unresolved
+	}
+	p.retry = append(p.retry, b)
+	o.schedule(p)
+}
+
+// Attempt is the hand-out b is on: 0 for its first delivery. Read it when
+// the hand-out's ack function is made (TakeAck's argument): the owner
+// changes it only on a retry, after that ack was applied.
+func (b *Batch) Attempt() int { return b.attempt }
+
+// Records returns the records this hand-out of b delivers, in offset order,
+// and sent, which maps each index into them to its index in the whole
+// batch: a retry after a batch error that named the failed records delivers
+// only those (b.only); sent is nil when the hand-out is the whole batch.
+// The records are shared, never to be changed.
+func (b *Batch) Records() (records []*kgo.Record, sent []int) {
+	if b.only == nil {
+		return b.raw.records, nil
+	}
+	records = make([]*kgo.Record, len(b.only))
+	for i, r := range b.only {
+		records[i] = b.raw.records[r]
+	}
+	return records, b.only
+}
+
+// LogEnd is the partition's log end when b was fetched (for kafka_lag), or
+// -1 when not known.
+func (b *Batch) LogEnd() int64 { return b.raw.logEnd }

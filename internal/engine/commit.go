@@ -1,0 +1,335 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// commitJob is one periodic commit, run by the committer goroutine because
+// kgo's CommitOffsets may block while a rebalance or a sync commit is under
+// way, and the owner must never block. parts holds each partition of set,
+// the epoch it was planned in and what its success means for its state.
+type commitJob struct {
+	set   commitSet
+	parts []jobPart
+}
+
+type jobPart struct {
+	p    *partState
+	plan planned
+}
+
+// commit starts a periodic commit of every live partition whose watermark or
+// delivered ranges changed what the broker holds. One periodic commit is in
+// flight at a time; a partition left out by a failure is planned again on
+// the next tick. It walks the dirty list only, so a tick costs what moved
+// since the last one, whatever is assigned.
+func (o *owner) commit() {
+	if o.committing || o.closed || len(o.dirty.parts) == 0 {
+		return
+	}
+	job := commitJob{parts: make([]jobPart, 0, len(o.dirty.parts))}
+	metaBytes := 0
+	o.dirty.keep(func(p *partState) bool {
+		// A draining partition's final commit is the drain's, and its
+		// epoch ends with the drain: it leaves the list for good.
+		if !p.live() || p.draining || !p.dirty {
+			return false
+		}
+		p.dirty = false
+		if c, ok := o.planChange(p, false); ok {
+			job.parts = append(job.parts, jobPart{p: p, plan: c})
+			metaBytes += len(c.meta)
+		}
+		return false
+	})
+	if len(job.parts) == 0 {
+		return
+	}
+	if metaBytes > requestMetaBudget {
+		plans := make(map[topicPartition]*planned, len(job.parts))
+		for i := range job.parts {
+			plans[job.parts[i].p.tp] = &job.parts[i].plan
+		}
+		o.budgetMeta(plans) // cuts the plans it holds in place
+	}
+	job.set = sizedSet(job.parts[0].p.tp.topic, len(job.parts), o.conf.CommitMetadata)
+	for i := range job.parts {
+		p, c := job.parts[i].p, &job.parts[i].plan
+		o.noteCut(p, *c)
+		job.set.add(p.tp, c.eo, c.meta, o.conf.CommitMetadata)
+		p.committing, p.committingMeta = c.eo.Offset, c.meta
+		p.handedSinceSnap = 0
+	}
+	o.committing = true
+	o.commitJobs <- job // capacity 1 and one job at a time: never blocks
+}
+
+// planChange plans p's next commit and reports whether it changes what the
+// broker holds (or will, once the commit in flight lands): only such a plan
+// is sent. A plan that changes nothing still counts the ranges it cut. The
+// metadata may have been committed whole when it filled the room exactly:
+// every plan since cuts the ranges delivered after and encodes the same, and
+// those ranges are left out all the same. A plan that is sent counts its cut
+// when it is sent, after budgetMeta may have cut more.
+//
+// final plans a revoke's or a close's commit (see differs).
+func (o *owner) planChange(p *partState, final bool) (planned, bool) {
+	c, ok := o.plan(p, o.metaMax)
+	if !ok {
+		return c, false
+	}
+	if !p.differs(c, final) {
+		o.noteCut(p, c)
+		return c, false
+	}
+	return c, true
+}
+
+// sizedSet returns an empty commitSet with room for n partitions, of topic
+// for the most part, so a large commit does not grow its maps step by step.
+func sizedSet(topic string, n int, withMeta bool) commitSet {
+	s := commitSet{offsets: epochOffsets{topic: make(map[int32]kgo.EpochOffset, n)}}
+	if withMeta {
+		s.meta = make(map[topicPartition]string, n)
+	}
+	return s
+}
+
+// committer runs periodic commits and reports each result to the owner.
+func (o *owner) committer() {
+	for {
+		select {
+		case job := <-o.commitJobs:
+			start := time.Now()
+			res := commitAndWait(o.ioCtx, o.cl, job.set, false)
+			select {
+			case o.commitCh <- commitDone{commitJob: job, result: res, took: time.Since(start)}:
+			case <-o.stopped():
+				return
+			}
+		case <-o.stopped():
+			return
+		}
+	}
+}
+
+// commitResult is what the broker said to a commit: the request's error, or
+// each refused partition's. metaRefused holds the length of every metadata
+// string the broker refused as too large; those partitions were committed
+// again at once without metadata, and errs holds that second answer.
+type commitResult struct {
+	errs        map[topicPartition]error
+	err         error
+	metaRefused map[topicPartition]int
+}
+
+// commitAndWait commits set and waits for the response. kgo reports
+// per-partition errors inside the response with a nil error; this returns
+// them per partition.
+//
+// A partition whose metadata the broker refuses
+// (OFFSET_METADATA_TOO_LARGE: its offset.metadata.max.bytes is below ours)
+// is committed again without metadata at once: metadata never stops commits.
+//
+// final selects kgo's CommitOffsetsSync, which a rebalance callback must
+// use: it cannot be cancelled by other commits and does not wait for the
+// rebalance it is part of. Periodic commits use CommitOffsets, which yields
+// to a rebalance in progress.
+func commitAndWait(ctx context.Context, cl groupClient, set commitSet, final bool) commitResult {
+	res := cl.Commit(ctx, set, final)
+	var again commitSet
+	for tp, err := range res.errs {
+		if errors.Is(err, kerr.OffsetMetadataTooLarge) && set.meta[tp] != "" {
+			if res.metaRefused == nil {
+				res.metaRefused = map[topicPartition]int{}
+			}
+			res.metaRefused[tp] = len(set.meta[tp])
+			again.add(tp, set.offsets[tp.topic][tp.partition], "", true)
+		}
+	}
+	if !again.empty() {
+		retry := cl.Commit(ctx, again, final)
+		eachResult(again.offsets, retry.errs, retry.err, func(tp topicPartition, _ kgo.EpochOffset, err error) {
+			if err != nil {
+				res.errs[tp] = err
+			} else {
+				delete(res.errs, tp)
+			}
+		})
+	}
+	return res
+}
+
+// responseErrors maps each requested partition to its error in resp; a
+// partition the broker did not answer for is an error too.
+func responseErrors(offsets epochOffsets, resp *kmsg.OffsetCommitResponse) map[topicPartition]error {
+	errs := map[topicPartition]error{}
+	answered := map[topicPartition]bool{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			tp := topicPartition{t.Topic, p.Partition}
+			answered[tp] = true
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				errs[tp] = err
+			}
+		}
+	}
+	for t, ps := range offsets {
+		for p := range ps {
+			if tp := (topicPartition{t, p}); !answered[tp] {
+				errs[tp] = errors.New("no answer for this partition in the commit response (kgo drops the answers of a group session that has ended)")
+			}
+		}
+	}
+	return errs
+}
+
+// setOffset adds one partition's offset to offsets.
+func setOffset(offsets epochOffsets, tp topicPartition, eo kgo.EpochOffset) {
+	if offsets[tp.topic] == nil {
+		offsets[tp.topic] = map[int32]kgo.EpochOffset{}
+	}
+	offsets[tp.topic][tp.partition] = eo
+}
+
+// countCommit counts one partition's commit result and, for a failure,
+// returns the words that name it. It is the accounting every commit shares
+// (periodic, revoke, shutdown); it touches only counters, which are safe
+// for concurrent use, because the revoke and shutdown commits run off the
+// owner goroutine. Gauges are the owner's, and only for live epochs.
+func (m *Metrics) countCommit(tp topicPartition, eo kgo.EpochOffset, err error) string {
+	l := labels(tp)
+	return m.countCommitOf(tp, l[:], eo, err)
+}
+
+// countCommitOf is countCommit with tp's labels formatted already.
+func (m *Metrics) countCommitOf(tp topicPartition, l []string, eo kgo.EpochOffset, err error) string {
+	if err != nil {
+		m.commitErrors.Incr(1, l...)
+		return fmt.Sprintf("%s/%d@%d: %v", tp.topic, tp.partition, eo.Offset, err)
+	}
+	m.commits.Incr(1, l...)
+	return ""
+}
+
+// eachResult calls fn for every partition of a commit with its error: the
+// request's, or the partition's own.
+func eachResult(offsets epochOffsets, errs map[topicPartition]error, err error, fn func(topicPartition, kgo.EpochOffset, error)) {
+	for t, ps := range offsets {
+		for p, eo := range ps {
+			tp := topicPartition{t, p}
+			perr := err
+			if perr == nil {
+				perr = errs[tp]
+			}
+			fn(tp, eo, perr)
+		}
+	}
+}
+
+// onCommitDone applies a periodic commit's result. A failed commit changes
+// no tracker: the partition is planned again next tick. The result of an
+// epoch that has ended since changes nothing but counters.
+func (o *owner) onCommitDone(c commitDone) {
+	o.committing = false
+	for _, w := range o.commitWaiters {
+		close(w)
+	}
+	o.commitWaiters = nil
+	o.m.commitLatency.Timing(c.took.Nanoseconds())
+	o.noteMetaRefused(c.result.metaRefused)
+	var failed []string
+	for i := range c.parts {
+		jp := &c.parts[i]
+		p, tp, eo := jp.p, jp.p.tp, jp.plan.eo
+		err := c.result.err
+		if err == nil {
+			err = c.result.errs[tp]
+		}
+		live := p.live()
+		if live {
+			p.committing, p.committingMeta = -1, ""
+		}
+		if msg := o.m.countCommitOf(tp, p.labels[:], eo, err); msg != "" {
+			failed = append(failed, msg)
+			if live {
+				o.markDirty(p)
+			}
+			continue
+		}
+		if !live {
+			continue
+		}
+		p.committed, p.hasCommitted = eo.Offset, true
+		p.committedMeta = "" // what set.meta holds: "" without commit_metadata
+		if c.set.meta != nil {
+			p.committedMeta = jp.plan.meta
+		}
+		if _, refused := c.result.metaRefused[tp]; refused {
+			// Committed without its ranges: send them again, smaller.
+			p.committedMeta = ""
+			o.markDirty(p)
+		}
+		p.exposure = jp.plan.exposure + p.handedSinceSnap
+		o.m.committed.Set(eo.Offset, p.labels[:]...)
+		o.gauges.add(p) // the exposure, the lag's resume point
+	}
+	if len(failed) > 0 {
+		o.log.Warnf("kafka_watermark: commit failed for %d partition(s), retrying next period: %s", len(failed), strings.Join(failed, "; "))
+	}
+}
+
+// noteMetaRefused lowers the metadata size after a broker refused some as
+// too large, and says so once per refusal.
+func (o *owner) noteMetaRefused(lengths map[topicPartition]int) {
+	for _, n := range lengths {
+		if n <= o.metaMax {
+			o.metaMax = n / 2
+			o.log.Warnf("kafka_watermark: the broker refused %d bytes of commit metadata as too large (its offset.metadata.max.bytes is below %s %d); committed again without it, and from now on at most %d bytes",
+				n, FieldCommitMetadataMaxBytes, o.conf.CommitMetadataMaxBytes, o.metaMax)
+		}
+	}
+}
+
+// finalCommit commits a revoke's or a close's final offsets and waits, on
+// the caller's goroutine (a rebalance callback or Close), never the owner's.
+// The epochs have ended, so no gauge is set: a partition this member no
+// longer owns reads 0.
+func (o *owner) finalCommit(ctx context.Context, set commitSet, why string) error {
+	if set.empty() {
+		return nil
+	}
+	if set.after != nil {
+		select {
+		case <-set.after:
+		case <-ctx.Done():
+			// The commit below fails at once; the next owner
+			// replays from the last commit that landed.
+		case <-o.stopped():
+		}
+	}
+	start := time.Now()
+	res := commitAndWait(ctx, o.cl, set, true)
+	o.m.commitLatency.Timing(time.Since(start).Nanoseconds())
+	var failed []string
+	eachResult(set.offsets, res.errs, res.err, func(tp topicPartition, eo kgo.EpochOffset, err error) {
+		if msg := o.m.countCommit(tp, eo, err); msg != "" {
+			failed = append(failed, msg)
+		}
+	})
+	if len(failed) > 0 {
+		// Nothing is lost: the next owner resumes from the last successful
+		// commit and replays the rest.
+		return fmt.Errorf("kafka_watermark: %s commit failed for %d partition(s), they will be replayed from their last commit: %s",
+			why, len(failed), strings.Join(failed, "; "))
+	}
+	return nil
+}

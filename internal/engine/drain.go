@@ -1,0 +1,174 @@
+package engine
+
+import (
+	"time"
+)
+
+// drain is a revoke waiting for its partitions' in-flight batches, or the
+// final step of a close.
+type drain struct {
+	parts []*partState
+	reply chan commitSet
+	timer *time.Timer // drain_timeout
+	// replay: the drain before a replay in place (stall.go); it ends in
+	// a rewind, not a reply.
+	replay bool
+}
+
+// onClose applies the acknowledgements already queued and ends every
+// partition's epoch, then refuses all further work. It replies with the
+// final watermark of every partition, those of revokes still draining
+// included, and hands Close the replies of those revokes: they get nothing to
+// commit, and only after Close's own commit. See Input.Close for why it does
+// not wait for unresolved batches.
+//
+// The interleaving this avoids: (1) a revoke drains partition P and waits;
+// (2) Close commits every partition; (3) the revoke's drain timer fires and
+// the revoke commits P again, after Close, from a member that has left. Here
+// the drain's timer is stopped and its reply held by Close, so (3) cannot
+// happen, and the revoke callback returns at once when Close answers it, so
+// leaving the group does not wait for drain_timeout.
+func (o *owner) onClose(r closeReq) {
+	for queued := true; queued; {
+		select {
+		case a := <-o.ackCh:
+			o.onAck(a)
+		default:
+			queued = false
+		}
+	}
+	var held []chan commitSet
+	for _, d := range o.drains {
+		d.timer.Stop()
+		if !d.replay {
+			held = append(held, d.reply)
+		}
+	}
+	o.rewinds = nil
+	o.drains = nil
+	var parts []*partState
+	for _, p := range o.parts {
+		o.beginDrain(p)
+		parts = append(parts, p)
+	}
+	final := o.endEpochs(parts, true)
+	o.closed = true
+	r.reply <- closeReply{final: final, held: held}
+}
+
+// beginDrain stops handing out p and drops its unregistered batches.
+// Batches queued for a retry are not in the pipeline: they stay unresolved
+// (and counted in retrying), so the watermark stops before them.
+func (o *owner) beginDrain(p *partState) {
+	p.draining = true
+	clear(p.ready) // the queue's kept array (readyBuf) must not hold their records
+	p.ready, p.readyBuf = nil, nil
+	p.skipQueued = 0
+	p.retry = nil
+}
+
+func (o *owner) startDrain(d *drain, timeout time.Duration) {
+	o.drains = append(o.drains, d)
+	d.timer = time.AfterFunc(timeout, func() {
+		select {
+		case o.drainDone <- d:
+		case <-o.stopped():
+		}
+	})
+	o.checkDrains()
+}
+
+// checkDrains finishes every drain whose partitions have no batch left in
+// the pipeline.
+func (o *owner) checkDrains() {
+	for _, d := range append([]*drain(nil), o.drains...) {
+		done := true
+		for _, p := range d.parts {
+			if p.unresolved > p.retrying {
+				done = false
+				break
+			}
+		}
+		if done {
+			o.finishDrain(d)
+		}
+	}
+}
+
+// cancelReplay drops the replay drain of p, if one is under way, because
+// p is revoked or lost: the revoke's own drain (or the loss) ends p's epoch,
+// and the replay must not end it first and put a new, live epoch in its
+// place (rewind), which the revoke would never end: it would go on
+// committing, and rewinding, a partition this member no longer owns.
+func (o *owner) cancelReplay(p *partState) {
+	for i, d := range o.drains {
+		if d.replay && d.parts[0] == p {
+			d.timer.Stop()
+			o.drains = append(o.drains[:i], o.drains[i+1:]...)
+			return
+		}
+	}
+}
+
+// finishDrain ends a revoke's drain, whether it completed or timed out; the
+// second of the two (the timer firing late), or a drain that Close answered,
+// finds it gone and does nothing.
+func (o *owner) finishDrain(d *drain) {
+	for i, x := range o.drains {
+		if x == d {
+			o.drains = append(o.drains[:i], o.drains[i+1:]...)
+			d.timer.Stop()
+			if d.replay {
+				o.rewind(d.parts[0])
+			} else {
+				d.reply <- o.endEpochs(d.parts, false)
+			}
+			return
+		}
+	}
+}
+
+// endEpochs returns the final commits of parts that would change what the
+// broker holds, and ends their epochs.
+func (o *owner) endEpochs(parts []*partState, closing bool) commitSet {
+	var final commitSet
+	plans := map[topicPartition]*planned{}
+	for _, p := range parts {
+		if c, ok := o.planChange(p, true); ok {
+			plans[p.tp] = &c
+		}
+	}
+	o.budgetMeta(plans)
+	for _, p := range parts {
+		if c := plans[p.tp]; c != nil {
+			o.noteCut(p, *c)
+			final.add(p.tp, c.eo, c.meta, o.conf.CommitMetadata)
+		}
+		if n := p.unresolved - p.retrying; n > 0 {
+			wm, _ := p.tracker.Watermark()
+			if closing {
+				o.log.Debugf("kafka_watermark: shutdown of %s/%d with %d batch(es) the pipeline did not acknowledge; committing through offset %d, the rest is replayed",
+					p.tp.topic, p.tp.partition, n, wm)
+			} else {
+				o.log.Warnf("kafka_watermark: drain of %s/%d timed out with %d batch(es) unacknowledged; committing through offset %d, the rest is replayed by the next owner",
+					p.tp.topic, p.tp.partition, n, wm)
+			}
+		}
+		o.forget(p)
+	}
+	if !final.empty() {
+		final.after = o.afterCommit()
+	}
+	return final
+}
+
+// afterCommit returns a channel closed when the periodic commit in flight
+// has its answer, or nil when none is in flight.
+func (o *owner) afterCommit() <-chan struct{} {
+	if !o.committing {
+		return nil
+	}
+	c := make(chan struct{})
+	o.commitWaiters = append(o.commitWaiters, c)
+	return c
+}

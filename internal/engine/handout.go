@@ -1,0 +1,235 @@
+package engine
+
+import (
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Fetched records come in through onPoll and leave as registered batches
+// through serve. Every batch is registered with its partition's tracker here,
+// on the owner goroutine, before it is handed out, so no ack can overtake its
+// registration.
+
+// serve hands batches to parked reads, round robin over partitions so one
+// busy partition cannot starve the others.
+func (o *owner) serve() {
+	for len(o.parked) > 0 {
+		if o.closed {
+			o.popParked().reply <- nil
+			continue
+		}
+		if len(o.runQ) == 0 || o.fenceHolds(o.now()) {
+			return
+		}
+		p := o.popRun()
+		p.queued = false
+		if !p.canHandOut(o.conf.MaxPending) || !p.live() {
+			continue
+		}
+		var b *Batch
+		if len(p.retry) > 0 {
+			b = p.retry[0]
+			p.retry = p.retry[1:]
+			p.retrying--
+			if !b.unread {
+				b.attempt++
+			}
+			b.unread = false
+		} else {
+			rb := p.ready[0]
+			p.ready[0] = rawBatch{}
+			p.ready = p.ready[1:]
+			seq := p.tracker.NextSeq()
+			p.tracker.Register(seq, rb.last)
+			p.unresolved++
+			n := int64(len(rb.records))
+			p.exposure += n
+			p.handedSinceSnap += n
+			b = &Batch{part: p, seq: seq, raw: rb}
+			p.window.add(seq, rb.last, len(rb.records), b)
+			o.pauseAtLimit(p)
+			o.gauges.add(p)
+		}
+		o.popParked().reply <- b
+		o.passSkipped(p)
+		o.resumeBelowLimits(p)
+		o.schedule(p)
+	}
+}
+
+// pauseAtLimit pauses p's fetching once its registered batches reach
+// max_pending_batches; advance resumes it below the limit.
+func (o *owner) pauseAtLimit(p *partState) {
+	if p.tracker.Pending() >= o.conf.MaxPending && !p.paused && !p.draining {
+		p.paused = true
+		o.paused.add(p)
+		o.gauges.add(p)
+		o.cl.PauseFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
+	}
+}
+
+// resumeBelowLimits resumes p's fetching once its registered batches are
+// below max_pending_batches and fewer than pollLowWater batches wait in its
+// ready queue. The second bound keeps the queue bounded: the poll loop is
+// asked for more without counting a paused partition's queue (askPoll), so
+// a partition resumed at once could take a poll asked for while it was
+// paused, on top of a full queue, every time it pauses and resumes.
+func (o *owner) resumeBelowLimits(p *partState) {
+	if p.paused && p.tracker.Pending() < o.conf.MaxPending && len(p.ready) < pollLowWater && !p.draining {
+		p.paused = false
+		o.gauges.add(p)
+		o.cl.ResumeFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
+	}
+}
+
+// popParked removes and returns the oldest parked read.
+func (o *owner) popParked() *readReq { return popFront(&o.parked) }
+
+// popRun removes and returns the partition at the head of the run queue.
+func (o *owner) popRun() *partState { return popFront(&o.runQ) }
+
+// popFront removes and returns the head of the queue q. A short queue
+// shifts down rather than losing its head, so it keeps its array: one reader
+// parks one read at a time, and a few partitions with data take turns on
+// the run queue, and slicing the head off would make the next append grow a
+// new array, an allocation per hand-out. A long queue, where a shift would
+// cost its length on every pop, slices the head off, and append's doubling
+// keeps its growth to an allocation per many pops.
+func popFront[T any](q *[]T) T {
+	s := *q
+	head := s[0]
+	var zero T
+	if n := len(s); n <= shiftMax {
+		copy(s, s[1:])
+		s[n-1] = zero
+		*q = s[:n-1]
+	} else {
+		s[0] = zero
+		*q = s[1:]
+	}
+	return head
+}
+
+// shiftMax is the longest queue popFront shifts down.
+const shiftMax = 16
+
+// schedule puts p on the run queue if it can hand out and is not there yet.
+func (o *owner) schedule(p *partState) {
+	if !p.queued && p.canHandOut(o.conf.MaxPending) {
+		p.queued = true
+		o.runQ = append(o.runQ, p)
+	}
+}
+
+// askPoll gives the poll loop a token while fewer than pollLowWater batches
+// are ready to hand out, so the next poll overlaps the pipeline's work and
+// the owner buffers a bounded amount of fetched data. Batches of a partition
+// that cannot hand out (paused at its limit) do not count: they must not
+// keep the other partitions from being fetched.
+func (o *owner) askPoll() {
+	if o.pollAsked || o.closed {
+		return
+	}
+	ready := 0
+	for _, p := range o.runQ {
+		if !p.canHandOut(o.conf.MaxPending) {
+			continue
+		}
+		if ready += len(p.ready) + len(p.retry); ready >= pollLowWater {
+			return
+		}
+	}
+	select {
+	case o.pollWant <- struct{}{}:
+		o.pollAsked = true
+	default:
+	}
+}
+
+// pollLowWater is how many ready batches the owner keeps ahead of the
+// pipeline before it asks for another poll.
+const pollLowWater = 8
+
+// onPoll queues the records of poll seq. It runs in the poll window, before
+// the poller lets a rebalance go on, so it first rewinds the partitions that
+// wait for one (stall.go).
+func (o *owner) onPoll(seq uint64, fetches kgo.Fetches) {
+	o.lastPoll = seq
+	o.applyRewinds(seq)
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		p := o.parts[topicPartition{fp.Topic, fp.Partition}]
+		if p == nil || p.draining || seq < p.minPoll {
+			// Fetched under an assignment that has ended, or before a
+			// rewind: the next owner, or the rewound epoch, reads it again.
+			return
+		}
+		o.gauges.add(p) // the log end, the first offset fetched
+		if fp.Err != nil {
+			// kgo injects an error as a partition of its own, with no
+			// records and every offset zero (HighWatermark 0 is no log
+			// end): nothing in it says where the log is.
+			if p = o.onFetchErr(p, fp.Err, seq); p == nil || len(fp.Records) == 0 {
+				return
+			}
+		}
+		if len(fp.Records) > 0 {
+			if p = o.checkFetch(p, &fp.FetchPartition, seq); p == nil {
+				return // truncated below what is delivered: rewound
+			}
+		}
+		// The log end, for the lag: under read_committed, the last stable
+		// offset (records past it cannot be read yet).
+		if end := fp.HighWatermark; end >= 0 && fp.Err == nil {
+			if o.conf.ReadCommitted && fp.LastStableOffset >= 0 {
+				end = fp.LastStableOffset
+			}
+			p.highWatermark = end
+			o.dropSkipsPastEnd(p, fp.HighWatermark)
+		}
+		if len(fp.Records) > 0 {
+			p.enqueue(fp.Records, o.conf.BatchMaxRecords, o.conf.BatchMaxBytes)
+			p.expect = max(p.expect, p.lastQueued+1)
+			o.passSkipped(p)
+			o.schedule(p)
+		}
+	})
+}
+
+// onWithdraw withdraws a parked read, or takes back a batch that a ReadBatch
+// whose context ended could not return. Benthos cancels that context at
+// shutdown and drops whatever ReadBatch returns unacknowledged, so such a
+// batch must come back here rather than reach the caller. Handled in this
+// goroutine before the caller's next read, so the batch goes out again
+// first, and not as a new attempt: the pipeline never saw it.
+func (o *owner) onWithdraw(w withdrawReq) {
+	given := w.given
+	if given == nil {
+		for i, r := range o.parked {
+			if r == w.req {
+				o.parked = append(o.parked[:i], o.parked[i+1:]...)
+				return
+			}
+		}
+		// Not parked: answered already, and the answer is in the buffer,
+		// which no one else reads any more.
+		select {
+		case given = <-w.req.reply:
+		default:
+		}
+		if given == nil {
+			return
+		}
+	}
+	p := given.part
+	if !p.live() {
+		return // the epoch ended; the next owner replays it
+	}
+	// Still registered, not in the pipeline: a drain does not wait for it.
+	p.retrying++
+	if p.draining {
+		o.checkDrains()
+		return
+	}
+	given.unread = true
+	p.retry = append([]*Batch{given}, p.retry...)
+	o.schedule(p)
+}

@@ -1,0 +1,83 @@
+package engine
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// A paused partition is not fetched, so no fetch response carries its log
+// end, and its lag would stand still exactly when an operator needs it: a
+// partition at its pending limit whose producers keep writing. While any
+// partition is paused, the owner asks for the log ends of those partitions
+// every topic_lag_refresh_period, on a goroutine of its own (network I/O
+// never runs on the owner).
+
+// endsResult carries log end and log start offsets back to the owner.
+type endsResult struct {
+	ends, starts kadm.ListedOffsets
+}
+
+// queryEnds starts a query of the log ends of the topics of paused
+// partitions, and of the log starts of the topics of paused or stalled
+// partitions (those that cannot fetch, and so learn of no deletion from a
+// fetch: loss.go), at most one at a time.
+func (o *owner) queryEnds() {
+	if o.endsInFlight || o.closed {
+		return
+	}
+	ends, starts := map[string]bool{}, map[string]bool{}
+	for _, p := range o.paused.parts {
+		if p.paused && p.live() {
+			ends[p.tp.topic], starts[p.tp.topic] = true, true
+		}
+	}
+	for _, p := range o.stalled.parts {
+		if p.live() {
+			starts[p.tp.topic] = true
+		}
+	}
+	if len(starts) == 0 {
+		return
+	}
+	o.endsInFlight = true
+	go func() {
+		ctx, cancel := context.WithTimeout(o.ioCtx, o.conf.TopicLagRefresh)
+		defer cancel()
+		// Errors leave the last known offsets in place; the next query
+		// tries again.
+		var r endsResult
+		if len(ends) > 0 {
+			r.ends, _ = o.cl.ListEndOffsets(ctx, slices.Collect(maps.Keys(ends))...)
+		}
+		r.starts, _ = o.cl.ListStartOffsets(ctx, slices.Collect(maps.Keys(starts))...)
+		select {
+		case o.endsCh <- r:
+		case <-o.stopped():
+		}
+	}()
+}
+
+// onEnds records the log ends of live partitions (a log end only moves
+// forward, so a late answer cannot lower one seen in a fetch since), and
+// reports what the log starts show lost.
+func (o *owner) onEnds(r endsResult) {
+	o.endsInFlight = false
+	now := time.Now()
+	r.ends.Each(func(l kadm.ListedOffset) {
+		p := o.parts[topicPartition{l.Topic, l.Partition}]
+		if l.Err == nil && p != nil && l.Offset > p.highWatermark {
+			p.highWatermark = l.Offset
+			o.m.show(p, p.values(now))
+		}
+	})
+	r.starts.Each(func(l kadm.ListedOffset) {
+		p := o.parts[topicPartition{l.Topic, l.Partition}]
+		if l.Err == nil && p != nil && !p.draining && (p.paused || p.stalled()) {
+			o.onLogStart(p, l.Offset)
+		}
+	})
+}

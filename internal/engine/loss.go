@@ -1,0 +1,400 @@
+package engine
+
+import (
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
+)
+
+// Kafka can take records away before the input delivers them: retention (or
+// DeleteRecords) moves a partition's log start past them, or an unclean
+// leader election truncates the log and writes other records at their
+// offsets (KIP-320). Neither can be undone, and neither may pass in silence.
+//
+// Vocabulary. An offset is lost when the input gives up on it: it was not
+// delivered (from memory or by a retry) and the log no longer holds it.
+// Records that no longer exist cannot be told from transaction markers or
+// compacted records, so losses are counted in offsets. An offset is
+// truncated when it was delivered from a log that an unclean election then
+// rewrote: the record now at that offset is another one, and is delivered
+// too.
+//
+// How a loss is learnt (each the first to see it reports it, never twice):
+//
+//   - A fetch that resumes past the offset this epoch expects next
+//     (partState.expect: the commit it started from, the rewind of a replay
+//     in place, one past the last record queued) while its log start is past
+//     that offset too: kgo found the position below the log start and reset
+//     it there (client.go offsetOpts). This catches a restart whose commit
+//     fell below the log start, a replay whose rewind did, and a paused or
+//     slow partition whose next records were deleted.
+//   - The log starts listed every topic_lag_refresh_period for the partitions
+//     that cannot fetch (paused at max_pending_batches, or stalled): the
+//     offsets above what they queued and below the log start are lost now,
+//     even though no fetch will say so until the partition moves again.
+//   - A fetch that goes back below what this epoch queued, or below the
+//     commit it started from, with a leader epoch newer than any it has
+//     seen: the log was truncated there (truncate).
+//
+// Records the log start did not pass but that are missing all the same
+// (compaction, transaction markers, aborted records under read_committed)
+// are no loss: the partition goes on from the next record that exists.
+//
+// A loss is reported once per process (owner.lossReported remembers, per
+// partition and across its epochs, the offsets reported): one ERROR line, the counter
+// kafka_watermark_lost_records_total (kafka_watermark_truncated_records_total
+// for truncated offsets), and the loss fields of the partition's commit
+// metadata (commitmeta.Loss) for lost_records_report_for, where a restart,
+// another member and `watermark-connect status` find it. A member that
+// starts from such a commit counts the offsets the carried loss spans as
+// reported, when it says every one of them was lost (inheritLoss).
+//
+// Commits never go backwards, with one exception: after a truncation below
+// the committed offset, one commit goes back, to the point where the logs
+// diverged or above it, through the new log's records delivered by the time
+// it is made; it carries the loss report (cause truncation). It never
+// passes an undelivered record of the new log, as no commit does. kgo's
+// validation of a commit's leader epoch (OffsetForLeaderEpoch) brings any
+// later member to the divergence point too.
+
+// Loss causes, as the commit metadata and `status` name them.
+const (
+	causeRetention  = commitmeta.CauseRetention
+	causeTruncation = commitmeta.CauseTruncation
+)
+
+// onFetchErr takes an error that kgo injected for p, and returns the epoch
+// that takes p's next records: p, a new epoch, or nil (rewound). A data
+// loss that kgo located below what p expects next is a truncation there
+// (kgo moved the fetch position back to ResetTo: consumer.go:2314-2318),
+// whatever the next fetch shows: it may start higher, past records the new
+// log held only briefly (retention), and the records from ResetTo on that
+// p delivered are of the old log all the same. kgo queues the error before
+// it moves the position, so it comes in the poll of the first records from
+// ResetTo or an earlier one; when those records came first (checkFetch), p
+// is the epoch that truncation made, and the error is not taken twice.
+func (o *owner) onFetchErr(p *partState, err error, seq uint64) *partState {
+	var dl *kgo.ErrDataLoss
+	if !errors.As(err, &dl) {
+		return p
+	}
+	p.dataLoss = dl
+	if p.expect < 0 || dl.ResetTo >= p.expect || dl.ResetTo == p.truncatedAt {
+		return p
+	}
+	return o.truncate(p, dl.ResetTo, dl.ResetToEpoch, seq)
+}
+
+// knownEpoch is the newest leader epoch p knows of its log: that of the last
+// record it queued, or of the commit it started from; -1 when it knows none,
+// and then no truncation can be told from a stale fetch.
+func (p *partState) knownEpoch() int32 {
+	if n := len(p.epochs.changes); n > 0 {
+		return p.epochs.changes[n-1].epoch
+	}
+	return p.fetchedEpoch
+}
+
+// checkFetch looks at the records of one fetch of p before they are queued,
+// and returns the epoch that takes them: p, a new epoch after a truncation,
+// or nil when the fetch is dropped (a truncation that rewinds).
+func (o *owner) checkFetch(p *partState, fp *kgo.FetchPartition, seq uint64) *partState {
+	first := fp.Records[0]
+	if p.expect >= 0 && first.Offset < p.expect {
+		if known := p.knownEpoch(); known >= 0 && first.LeaderEpoch > known {
+			return o.truncate(p, first.Offset, first.LeaderEpoch, seq)
+		}
+		return p // a re-delivery of records queued already: enqueue drops them
+	}
+	if p.expect >= 0 && first.Offset > p.expect {
+		if fp.LogStartOffset > p.expect {
+			o.lose(p, p.expect, min(fp.LogStartOffset, first.Offset), fp.LogStartOffset, causeRetention)
+		} else if p.firstAtMost >= 0 && p.firstFetched < 0 && first.Offset > p.firstAtMost {
+			o.log.Infof("kafka_watermark: %s/%d: the records of the replayed batch from offset %d are gone from the log though its start (%d) did not pass them (compaction): going on from offset %d",
+				p.tp.topic, p.tp.partition, p.expect, fp.LogStartOffset, first.Offset)
+		}
+	}
+	return p
+}
+
+// onLogStart takes a log start listed for p (lag.go): the offsets above what
+// p queued, and below the log start, can no longer be fetched.
+func (o *owner) onLogStart(p *partState, logStart int64) {
+	from := max(p.lastQueued+1, p.expect)
+	if from < 0 || logStart <= from {
+		return
+	}
+	o.lose(p, from, logStart, logStart, causeRetention)
+}
+
+// lose reports the offsets of [from, to) that p lost: those above its
+// watermark that were neither delivered (in this epoch, or in the one its
+// ranges came from) nor reported already.
+func (o *owner) lose(p *partState, from, to, logStart int64, cause string) {
+	base := from
+	if b, ok := p.commitBase(); ok {
+		base = b
+		from = max(from, b)
+	}
+	if from >= to {
+		return
+	}
+	gone := subtractRanges(commitmeta.Range{From: from, To: to}, p.knownDelivered(base), o.lossReported[p.tp])
+	if n := o.sayLost(p, gone, logStart, cause); n > 0 {
+		o.lossReported[p.tp] = mergeRanges(o.lossReported[p.tp], gone)
+		o.carryLoss(p, commitmeta.Loss{First: gone[0].From, Last: gone[len(gone)-1].To - 1, Count: n, Since: o.now(), Cause: cause})
+	}
+}
+
+// sayLost logs and counts the lost offsets gone (sorted, disjoint ranges) of
+// p, and returns how many there are.
+func (o *owner) sayLost(p *partState, gone []commitmeta.Range, logStart int64, cause string) int64 {
+	var n int64
+	for _, r := range gone {
+		n += r.To - r.From
+	}
+	if n == 0 {
+		return 0
+	}
+	o.m.lostRecords.Incr(n, p.labels[:]...)
+	o.log.Errorf("kafka_watermark: lost %d record offset(s) of %s/%d before delivery: offsets %d-%d are no longer in the log, which now starts at %d (cause: %s)",
+		n, p.tp.topic, p.tp.partition, gone[0].From, gone[len(gone)-1].To-1, logStart, cause)
+	return n
+}
+
+// inheritLoss takes the loss that the commit p starts from carries, if it
+// is not older than lost_records_report_for: p's commits go on carrying it
+// for what is left of that time, and the offsets it spans count as
+// reported, so that no member reports them again.
+func (o *owner) inheritLoss(p *partState, fields map[string]string) {
+	l, ok, err := commitmeta.LossFromFields(fields)
+	if err != nil || !ok {
+		return // a malformed report is no report: nothing to carry or skip
+	}
+	if l.Count == l.Last-l.First+1 && l.Cause != causeTruncation {
+		// Every offset of the span was lost. A report that merged events
+		// with offsets between them not lost (held in memory then, say)
+		// does not say which: they may be lost since, and a member that
+		// counted the whole span would hide them; they are reported again.
+		// A truncation's offsets are of the old log: the new log's
+		// records there are others, which may be lost in their turn.
+		o.lossReported[p.tp] = mergeRanges(o.lossReported[p.tp], []commitmeta.Range{{From: l.First, To: l.Last + 1}})
+	}
+	if o.conf.LostReportFor > 0 && o.now().Sub(l.Since) < o.conf.LostReportFor {
+		p.carried = l
+		o.losses.add(p)
+	}
+}
+
+// joinFields joins two strings of extra metadata fields.
+func joinFields(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + " " + b
+}
+
+// carryLoss adds l to what p's commits carry, for lost_records_report_for.
+func (o *owner) carryLoss(p *partState, l commitmeta.Loss) {
+	if o.conf.LostReportFor <= 0 || !o.conf.CommitMetadata {
+		return
+	}
+	if p.carried.Count > 0 {
+		l = commitmeta.MergeLoss(p.carried, l)
+	}
+	p.carried = l
+	o.losses.add(p)
+	o.markDirty(p)
+	o.gauges.add(p)
+}
+
+// expireLosses stops carrying the losses reported longer ago than
+// lost_records_report_for. Called on the gauge clock; it walks the
+// partitions that carry one only.
+func (o *owner) expireLosses(now time.Time) {
+	o.losses.keep(func(p *partState) bool {
+		if !p.live() || p.carried.Count == 0 {
+			return false
+		}
+		if now.Sub(p.carried.Since) < o.conf.LostReportFor {
+			return true
+		}
+		p.carried = commitmeta.Loss{}
+		o.markDirty(p)
+		return false
+	})
+}
+
+// truncate ends p's epoch after a fetch went back to offset at, below what
+// p queued or started from, with leader epoch epoch, newer than any p saw:
+// an unclean election truncated the log at that offset, and the records
+// from there on are other records. What p delivered from there on is
+// counted truncated; what it queued from there on and did not deliver is
+// lost. The new epoch goes on from the lower of p's watermark and at,
+// skipping what p delivered below at: it takes this very fetch when
+// nothing below at is left undelivered, and is rewound to the watermark
+// otherwise (in this poll window: onPoll runs in it).
+func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partState {
+	wm, _ := p.commitBase()
+	end := max(p.lastQueued+1, p.expect, wm)
+	// Delivered from the old log at or above at: below the watermark all
+	// of it, above it the delivered ranges.
+	var truncated int64
+	if wm > at {
+		truncated = wm - at
+	}
+	var lostRanges []commitmeta.Range
+	ranges := p.deliveredRanges(wm)
+	for _, r := range ranges {
+		if r.To > at {
+			truncated += r.To - max(r.From, at)
+		}
+	}
+	if from := max(wm, at); end > from {
+		lostRanges = subtractRanges(commitmeta.Range{From: from, To: end}, ranges, o.lossReported[p.tp])
+	}
+	var kept []commitmeta.Range
+	for _, r := range ranges {
+		if r.From >= at {
+			break
+		}
+		kept = append(kept, commitmeta.Range{From: r.From, To: min(r.To, at)})
+	}
+	base := min(wm, at)
+	np := newPartState(p.tp, o.conf.MaxPending, p.lastMoved)
+	np.committed, np.hasCommitted, np.committedMeta = p.committed, p.hasCommitted, p.committedMeta
+	if p.hasCommitted && base < p.committed {
+		// The one commit that goes back: to where the logs diverged.
+		np.hasCommitted, np.committedMeta = false, ""
+	}
+	// The epoch of the record before base is the old log's, which the new
+	// one holds unchanged below at; with none known, the new log's epoch
+	// at at (a rewind below at) stands in.
+	np.fetched, np.fetchedEpoch = base, p.epochs.at(base-1)
+	if np.fetchedEpoch < 0 && base == p.fetched {
+		np.fetchedEpoch = p.fetchedEpoch
+	}
+	if np.fetchedEpoch < 0 {
+		np.fetchedEpoch = epoch
+	}
+	np.expect = base
+	np.exposure, np.highWatermark = p.exposure, p.highWatermark
+	np.carried = p.carried
+	np.retentionMs = p.retentionMs
+	np.replay = p.replay
+	if len(kept) > 0 {
+		np.skip, np.inherited = kept, kept
+		np.skipEpoch = p.epochs.at(kept[len(kept)-1].To - 1)
+		np.skippedRanges = len(kept)
+	}
+	np.truncatedAt = at
+	np.dirty = true
+	np.shown = p.shown
+	o.endEpoch(p)
+	o.parts[np.tp] = np
+	o.gauges.add(np)
+	o.dirty.add(np)
+
+	if dl := p.dataLoss; dl != nil {
+		o.log.Debugf("kafka_watermark: %s/%d: kgo reported the truncation: %v", np.tp.topic, np.tp.partition, dl)
+	}
+	if seen := o.truncations[np.tp]; slices.Contains(seen, at) {
+		// The same truncation, met again by a later epoch that started
+		// from a commit made before it (the report was not committed):
+		// reported once per process, like a loss.
+		o.log.Debugf("kafka_watermark: %s/%d: the truncation at offset %d again", np.tp.topic, np.tp.partition, at)
+		return o.goOnAfterTruncation(np, at, base, seq)
+	}
+	o.truncations[np.tp] = append(o.truncations[np.tp], at)
+	o.m.truncatedRecords.Incr(truncated, np.labels[:]...)
+	o.log.Errorf("kafka_watermark: log of %s/%d truncated at offset %d by an unclean leader election: %d delivered record offset(s) from %d to %d are no longer in the log and are delivered again from the new log (cause: truncation)",
+		np.tp.topic, np.tp.partition, at, truncated, at, max(end, at+1)-1)
+	o.log.Debugf("kafka_watermark: %s/%d: the new log has leader epoch %d at offset %d", np.tp.topic, np.tp.partition, epoch, at)
+	// From at on the log holds other records: what was reported lost
+	// there was of the old log, and the new log's records there can be
+	// lost in their turn.
+	o.lossReported[np.tp] = clipBelow(o.lossReported[np.tp], at)
+	n := o.sayLost(np, lostRanges, at, causeTruncation)
+	first, last := at, max(end, at+1)-1
+	o.carryLoss(np, commitmeta.Loss{First: first, Last: last, Count: max(truncated+n, 1), Since: o.now(), Cause: causeTruncation})
+	return o.goOnAfterTruncation(np, at, base, seq)
+}
+
+// goOnAfterTruncation returns np, the epoch a truncation at at made, when
+// it takes the fetch that showed the truncation (nothing below at is left
+// undelivered: base is at), and otherwise rewinds it to base in this poll
+// window and returns nil.
+func (o *owner) goOnAfterTruncation(np *partState, at, base int64, seq uint64) *partState {
+	if base == at {
+		return np
+	}
+	np.rewindTo = kgo.EpochOffset{Epoch: np.fetchedEpoch, Offset: base}
+	o.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{np.tp.topic: {np.tp.partition: np.rewindTo}})
+	np.minPoll = seq + 1
+	return nil
+}
+
+// clipBelow returns the parts of the sorted, disjoint ranges rs below to.
+func clipBelow(rs []commitmeta.Range, to int64) []commitmeta.Range {
+	var out []commitmeta.Range
+	for _, r := range rs {
+		if r.From >= to {
+			break
+		}
+		out = append(out, commitmeta.Range{From: r.From, To: min(r.To, to)})
+	}
+	return out
+}
+
+// subtractRanges returns the parts of r that no range of any of sets
+// covers, in order. Each set is sorted and disjoint.
+func subtractRanges(r commitmeta.Range, sets ...[]commitmeta.Range) []commitmeta.Range {
+	out := []commitmeta.Range{r}
+	for _, set := range sets {
+		for _, s := range set {
+			var next []commitmeta.Range
+			for _, o := range out {
+				if s.To <= o.From || s.From >= o.To {
+					next = append(next, o)
+					continue
+				}
+				if s.From > o.From {
+					next = append(next, commitmeta.Range{From: o.From, To: s.From})
+				}
+				if s.To < o.To {
+					next = append(next, commitmeta.Range{From: s.To, To: o.To})
+				}
+			}
+			out = next
+		}
+	}
+	return out
+}
+
+// mergeRanges returns the union of two sorted, disjoint sets of ranges,
+// sorted and disjoint, adjacent ranges merged.
+func mergeRanges(a, b []commitmeta.Range) []commitmeta.Range {
+	all := make([]commitmeta.Range, 0, len(a)+len(b))
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		var r commitmeta.Range
+		if j >= len(b) || (i < len(a) && a[i].From <= b[j].From) {
+			r, i = a[i], i+1
+		} else {
+			r, j = b[j], j+1
+		}
+		if n := len(all); n > 0 && all[n-1].To >= r.From {
+			all[n-1].To = max(all[n-1].To, r.To)
+			continue
+		}
+		all = append(all, r)
+	}
+	return all
+}

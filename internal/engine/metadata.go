@@ -1,0 +1,416 @@
+package engine
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
+	"github.com/watermark-connect/watermark-connect/tracker"
+)
+
+// Every commit carries, per partition, the delivered ranges above the
+// committed offset (internal/commitmeta), so that whoever is assigned the
+// partition next skips what was delivered instead of delivering it again.
+//
+// The one way this could lose data is a skip of a record that was not
+// delivered. Three rules keep it from happening: only batches whose verdict
+// was Delivered are ever encoded (window.deliver is called from resolve
+// only, skipped batches were delivered before); ranges are only read back
+// when the header's base equals the committed offset the group just fetched
+// (the commit they were written with); and the decoder refuses anything but
+// sorted, disjoint ranges strictly above that offset.
+
+// requestMetaBudget bounds the metadata of one commit request as a whole:
+// 10,000 fragmented partitions at 4 KB each would make a 40 MB request.
+// Beyond it, the partitions with the fewest delivered records above their
+// watermark commit their header only.
+const requestMetaBudget = 1 << 20
+
+// commitSet is one commit: the offsets, and the metadata of each partition
+// (nil when commit_metadata is off: kgo then writes its member ID).
+type commitSet struct {
+	offsets epochOffsets
+	meta    map[topicPartition]string
+	// after, for a final commit, is closed once the periodic commit that
+	// was in flight when it was planned has its answer (nil: none was).
+	// finalCommit waits for it: kgo may hold that commit back behind the
+	// final one's lock and send it after (kgo cg.go:3529, 3619: a waiting
+	// writer of syncCommitMu blocks new readers), so, unawaited, an older
+	// periodic commit could land after the final one and move the offset
+	// back.
+	after <-chan struct{}
+}
+
+func (c *commitSet) add(tp topicPartition, eo kgo.EpochOffset, meta string, withMeta bool) {
+	if c.offsets == nil {
+		c.offsets = epochOffsets{}
+	}
+	setOffset(c.offsets, tp, eo)
+	if withMeta {
+		if c.meta == nil {
+			c.meta = map[topicPartition]string{}
+		}
+		c.meta[tp] = meta
+	}
+}
+
+func (c commitSet) empty() bool { return len(c.offsets) == 0 }
+
+// planned is what a commit of one partition would carry now.
+type planned struct {
+	eo        kgo.EpochOffset
+	meta      string
+	stall     string // the stall provenance and loss fields, or ""
+	ranges    int    // ranges the metadata carries
+	cut       int    // ranges left out for want of room
+	exposure  int64  // the replay exposure if it succeeds
+	delivered int64  // records delivered above the watermark
+}
+
+// plan computes the next commit of p: its offset, and its metadata within
+// maxBytes. ok is false when there is nothing to commit yet (no offset to
+// resume from, or the watermark never moved and nothing above it was
+// delivered).
+func (o *owner) plan(p *partState, maxBytes int) (c planned, ok bool) {
+	base, ok := p.commitBase()
+	if !ok {
+		return c, false
+	}
+	_, moved := p.tracker.Watermark()
+	c.eo = kgo.EpochOffset{Epoch: p.positionEpoch(base), Offset: base}
+	keptTo := base
+	if o.conf.CommitMetadata {
+		m := commitmeta.Meta{Base: base, Epoch: c.eo.Epoch, Delivered: p.deliveredRanges(base)}
+		stall, stalled := o.stall(p)
+		if stalled {
+			c.stall = stall.Fields()
+		}
+		carrying := p.carried.Count > 0
+		if carrying {
+			c.stall = joinFields(c.stall, p.carried.Fields())
+		}
+		c.meta, c.cut, keptTo = encodeMeta(m, p.epochOf, c.stall, maxBytes)
+		m.Delivered = m.Delivered[:len(m.Delivered)-c.cut]
+		c.ranges = len(m.Delivered)
+		c.delivered = m.Records()
+		if !moved && len(m.Delivered) == 0 && !stalled && !carrying {
+			return c, false
+		}
+	} else if !moved {
+		return c, false
+	}
+	c.exposure = p.window.exposure(keptTo)
+	return c, true
+}
+
+// fieldLastEpoch is the metadata field that carries the leader epoch of the
+// last delivered record the ranges cover. A record in a range whose leader
+// epoch is higher was written after the metadata, by a leader that
+// truncated the log the ranges describe (an unclean election): it is not
+// skipped, and neither is anything after it.
+const fieldLastEpoch = "l"
+
+// encodeMeta encodes m with the stall provenance stall (extra fields, or
+// "") and the leader epoch of its last kept range, and returns the ranges
+// cut and the To of the last one kept (m.Base when none). The provenance's
+// room is reserved first: ranges are cut before it is.
+// Leader epochs do not decrease along the log, so the epoch of the last
+// kept record is the highest any kept range holds; cutting ranges can only
+// lower it, and a lower epoch can be one byte longer (-1 against 0), so it
+// encodes again until the cut is stable.
+func encodeMeta(m commitmeta.Meta, epochOf func(offset int64) int32, stall string, maxBytes int) (meta string, cut int, keptTo int64) {
+	keptTo = m.Base
+	kept := len(m.Delivered)
+	for range 3 {
+		extra := stall
+		if kept > 0 {
+			if extra != "" {
+				extra += " "
+			}
+			extra += fmt.Sprintf("%s=%d", fieldLastEpoch, epochOf(m.Delivered[kept-1].To-1))
+		}
+		meta, cut = commitmeta.Encode(m, extra, maxBytes)
+		if len(m.Delivered)-cut == kept {
+			break
+		}
+		kept = len(m.Delivered) - cut
+	}
+	if kept = len(m.Delivered) - cut; kept > 0 {
+		keptTo = m.Delivered[kept-1].To
+	}
+	return meta, cut, keptTo
+}
+
+// deliveredRanges returns the delivered ranges above base: those of the
+// window, and those this epoch inherited (from the commit it started from, or
+// from the epoch a replay in place ended) that lie beyond what it has
+// registered so far. Without the second, a new epoch's first commits would
+// drop the inherited knowledge of records it has not fetched yet, and a crash
+// then would deliver them again.
+func (p *partState) deliveredRanges(base int64) []commitmeta.Range {
+	ranges := p.window.ranges(base, nil)
+	frontier := base
+	if n := len(p.window.batches); n > 0 {
+		frontier = p.window.batches[n-1].last + 1
+	}
+	for _, r := range p.inherited {
+		if r.To <= frontier {
+			continue
+		}
+		from := max(r.From, frontier, base+1)
+		if from >= r.To {
+			continue
+		}
+		if n := len(ranges); n > 0 && ranges[n-1].To >= from {
+			ranges[n-1].To = max(ranges[n-1].To, r.To)
+			continue
+		}
+		ranges = append(ranges, commitmeta.Range{From: from, To: r.To})
+	}
+	return ranges
+}
+
+// knownDelivered returns every offset range above base that p knows was
+// delivered: those of its window, and every range it inherited, also
+// those its fetches passed over because the log no longer held them
+// (deliveredRanges leaves those out: a commit need not carry them). What a
+// loss subtracts, and what a replay in place inherits, must not forget a
+// range that a deletion made the epoch jump over: a second replay would
+// count its offsets lost.
+func (p *partState) knownDelivered(base int64) []commitmeta.Range {
+	var above []commitmeta.Range
+	for _, r := range p.inherited {
+		if r.To > base+1 {
+			above = append(above, commitmeta.Range{From: max(r.From, base+1), To: r.To})
+		}
+	}
+	return mergeRanges(p.window.ranges(base, nil), above)
+}
+
+// positionEpoch is the leader epoch that goes with base as a position, in
+// a commit or a rewind: that of the record before it, which kgo and the
+// broker validate (KIP-320). When p fetched no record before base, the
+// commit p started from knew it, if base is that commit; otherwise the
+// epoch of the record at base stands in: no older than the one before it,
+// so a log truncated below base is still caught (OffsetForLeaderEpoch
+// answers the end of the newest epoch not above it, at or below where the
+// logs diverged), while -1 would skip the check, and a later unclean
+// truncation would pass unseen. -1 only when p knows neither.
+func (p *partState) positionEpoch(base int64) int32 {
+	if e := p.epochs.at(base - 1); e >= 0 {
+		return e
+	}
+	if base == p.fetched && p.fetchedEpoch >= 0 {
+		return p.fetchedEpoch
+	}
+	return p.epochs.at(base)
+}
+
+// epochOf returns the leader epoch of the record at offset, as far as p
+// knows: from the records it fetched, or for an inherited range beyond them
+// the epoch the ranges were written under.
+func (p *partState) epochOf(offset int64) int32 {
+	e := p.epochs.at(offset)
+	if len(p.inherited) > 0 && offset >= p.inherited[0].From {
+		e = max(e, p.skipEpoch)
+	}
+	return e
+}
+
+// differs reports whether c would change what the broker holds for p, or,
+// unless final, what the commit in flight will make it hold. A final commit
+// (a revoke's or a close's) is compared with what the broker acknowledged
+// only: the periodic commit in flight may yet fail (REBALANCE_IN_PROGRESS, a
+// stale member epoch, the network), and its epoch ends before its answer
+// comes, so nothing would send the drained watermark again.
+func (p *partState) differs(c planned, final bool) bool {
+	if !final && p.committing >= 0 && c.eo.Offset == p.committing && c.meta == p.committingMeta {
+		return false
+	}
+	return !p.hasCommitted || c.eo.Offset > p.committed || (c.eo.Offset == p.committed && c.meta != p.committedMeta)
+}
+
+// budgetMeta keeps the metadata of a request within requestMetaBudget,
+// favouring the partitions with the most delivered records above their
+// watermark; the others commit their header and stall provenance only.
+func (o *owner) budgetMeta(plans map[topicPartition]*planned) {
+	total := 0
+	for _, c := range plans {
+		total += len(c.meta)
+	}
+	if total <= requestMetaBudget {
+		return
+	}
+	tps := make([]topicPartition, 0, len(plans))
+	for tp := range plans {
+		tps = append(tps, tp)
+	}
+	slices.SortFunc(tps, func(a, b topicPartition) int { return cmp.Compare(plans[b].delivered, plans[a].delivered) })
+	used := 0
+	for _, tp := range tps {
+		c := plans[tp]
+		if used+len(c.meta) <= requestMetaBudget {
+			used += len(c.meta)
+			continue
+		}
+		header, _, _ := encodeMeta(commitmeta.Meta{Base: c.eo.Offset, Epoch: c.eo.Epoch}, nil, c.stall, o.metaMax)
+		c.cut += c.ranges
+		c.ranges = 0
+		c.meta = header
+		used += len(header)
+	}
+}
+
+// noteCut counts the ranges a planned commit of tp left out.
+func (o *owner) noteCut(p *partState, c planned) {
+	if c.cut > 0 {
+		o.m.metaTruncated.Incr(int64(c.cut), p.labels[:]...)
+	}
+}
+
+// skipping reports whether record r lies in a delivered range of the commit
+// this epoch started from. Records arrive in offset order, so ranges wholly
+// below r are passed for good. A record at or below the ranges with a
+// leader epoch above the one they were written under proves them stale: the
+// log was rewritten below their end after they were written (see
+// fieldLastEpoch), so none of them is skipped, in or past a range. Checking
+// only the records inside a range would let a new log's records between
+// the ranges, or below the first, pass unseen and the old ranges skip the
+// new records they cover.
+func (p *partState) skipping(r *kgo.Record) bool {
+	for len(p.skip) > 0 && p.skip[0].To <= r.Offset {
+		p.skip = p.skip[1:]
+	}
+	if len(p.skip) == 0 {
+		return false
+	}
+	if r.LeaderEpoch > p.skipEpoch {
+		p.skipTruncated = true
+		p.skip, p.inherited = nil, nil
+		return false
+	}
+	return p.skip[0].From <= r.Offset
+}
+
+// passSkipped registers the skip batches at the front of p's ready queue and
+// resolves them delivered at once: the tracker accounts for them, so the
+// watermark moves past them as soon as everything below is delivered, and
+// the next commit's ranges still cover them.
+func (o *owner) passSkipped(p *partState) {
+	passed := false
+	for len(p.ready) > 0 && p.ready[0].skip {
+		rb := p.ready[0]
+		p.ready[0] = rawBatch{}
+		p.ready = p.ready[1:]
+		seq := p.tracker.NextSeq()
+		p.tracker.Register(seq, rb.last)
+		p.tracker.Resolve(seq, tracker.Delivered)
+		p.window.add(seq, rb.last, len(rb.records), nil)
+		if !rb.control {
+			p.skipQueued--
+			p.skippedRecords += len(rb.records)
+			o.m.skipped.Incr(int64(len(rb.records)), p.labels[:]...)
+		}
+		passed = true
+	}
+	if passed {
+		p.dirty = true
+		o.advance(p)
+		// Skip batches count against max_pending_batches while a batch
+		// below them holds the watermark, as handed-out ones do: past
+		// the limit the partition must pause, or it would neither hand
+		// out nor stop fetching, and its ready queue would grow for as
+		// long as the head is stuck.
+		o.pauseAtLimit(p)
+	}
+	// Once every range is passed and every skip batch registered, say
+	// what was skipped, once.
+	if !p.skipLogged && p.skippedRanges > 0 && len(p.skip) == 0 && p.skipQueued == 0 {
+		p.skipLogged = true
+		o.log.Infof("kafka_watermark: %s/%d: skipped %d record(s) in %d range(s) that the last commit showed delivered",
+			p.tp.topic, p.tp.partition, p.skippedRecords, p.skippedRanges)
+		if p.skipTruncated {
+			o.log.Warnf("kafka_watermark: %s/%d: a record in the delivered ranges has a newer leader epoch than they were written under (the log was truncated by an unclean leader election): from there on nothing is skipped",
+				p.tp.topic, p.tp.partition)
+		}
+	}
+}
+
+// fetchedCommit is one partition's committed offset and metadata, as the
+// group's OffsetFetch returned it when the partition was assigned.
+type fetchedCommit struct {
+	offset int64
+	epoch  int32 // the leader epoch committed with offset, or -1
+	meta   string
+}
+
+// memberIDLike matches kgo's member IDs, which every commit made before
+// commit metadata carries: the broker's "<client id>-<UUID>" (classic) or a
+// client-made base64 UUID (KIP-848). They are ignored without a word.
+var memberIDLike = regexp.MustCompile(`^(?:.+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[A-Za-z0-9_-]{22})$`)
+
+// onFetched takes the committed offsets and metadata of newly assigned
+// partitions, before any of their records is fetched. Metadata this input
+// did not write, or whose base is not the committed offset, is ignored with
+// one warning for the whole assignment: never a skip, never a failure.
+func (o *owner) onFetched(commits map[topicPartition]fetchedCommit) {
+	var ignored []string
+	for tp, fc := range commits {
+		p := o.parts[tp]
+		if p == nil {
+			continue
+		}
+		p.fetched, p.fetchedEpoch = fc.offset, fc.epoch
+		if fc.offset >= 0 {
+			p.expect = fc.offset
+		}
+		if !o.conf.CommitMetadata || fc.offset < 0 || fc.meta == "" {
+			continue
+		}
+		m, fields, err := commitmeta.DecodeFields(fc.meta)
+		last, lastErr := strconv.ParseInt(fields[fieldLastEpoch], 10, 32)
+		if err == nil && m.Base == fc.offset {
+			o.inheritLoss(p, fields)
+		}
+		switch {
+		case errors.Is(err, commitmeta.ErrNotOurs) && memberIDLike.MatchString(fc.meta):
+			continue
+		case err != nil:
+			ignored = append(ignored, fmt.Sprintf("%s/%d: %v", tp.topic, tp.partition, err))
+			continue
+		case m.Base != fc.offset:
+			ignored = append(ignored, fmt.Sprintf("%s/%d: written for offset %d, committed offset is %d", tp.topic, tp.partition, m.Base, fc.offset))
+			continue
+		case len(m.Delivered) > 0 && (lastErr != nil || last < -1):
+			ignored = append(ignored, fmt.Sprintf("%s/%d: delivered ranges without a valid %s= leader epoch", tp.topic, tp.partition, fieldLastEpoch))
+			continue
+		}
+		p.skip, p.skipEpoch = m.Delivered, int32(last)
+		p.inherited = m.Delivered
+		p.skippedRanges = len(m.Delivered)
+	}
+	if len(ignored) > 0 {
+		slices.Sort(ignored)
+		o.log.Warnf("kafka_watermark: ignored the commit metadata of %d partition(s), which this input did not write or wrote for another offset; they replay everything above their committed offset: %s",
+			len(ignored), strings.Join(ignored, "; "))
+	}
+}
+
+// dropSkipsPastEnd drops the delivered ranges of p that reach past the log
+// end: they cannot describe this log (a topic deleted and made again), so
+// none of them is trusted.
+func (o *owner) dropSkipsPastEnd(p *partState, logEnd int64) {
+	if len(p.skip) == 0 || p.skip[len(p.skip)-1].To <= logEnd {
+		return
+	}
+	o.log.Warnf("kafka_watermark: ignored the delivered ranges of %s/%d: they reach offset %d, past the log end %d; everything above the committed offset is replayed",
+		p.tp.topic, p.tp.partition, p.skip[len(p.skip)-1].To, logEnd)
+	p.skip, p.inherited, p.skippedRanges = nil, nil, 0
+}

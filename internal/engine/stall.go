@@ -1,0 +1,221 @@
+package engine
+
+import (
+	"math"
+	"os"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
+)
+
+// A partition is stalled while the batch at its watermark has been nacked and
+// is not yet delivered, whether it waits for an in-process retry or has
+// failed for good; it stalled at that batch's first nack. A stall shows in
+// kafka_watermark_stalled, in the log, and in every commit of the partition
+// (the stall provenance in its metadata), so it can be seen from the broker
+// alone.
+//
+// A head batch that failed for good (its retries spent) is replayed in place
+// after stall_replay_after: the partition's epoch ends and it is read again
+// from its watermark, in this process, without a rebalance. The steps:
+//
+//  1. beginReplay drains the partition as a revoke does: no more hand-outs,
+//     and up to drain_timeout for the batches still in the pipeline, so
+//     their acknowledgements still count.
+//  2. rewind ends the epoch (later acks are late) and makes a new one that
+//     skips what the old one delivered above the watermark (its delivered
+//     ranges, as if read from a commit), and queues the new epoch for a
+//     rewind. The new epoch takes no record yet.
+//  3. In the next poll window (applyRewinds, from onPoll), kgo's SetOffsets
+//     moves the fetch position back to the watermark, and the new epoch
+//     takes records only from polls that start after it: a fetch from before
+//     the rewind never enters the new epoch.
+//
+// Consecutive replays stalled at the same offset back off: the wait doubles
+// each time, up to maxReplayBackoff times stall_replay_after; a replay that
+// gets past the offset resets it.
+
+// maxReplayShift caps the replay backoff at 16 x stall_replay_after.
+const maxReplayShift = 4
+
+// replayState is what survives a replay: how many replays in a row stalled at
+// offset, and the stall they replay (its failed batch's offsets, first nack,
+// attempts and error class), which the partition goes on showing until the
+// batch is delivered.
+type replayState struct {
+	offset      int64
+	count       int
+	first, last int64
+	since       time.Time
+	attempts    int
+	reason      string
+}
+
+// noPoll is the minPoll of an epoch waiting for its rewind: it takes no
+// record until the rewind is made.
+const noPoll = math.MaxUint64
+
+// stallInfo returns p's stall, if p is stalled: the batch at its watermark
+// was nacked and is not delivered, in this epoch or, for a partition that
+// replays in place, in the epoch before (until the batch is delivered, the
+// replayed partition shows the stall it replays, even before the batch is
+// handed out again). b is the batch at the watermark, nil when it is not
+// handed out yet. Attempts counts every delivery, replays included.
+func (p *partState) stallInfo() (s commitmeta.Stall, b *Batch, ok bool) {
+	var w windowBatch
+	if len(p.window.batches) > 0 {
+		w = p.window.batches[0]
+		if w.delivered {
+			return s, nil, false
+		}
+		b = w.b
+	}
+	base, _ := p.commitBase()
+	replayed := p.replay.count > 0 && p.replay.offset == base
+	nacked := b != nil && !b.nackedAt.IsZero()
+	if !nacked && !replayed {
+		return s, nil, false
+	}
+	if replayed {
+		r := p.replay
+		s = commitmeta.Stall{First: r.first, Last: r.last, Since: r.since, Attempts: r.attempts, Reason: r.reason}
+	}
+	if nacked {
+		s.First, s.Last, s.Reason = b.raw.first, b.raw.last, b.lastErr
+		s.Attempts += b.attempt + 1
+		if s.Since.IsZero() || b.nackedAt.Before(s.Since) {
+			s.Since = b.nackedAt
+		}
+	}
+	s.Attempts = max(s.Attempts, 1)
+	return s, b, true
+}
+
+// stalled reports whether p is stalled (stallInfo).
+func (p *partState) stalled() bool {
+	_, _, ok := p.stallInfo()
+	return ok
+}
+
+// stall returns p's stall provenance, if p is stalled.
+func (o *owner) stall(p *partState) (commitmeta.Stall, bool) {
+	s, _, ok := p.stallInfo()
+	s.Member = o.member
+	return s, ok
+}
+
+// memberName is who writes a stall's provenance: the client ID and the host
+// name, each cut to a fixed length.
+func memberName(clientID string) string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	cut := func(s string, n int) string {
+		if len(s) > n {
+			return s[:n]
+		}
+		return s
+	}
+	return cut(clientID, 40) + "@" + cut(host, 40)
+}
+
+// checkStalls starts the replay of every partition whose head batch has
+// failed for good long enough. Called on the gauge clock, it walks the
+// stalled list only (a tracker's stall lasts as long as its epoch); the
+// epochs that ended leave it, whether or not replays are enabled.
+func (o *owner) checkStalls(now time.Time) {
+	var due []*partState
+	o.stalled.keep(func(p *partState) bool {
+		if !p.live() {
+			return false
+		}
+		if o.conf.StallReplayAfter <= 0 || o.closed || p.draining {
+			return true
+		}
+		since, _ := p.tracker.StalledSince()
+		wait := o.conf.StallReplayAfter
+		if base, _ := p.commitBase(); p.replay.count > 0 && p.replay.offset == base {
+			wait <<= min(p.replay.count, maxReplayShift)
+		}
+		if now.Sub(since) >= wait {
+			due = append(due, p)
+		}
+		return true
+	})
+	// After the walk: a replay's drain may end at once, in a rewind that
+	// changes the owner's lists.
+	for _, p := range due {
+		o.beginReplay(p)
+	}
+}
+
+// beginReplay drains p before its rewind (step 1).
+func (o *owner) beginReplay(p *partState) {
+	o.beginDrain(p)
+	o.startDrain(&drain{parts: []*partState{p}, replay: true}, o.conf.DrainTimeout)
+}
+
+// rewind ends p's epoch after its replay drain and starts the one that reads
+// it again (step 2).
+func (o *owner) rewind(old *partState) {
+	if !old.live() {
+		return // revoked or lost meanwhile: the next owner replays it
+	}
+	base, _ := old.commitBase()
+	// The new epoch carries what the group and its gauges know: the last
+	// commit, the exposure, the log end, and the watermark's age (a
+	// replay does not move the watermark).
+	np := newPartState(old.tp, o.conf.MaxPending, old.lastMoved)
+	np.committed, np.hasCommitted, np.committedMeta = old.committed, old.hasCommitted, old.committedMeta
+	np.fetched, np.fetchedEpoch = base, old.positionEpoch(base)
+	np.exposure = old.exposure
+	np.highWatermark = old.highWatermark
+	np.minPoll = noPoll
+	np.rewindTo = kgo.EpochOffset{Epoch: np.fetchedEpoch, Offset: base}
+	stalled, _, ok := old.stallInfo()
+	if ok {
+		np.firstAtMost = stalled.First
+	}
+	if ranges := old.knownDelivered(base); len(ranges) > 0 {
+		np.skip, np.inherited = ranges, ranges
+		np.skipEpoch = old.epochOf(ranges[len(ranges)-1].To - 1)
+		np.skippedRanges = len(ranges)
+	}
+	np.expect = base
+	np.carried = old.carried
+	np.retentionMs = old.retentionMs
+	np.replay = old.replay
+	if np.replay.count == 0 || np.replay.offset != base {
+		np.replay = replayState{offset: base}
+	}
+	np.replay.count++
+	np.replay.first, np.replay.last = stalled.First, stalled.Last
+	np.replay.since, np.replay.attempts, np.replay.reason = stalled.Since, stalled.Attempts, stalled.Reason
+	np.dirty = true
+	np.shown = old.shown
+	o.endEpoch(old)
+	o.parts[np.tp] = np
+	o.rewinds = append(o.rewinds, np)
+	o.m.stallReplays.Incr(1, np.labels[:]...)
+	o.log.Warnf("kafka_watermark: replaying %s/%d in place from offset %d (replay %d in a row at this offset; the failed batch was delivered %d time(s)); last error: %s",
+		np.tp.topic, np.tp.partition, base, np.replay.count, stalled.Attempts, stalled.Reason)
+	o.wakePoll()
+}
+
+// applyRewinds moves the fetch position of every epoch waiting for its
+// rewind back to its watermark (step 3). Called from onPoll, in the window
+// between a poll's return and AllowRebalance; the epoch then takes records
+// from later polls only.
+func (o *owner) applyRewinds(seq uint64) {
+	for _, p := range o.rewinds {
+		if !p.live() || p.draining {
+			continue // revoked, lost or closed since: not this member's to move
+		}
+		o.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{p.tp.topic: {p.tp.partition: p.rewindTo}})
+		p.minPoll = seq + 1
+	}
+	o.rewinds = o.rewinds[:0]
+}

@@ -1,0 +1,52 @@
+package kafkamsg
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Each message reads back its own record's values, with the types Redpanda
+// Connect gives them, and setting one message's metadata leaves every other
+// message's alone (the topic and partition are boxed once per batch).
+func TestRecordsToBatchValues(t *testing.T) {
+	ts := time.UnixMilli(1_700_000_000_123)
+	var recs []*kgo.Record
+	for i := range 5 {
+		r := &kgo.Record{Topic: "t", Partition: 7, Offset: int64(100 + i), Key: []byte{'k', byte('0' + i)}, Value: []byte("v"),
+			Timestamp: ts.Add(time.Duration(i) * time.Second)}
+		if i == 3 {
+			r.Key, r.Value = nil, nil
+		}
+		recs = append(recs, r)
+	}
+	batch := RecordsToBatch(recs, 110)
+	require.Len(t, batch, len(recs))
+	batch[0].MetaSetMut(metaOffset, 1)
+	batch[0].MetaSetMut(metaKey, []byte("changed"))
+	for i, m := range batch[1:] {
+		i++
+		r := recs[i]
+		get := func(k string) any {
+			v, ok := m.MetaGetMut(k)
+			require.True(t, ok, "message %d: %s is not set", i, k)
+			return v
+		}
+		require.Equal(t, r.Key, get(metaKey).([]byte), "message %d: kafka_key", i)
+		require.Equal(t, r.Key == nil, get(metaKey).([]byte) == nil, "message %d: a null key is a nil []byte", i)
+		require.Equal(t, "t", get(metaTopic).(string))
+		require.Equal(t, 7, get(metaPartition).(int))
+		require.Equal(t, any(int(r.Offset)), get(metaOffset), "message %d: kafka_offset", i)
+		require.Equal(t, any(r.Timestamp.Unix()), get(metaTSUnix), "message %d: kafka_timestamp_unix", i)
+		require.Equal(t, any(r.Timestamp.UnixMilli()), get(metaTSMs), "message %d: kafka_timestamp_ms", i)
+		require.Equal(t, any(int64(110-r.Offset-1)), get(metaLag), "message %d: kafka_lag", i)
+		require.Equal(t, r.Value == nil, get(metaTombstone).(bool))
+		b, err := m.AsBytes()
+		require.NoError(t, err)
+		require.Equal(t, r.Value, b)
+	}
+	v, _ := batch[0].MetaGetMut(metaOffset)
+	require.Equal(t, any(1), v)
+}
