@@ -92,13 +92,13 @@ bench-inprocess: bench-ack bench-scale bench-tracker bench-freshness
 
 bench-ack:
 	@echo '### Ack path'
-	@bench/rounds.sh plugin 'AckPath' ns/op,acks/s,batches/s,cpu-ns/op,allocs/op,B/op
+	@bench/rounds.sh internal/engine 'AckPath' ns/op,acks/s,batches/s,cpu-ns/op,allocs/op,B/op
 
 bench-scale:
 	@echo '### Scale: commit cycle, metadata encoding, gauge tick'
-	@bench/rounds.sh plugin 'CommitCycle|MetadataEncoding|GaugeTick' ns/op,req-B,meta-B,meta-B/partition,allocs/op
+	@bench/rounds.sh internal/engine 'CommitCycle|MetadataEncoding|GaugeTick' ns/op,req-B,meta-B,meta-B/partition,allocs/op
 	@echo '### Scale: owner state, Go heap'
-	@BENCH_RSS=1 go test ./plugin -count 1 -run '^TestScaleStateSize$$' -v | grep '^|'
+	@BENCH_RSS=1 go test ./internal/engine -count 1 -run '^TestScaleStateSize$$' -v | grep '^|'
 	@echo '### Scale: RSS, one process with kfake'
 	@BENCH_RSS=1 go test ./plugin -count 1 -run '^TestScaleRSS$$' -v -timeout 60m | grep -v '^\(=== \|--- \|PASS\|ok \)'
 

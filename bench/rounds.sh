@@ -10,7 +10,10 @@
 # revision, that revision is a second contender ("base", listed first, so
 # the ratios read main / base): its package is built from `git archive` of
 # the revision with the working tree's benchmark files (PKG/bench_*_test.go)
-# copied in, so both run the same benchmarks on their own code.
+# copied in, so both run the same benchmarks on their own code. BASE_PKG
+# names the package in that revision when it is not PKG (code that moved
+# since, as the engine from plugin to internal/engine): the base then runs
+# its own benchmark files, which must carry the same benchmark names.
 #
 # Environment: ROUNDS (default 5), BENCHTIME (default 1s), SPLIT (a sed -E
 # expression that names the contender from the benchmark name instead, for
@@ -27,8 +30,11 @@ names=() bins=()
 if [[ -n "${BENCH_BASE:-}" ]]; then
 	mkdir "$tmp/base"
 	git archive "$BENCH_BASE" | tar -x -C "$tmp/base"
-	cp "$pkg"/bench_*_test.go "$tmp/base/$pkg/" 2>/dev/null || true
-	(cd "$tmp/base" && go test -c -o "$tmp/base.test" "./$pkg")
+	base_pkg=${BASE_PKG:-$pkg}
+	if [[ $base_pkg == "$pkg" ]]; then
+		cp "$pkg"/bench_*_test.go "$tmp/base/$pkg/" 2>/dev/null || true
+	fi
+	(cd "$tmp/base" && go test -c -o "$tmp/base.test" "./$base_pkg")
 	names+=(base) bins+=("$tmp/base.test")
 fi
 go test -c -o "$tmp/main.test" "./$pkg"
@@ -39,7 +45,9 @@ for ((r = 0; r < rounds; r++)); do
 	for ((k = 0; k < n; k++)); do
 		i=$(((r + k) % n))
 		# The test binary runs in the package's directory, as go test does.
-		(cd "$pkg" && "${bins[$i]}" -test.run '^$' -test.bench "$regex" -test.benchtime "$benchtime" -test.count 1) |
+		dir=$pkg
+		if [[ ${names[$i]} == base ]]; then dir=${BASE_PKG:-$pkg}; fi
+		(cd "$dir" && "${bins[$i]}" -test.run '^$' -test.bench "$regex" -test.benchtime "$benchtime" -test.count 1) |
 			grep '^Benchmark' | sed "s/^/${names[$i]} /" >>"$tmp/out"
 	done
 done

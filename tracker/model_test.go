@@ -64,6 +64,7 @@ func (m *model) pending() int { return int(m.n - m.done) }
 // Invariants checked after every step:
 //   - Resolve returns the same outcome as the model.
 //   - Advance returns the same (offset, moved) as the model.
+//   - Head is the length of the prefix Advance consumed.
 //   - The watermark strictly increases every time it moves.
 //   - The watermark never passes the first offset of the earliest batch not
 //     delivered (it is at most that batch's predecessor's last offset + 1).
@@ -139,6 +140,9 @@ func checkOps(t *testing.T, ops []byte) {
 		}
 		if tr.Pending() != m.pending() {
 			t.Fatalf("op %d: Pending() = %d, want %d", i/2, tr.Pending(), m.pending())
+		}
+		if tr.Head() != m.done {
+			t.Fatalf("op %d: Head() = %d, want %d", i/2, tr.Head(), m.done)
 		}
 	}
 }

@@ -252,6 +252,11 @@ func (t *PartitionTracker) NextSeq() uint64 { return t.next }
 // reaches its limit, which bounds both memory and replay.
 func (t *PartitionTracker) Pending() int { return int(t.next - t.head) }
 
+// Head returns the sequence of the oldest registered batch that Advance has
+// not passed: the batch at the watermark when one is pending, NextSeq
+// otherwise. It never decreases.
+func (t *PartitionTracker) Head() uint64 { return t.head }
+
 // Stalled reports whether a failed batch has reached the head.
 func (t *PartitionTracker) Stalled() bool { return t.stalled }
 

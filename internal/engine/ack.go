@@ -63,7 +63,7 @@ func (o *owner) onAck(a ackMsg) {
 		}
 		o.log.Warnf("kafka_watermark: batch %s/%d offsets %d-%d nacked (attempt %d of %s), retrying %s in %v: %v",
 			p.tp.topic, p.tp.partition, b.raw.first, b.raw.last, b.attempt+1, o.attemptsAllowed(), what, backoff, a.err)
-		p.retrying++
+		p.led.waitRetry()
 		time.AfterFunc(backoff, func() {
 			select {
 			case o.retryCh <- retryDue{b}:
@@ -91,15 +91,9 @@ func (o *owner) attemptsAllowed() string {
 // resolve records the final verdict on a batch and advances its partition.
 func (o *owner) resolve(b *Batch, err error) {
 	p := b.part
-	status := tracker.Delivered
-	if err != nil {
-		status = tracker.Failed
-	}
-	switch out := p.tracker.Resolve(b.seq, status); out {
+	switch out := p.led.resolve(b, err == nil); out {
 	case tracker.Applied:
-		p.unresolved--
 		if err == nil {
-			p.window.deliver(b.seq)
 			o.markDirty(p)
 		}
 		if err != nil {
@@ -130,21 +124,18 @@ func (o *owner) resolve(b *Batch, err error) {
 // owner's lists: dirty (passSkipped, in metadata.go, sets p.dirty itself
 // before it calls advance), gauges and stalled.
 func (o *owner) advance(p *partState) {
-	wasStalled := p.tracker.Stalled()
-	if wm, moved := p.tracker.Advance(); moved {
-		p.lastMoved = o.now()
-		p.epochs.trim(wm - 1)
-		p.window.trim(p.tracker.NextSeq() - uint64(p.tracker.Pending()))
+	wasStalled := p.led.stalled()
+	if wm, moved := p.led.advance(o.now()); moved {
 		p.dirty = true
-		if p.replay.count > 0 && wm > p.replay.offset {
-			p.replay = replayState{} // the replay got past its offset
+		if p.replay.state.count > 0 && wm > p.replay.state.offset {
+			p.replay.state = replayState{} // the replay got past its offset
 		}
 	}
 	if p.dirty {
 		o.dirty.add(p)
 	}
 	o.gauges.add(p)
-	if !wasStalled && p.tracker.Stalled() {
+	if !wasStalled && p.led.stalled() {
 		o.stalled.add(p)
 		o.logStall(p)
 	}
@@ -154,8 +145,7 @@ func (o *owner) advance(p *partState) {
 // logStall names the failed batch at the head of a stalled partition: where
 // its commits stop and since when.
 func (o *owner) logStall(p *partState) {
-	seq, _ := p.tracker.StalledSeq()
-	last, _ := p.tracker.LastOffset(seq)
+	last, _ := p.led.stalledThrough()
 	stall, _, _ := p.stallInfo()
 	since := stall.Since
 	wm, _ := p.commitBase()
@@ -175,7 +165,7 @@ func (o *owner) onRetryDue(b *Batch) {
 	if p.draining {
 		return // a drain does not wait for retries: the batch stays unresolved
 	}
-	p.retry = append(p.retry, b)
+	p.queue.retry = append(p.queue.retry, b)
 	o.schedule(p)
 }
 

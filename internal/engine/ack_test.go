@@ -43,9 +43,9 @@ func TestAckOfAnEarlierHandOutIsIgnored(t *testing.T) {
 			t.Helper()
 			h.state(func(o *owner) {
 				p := o.parts[tp0]
-				wm, _ := p.tracker.Watermark()
+				wm, _ := p.led.watermark()
 				require.Zerof(t, wm, "%s: watermark", what)
-				require.Equalf(t, 1, p.unresolved, "%s: unresolved batches", what)
+				require.Equalf(t, 1, unresolved(p), "%s: unresolved batches", what)
 			})
 		}
 
@@ -80,10 +80,10 @@ func TestAckOfAnEarlierHandOutIsIgnored(t *testing.T) {
 		require.Equal(t, int64(5), dups())
 		h.state(func(o *owner) {
 			p := o.parts[tp0]
-			wm, _ := p.tracker.Watermark()
+			wm, _ := p.led.watermark()
 			require.Equal(t, int64(4), wm, "delivered by hand-out 2, the watermark passes both batches")
-			require.Zero(t, p.unresolved)
-			require.False(t, p.tracker.Stalled(), "no stray nack failed the batch")
+			require.Zero(t, unresolved(p))
+			require.False(t, p.led.stalled(), "no stray nack failed the batch")
 		})
 	})
 }

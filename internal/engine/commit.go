@@ -65,8 +65,8 @@ func (o *owner) commit() {
 		p, c := job.parts[i].p, &job.parts[i].plan
 		o.noteCut(p, *c)
 		job.set.add(p.tp, c.eo, c.meta, o.conf.CommitMetadata)
-		p.committing, p.committingMeta = c.eo.Offset, c.meta
-		p.handedSinceSnap = 0
+		p.commits.committing, p.commits.committingMeta = c.eo.Offset, c.meta
+		p.commits.handedSinceSnap = 0
 	}
 	o.committing = true
 	o.commitJobs <- job // capacity 1 and one job at a time: never blocks
@@ -256,7 +256,7 @@ func (o *owner) onCommitDone(c commitDone) {
 		}
 		live := p.live()
 		if live {
-			p.committing, p.committingMeta = -1, ""
+			p.commits.committing, p.commits.committingMeta = -1, ""
 		}
 		if msg := o.m.countCommitOf(tp, p.labels[:], eo, err); msg != "" {
 			failed = append(failed, msg)
@@ -268,17 +268,17 @@ func (o *owner) onCommitDone(c commitDone) {
 		if !live {
 			continue
 		}
-		p.committed, p.hasCommitted = eo.Offset, true
-		p.committedMeta = "" // what set.meta holds: "" without commit_metadata
+		p.commits.committed, p.commits.hasCommitted = eo.Offset, true
+		p.commits.committedMeta = "" // what set.meta holds: "" without commit_metadata
 		if c.set.meta != nil {
-			p.committedMeta = jp.plan.meta
+			p.commits.committedMeta = jp.plan.meta
 		}
 		if _, refused := c.result.metaRefused[tp]; refused {
 			// Committed without its ranges: send them again, smaller.
-			p.committedMeta = ""
+			p.commits.committedMeta = ""
 			o.markDirty(p)
 		}
-		p.exposure = jp.plan.exposure + p.handedSinceSnap
+		p.commits.exposure = jp.plan.exposure + p.commits.handedSinceSnap
 		o.m.committed.Set(eo.Offset, p.labels[:]...)
 		o.gauges.add(p) // the exposure, the lag's resume point
 	}
@@ -332,4 +332,39 @@ func (o *owner) finalCommit(ctx context.Context, set commitSet, why string) erro
 			why, len(failed), strings.Join(failed, "; "))
 	}
 	return nil
+}
+
+// commitState is what the broker holds for one epoch, the commit in flight,
+// and the replay exposure. Invariant: committing is -1 when no periodic
+// commit of this epoch is in flight; committed only moves with an
+// acknowledged commit of this epoch (one that goes back after a truncation
+// is made by a new epoch, loss.go). Owned by the owner goroutine, inside
+// its partState.
+type commitState struct {
+	// committed is the last offset the broker acknowledged for this epoch,
+	// with committedMeta its metadata; committing and committingMeta are
+	// the commit in flight (committing is -1 when there is none).
+	committed      int64
+	hasCommitted   bool
+	committedMeta  string
+	committing     int64
+	committingMeta string
+	// exposure is the replay exposure (records a crash now would deliver
+	// again). When the commit in flight succeeds it becomes that commit's
+	// planned exposure plus handedSinceSnap, what was handed out since the
+	// commit was planned.
+	exposure, handedSinceSnap int64
+}
+
+// handedOut counts n records handed out for the first time.
+func (c *commitState) handedOut(n int64) {
+	c.exposure += n
+	c.handedSinceSnap += n
+}
+
+// inheritFrom takes what the group holds from old, the epoch this one
+// follows in place (a replay or a truncation).
+func (c *commitState) inheritFrom(old commitState) {
+	c.committed, c.hasCommitted, c.committedMeta = old.committed, old.hasCommitted, old.committedMeta
+	c.exposure = old.exposure
 }

@@ -61,10 +61,7 @@ func (o *owner) onClose(r closeReq) {
 // (and counted in retrying), so the watermark stops before them.
 func (o *owner) beginDrain(p *partState) {
 	p.draining = true
-	clear(p.ready) // the queue's kept array (readyBuf) must not hold their records
-	p.ready, p.readyBuf = nil, nil
-	p.skipQueued = 0
-	p.retry = nil
+	p.queue.drop()
 }
 
 func (o *owner) startDrain(d *drain, timeout time.Duration) {
@@ -84,7 +81,7 @@ func (o *owner) checkDrains() {
 	for _, d := range append([]*drain(nil), o.drains...) {
 		done := true
 		for _, p := range d.parts {
-			if p.unresolved > p.retrying {
+			if p.led.inPipeline() > 0 {
 				done = false
 				break
 			}
@@ -144,8 +141,8 @@ func (o *owner) endEpochs(parts []*partState, closing bool) commitSet {
 			o.noteCut(p, *c)
 			final.add(p.tp, c.eo, c.meta, o.conf.CommitMetadata)
 		}
-		if n := p.unresolved - p.retrying; n > 0 {
-			wm, _ := p.tracker.Watermark()
+		if n := p.led.inPipeline(); n > 0 {
+			wm, _ := p.led.watermark()
 			if closing {
 				o.log.Debugf("kafka_watermark: shutdown of %s/%d with %d batch(es) the pipeline did not acknowledge; committing through offset %d, the rest is replayed",
 					p.tp.topic, p.tp.partition, n, wm)

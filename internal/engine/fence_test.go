@@ -49,7 +49,7 @@ func TestFenceHoldsHandOutsWhileHeartbeatsGoUnanswered(t *testing.T) {
 		h.ack(first, nil)
 		h.ack(second, nil)
 		h.state(func(o *owner) {
-			wm, ok := o.parts[tp0].tracker.Watermark()
+			wm, ok := o.parts[tp0].led.watermark()
 			require.True(t, ok)
 			require.Equal(t, int64(4), wm, "acks advance the watermark behind the fence")
 		})

@@ -29,20 +29,20 @@ var unshown = gaugeValues{-1, -1, -1, -1, -1, -1, noHeadroom, noHeadroom}
 // until both a resume point and a log end are known.
 func (p *partState) values(now time.Time) gaugeValues {
 	v := gaugeValues{
-		pending:   int64(p.tracker.Pending()),
+		pending:   int64(p.led.pending()),
 		stalled:   b2i(p.stalled()),
 		paused:    b2i(p.paused),
 		age:       int64(p.watermarkAge(now) / time.Second),
 		lag:       -1,
-		exposure:  p.exposure,
+		exposure:  p.commits.exposure,
 		headroom:  p.headroom(now),
 		retention: noHeadroom,
 	}
-	if p.retentionMs >= 0 {
-		v.retention = p.retentionMs / 1000
+	if p.loss.retentionMs >= 0 {
+		v.retention = p.loss.retentionMs / 1000
 	}
-	if base, ok := p.resumePoint(); ok && p.highWatermark >= 0 {
-		v.lag = max(p.highWatermark-base, 0)
+	if base, ok := p.resumePoint(); ok && p.queue.highWatermark >= 0 {
+		v.lag = max(p.queue.highWatermark-base, 0)
 	}
 	return v
 }
@@ -57,7 +57,7 @@ func (o *owner) publishGauges(now time.Time) {
 			return false
 		}
 		o.m.show(p, p.values(now))
-		return p.tracker.Pending() > 0 || p.stalled()
+		return p.led.pending() > 0 || p.stalled()
 	})
 }
 

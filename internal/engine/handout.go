@@ -26,26 +26,16 @@ func (o *owner) serve() {
 			continue
 		}
 		var b *Batch
-		if len(p.retry) > 0 {
-			b = p.retry[0]
-			p.retry = p.retry[1:]
-			p.retrying--
+		if len(p.queue.retry) > 0 {
+			b = p.queue.popRetry()
+			p.led.retryOut()
 			if !b.unread {
 				b.attempt++
 			}
 			b.unread = false
 		} else {
-			rb := p.ready[0]
-			p.ready[0] = rawBatch{}
-			p.ready = p.ready[1:]
-			seq := p.tracker.NextSeq()
-			p.tracker.Register(seq, rb.last)
-			p.unresolved++
-			n := int64(len(rb.records))
-			p.exposure += n
-			p.handedSinceSnap += n
-			b = &Batch{part: p, seq: seq, raw: rb}
-			p.window.add(seq, rb.last, len(rb.records), b)
+			b = p.led.register(p, p.queue.popReady())
+			p.commits.handedOut(int64(len(b.raw.records)))
 			o.pauseAtLimit(p)
 			o.gauges.add(p)
 		}
@@ -59,7 +49,7 @@ func (o *owner) serve() {
 // pauseAtLimit pauses p's fetching once its registered batches reach
 // max_pending_batches; advance resumes it below the limit.
 func (o *owner) pauseAtLimit(p *partState) {
-	if p.tracker.Pending() >= o.conf.MaxPending && !p.paused && !p.draining {
+	if p.led.pending() >= o.conf.MaxPending && !p.paused && !p.draining {
 		p.paused = true
 		o.paused.add(p)
 		o.gauges.add(p)
@@ -74,7 +64,7 @@ func (o *owner) pauseAtLimit(p *partState) {
 // a partition resumed at once could take a poll asked for while it was
 // paused, on top of a full queue, every time it pauses and resumes.
 func (o *owner) resumeBelowLimits(p *partState) {
-	if p.paused && p.tracker.Pending() < o.conf.MaxPending && len(p.ready) < pollLowWater && !p.draining {
+	if p.paused && p.led.pending() < o.conf.MaxPending && len(p.queue.ready) < pollLowWater && !p.draining {
 		p.paused = false
 		o.gauges.add(p)
 		o.cl.ResumeFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
@@ -134,7 +124,7 @@ func (o *owner) askPoll() {
 		if !p.canHandOut(o.conf.MaxPending) {
 			continue
 		}
-		if ready += len(p.ready) + len(p.retry); ready >= pollLowWater {
+		if ready += len(p.queue.ready) + len(p.queue.retry); ready >= pollLowWater {
 			return
 		}
 	}
@@ -157,7 +147,7 @@ func (o *owner) onPoll(seq uint64, fetches kgo.Fetches) {
 	o.applyRewinds(seq)
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 		p := o.parts[topicPartition{fp.Topic, fp.Partition}]
-		if p == nil || p.draining || seq < p.minPoll {
+		if p == nil || p.draining || seq < p.replay.minPoll {
 			// Fetched under an assignment that has ended, or before a
 			// rewind: the next owner, or the rewound epoch, reads it again.
 			return
@@ -182,12 +172,12 @@ func (o *owner) onPoll(seq uint64, fetches kgo.Fetches) {
 			if o.conf.ReadCommitted && fp.LastStableOffset >= 0 {
 				end = fp.LastStableOffset
 			}
-			p.highWatermark = end
+			p.queue.highWatermark = end
 			o.dropSkipsPastEnd(p, fp.HighWatermark)
 		}
 		if len(fp.Records) > 0 {
 			p.enqueue(fp.Records, o.conf.BatchMaxRecords, o.conf.BatchMaxBytes)
-			p.expect = max(p.expect, p.lastQueued+1)
+			p.loss.expect = max(p.loss.expect, p.queue.lastQueued+1)
 			o.passSkipped(p)
 			o.schedule(p)
 		}
@@ -224,12 +214,12 @@ func (o *owner) onWithdraw(w withdrawReq) {
 		return // the epoch ended; the next owner replays it
 	}
 	// Still registered, not in the pipeline: a drain does not wait for it.
-	p.retrying++
+	p.led.waitRetry()
 	if p.draining {
 		o.checkDrains()
 		return
 	}
 	given.unread = true
-	p.retry = append([]*Batch{given}, p.retry...)
+	p.queue.retry = append([]*Batch{given}, p.queue.retry...)
 	o.schedule(p)
 }

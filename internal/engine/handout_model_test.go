@@ -119,15 +119,15 @@ func TestHandOutModel(t *testing.T) {
 						for _, tp := range tps {
 							p := o.parts[tp]
 							var got []span
-							for _, rb := range p.ready {
+							for _, rb := range p.queue.ready {
 								got = append(got, span{rb.first, rb.last})
 							}
 							require.Truef(t, slices.Equal(queued[tp], got), "step %d, %s: %v ready queue = %v, want %v", step, op, tp, got, queued[tp])
-							full := p.readyBuf[:cap(p.readyBuf)]
+							full := p.queue.readyBuf[:cap(p.queue.readyBuf)]
 							for i := range full {
 								live := false
-								for j := range p.ready {
-									live = live || &full[i] == &p.ready[j]
+								for j := range p.queue.ready {
+									live = live || &full[i] == &p.queue.ready[j]
 								}
 								if !live {
 									require.Zerof(t, full[i], "step %d, %s: %v readyBuf[%d], outside the ready queue", step, op, tp, i)

@@ -82,8 +82,8 @@ func (o *owner) onFetchErr(p *partState, err error, seq uint64) *partState {
 	if !errors.As(err, &dl) {
 		return p
 	}
-	p.dataLoss = dl
-	if p.expect < 0 || dl.ResetTo >= p.expect || dl.ResetTo == p.truncatedAt {
+	p.loss.dataLoss = dl
+	if p.loss.expect < 0 || dl.ResetTo >= p.loss.expect || dl.ResetTo == p.loss.truncatedAt {
 		return p
 	}
 	return o.truncate(p, dl.ResetTo, dl.ResetToEpoch, seq)
@@ -93,10 +93,10 @@ func (o *owner) onFetchErr(p *partState, err error, seq uint64) *partState {
 // record it queued, or of the commit it started from; -1 when it knows none,
 // and then no truncation can be told from a stale fetch.
 func (p *partState) knownEpoch() int32 {
-	if n := len(p.epochs.changes); n > 0 {
-		return p.epochs.changes[n-1].epoch
+	if e, ok := p.led.lastEpoch(); ok {
+		return e
 	}
-	return p.fetchedEpoch
+	return p.resume.fetchedEpoch
 }
 
 // checkFetch looks at the records of one fetch of p before they are queued,
@@ -104,18 +104,18 @@ func (p *partState) knownEpoch() int32 {
 // or nil when the fetch is dropped (a truncation that rewinds).
 func (o *owner) checkFetch(p *partState, fp *kgo.FetchPartition, seq uint64) *partState {
 	first := fp.Records[0]
-	if p.expect >= 0 && first.Offset < p.expect {
+	if p.loss.expect >= 0 && first.Offset < p.loss.expect {
 		if known := p.knownEpoch(); known >= 0 && first.LeaderEpoch > known {
 			return o.truncate(p, first.Offset, first.LeaderEpoch, seq)
 		}
 		return p // a re-delivery of records queued already: enqueue drops them
 	}
-	if p.expect >= 0 && first.Offset > p.expect {
-		if fp.LogStartOffset > p.expect {
-			o.lose(p, p.expect, min(fp.LogStartOffset, first.Offset), fp.LogStartOffset, causeRetention)
-		} else if p.firstAtMost >= 0 && p.firstFetched < 0 && first.Offset > p.firstAtMost {
+	if p.loss.expect >= 0 && first.Offset > p.loss.expect {
+		if fp.LogStartOffset > p.loss.expect {
+			o.lose(p, p.loss.expect, min(fp.LogStartOffset, first.Offset), fp.LogStartOffset, causeRetention)
+		} else if p.replay.firstAtMost >= 0 && p.queue.firstFetched < 0 && first.Offset > p.replay.firstAtMost {
 			o.log.Infof("kafka_watermark: %s/%d: the records of the replayed batch from offset %d are gone from the log though its start (%d) did not pass them (compaction): going on from offset %d",
-				p.tp.topic, p.tp.partition, p.expect, fp.LogStartOffset, first.Offset)
+				p.tp.topic, p.tp.partition, p.loss.expect, fp.LogStartOffset, first.Offset)
 		}
 	}
 	return p
@@ -124,7 +124,7 @@ func (o *owner) checkFetch(p *partState, fp *kgo.FetchPartition, seq uint64) *pa
 // onLogStart takes a log start listed for p (lag.go): the offsets above what
 // p queued, and below the log start, can no longer be fetched.
 func (o *owner) onLogStart(p *partState, logStart int64) {
-	from := max(p.lastQueued+1, p.expect)
+	from := max(p.queue.lastQueued+1, p.loss.expect)
 	if from < 0 || logStart <= from {
 		return
 	}
@@ -185,7 +185,7 @@ func (o *owner) inheritLoss(p *partState, fields map[string]string) {
 		o.lossReported[p.tp] = mergeRanges(o.lossReported[p.tp], []commitmeta.Range{{From: l.First, To: l.Last + 1}})
 	}
 	if o.conf.LostReportFor > 0 && o.now().Sub(l.Since) < o.conf.LostReportFor {
-		p.carried = l
+		p.loss.carried = l
 		o.losses.add(p)
 	}
 }
@@ -206,10 +206,10 @@ func (o *owner) carryLoss(p *partState, l commitmeta.Loss) {
 	if o.conf.LostReportFor <= 0 || !o.conf.CommitMetadata {
 		return
 	}
-	if p.carried.Count > 0 {
-		l = commitmeta.MergeLoss(p.carried, l)
+	if p.loss.carried.Count > 0 {
+		l = commitmeta.MergeLoss(p.loss.carried, l)
 	}
-	p.carried = l
+	p.loss.carried = l
 	o.losses.add(p)
 	o.markDirty(p)
 	o.gauges.add(p)
@@ -220,13 +220,13 @@ func (o *owner) carryLoss(p *partState, l commitmeta.Loss) {
 // partitions that carry one only.
 func (o *owner) expireLosses(now time.Time) {
 	o.losses.keep(func(p *partState) bool {
-		if !p.live() || p.carried.Count == 0 {
+		if !p.live() || p.loss.carried.Count == 0 {
 			return false
 		}
-		if now.Sub(p.carried.Since) < o.conf.LostReportFor {
+		if now.Sub(p.loss.carried.Since) < o.conf.LostReportFor {
 			return true
 		}
-		p.carried = commitmeta.Loss{}
+		p.loss.carried = commitmeta.Loss{}
 		o.markDirty(p)
 		return false
 	})
@@ -243,7 +243,7 @@ func (o *owner) expireLosses(now time.Time) {
 // otherwise (in this poll window: onPoll runs in it).
 func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partState {
 	wm, _ := p.commitBase()
-	end := max(p.lastQueued+1, p.expect, wm)
+	end := max(p.queue.lastQueued+1, p.loss.expect, wm)
 	// Delivered from the old log at or above at: below the watermark all
 	// of it, above it the delivered ranges.
 	var truncated int64
@@ -268,33 +268,33 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 		kept = append(kept, commitmeta.Range{From: r.From, To: min(r.To, at)})
 	}
 	base := min(wm, at)
-	np := newPartState(p.tp, o.conf.MaxPending, p.lastMoved)
-	np.committed, np.hasCommitted, np.committedMeta = p.committed, p.hasCommitted, p.committedMeta
-	if p.hasCommitted && base < p.committed {
+	np := newPartState(p.tp, p.led.lastMoved)
+	np.commits.committed, np.commits.hasCommitted, np.commits.committedMeta = p.commits.committed, p.commits.hasCommitted, p.commits.committedMeta
+	if p.commits.hasCommitted && base < p.commits.committed {
 		// The one commit that goes back: to where the logs diverged.
-		np.hasCommitted, np.committedMeta = false, ""
+		np.commits.hasCommitted, np.commits.committedMeta = false, ""
 	}
 	// The epoch of the record before base is the old log's, which the new
 	// one holds unchanged below at; with none known, the new log's epoch
 	// at at (a rewind below at) stands in.
-	np.fetched, np.fetchedEpoch = base, p.epochs.at(base-1)
-	if np.fetchedEpoch < 0 && base == p.fetched {
-		np.fetchedEpoch = p.fetchedEpoch
+	np.resume.fetched, np.resume.fetchedEpoch = base, p.led.epochAt(base-1)
+	if np.resume.fetchedEpoch < 0 && base == p.resume.fetched {
+		np.resume.fetchedEpoch = p.resume.fetchedEpoch
 	}
-	if np.fetchedEpoch < 0 {
-		np.fetchedEpoch = epoch
+	if np.resume.fetchedEpoch < 0 {
+		np.resume.fetchedEpoch = epoch
 	}
-	np.expect = base
-	np.exposure, np.highWatermark = p.exposure, p.highWatermark
-	np.carried = p.carried
-	np.retentionMs = p.retentionMs
-	np.replay = p.replay
+	np.loss.expect = base
+	np.commits.exposure, np.queue.highWatermark = p.commits.exposure, p.queue.highWatermark
+	np.loss.carried = p.loss.carried
+	np.loss.retentionMs = p.loss.retentionMs
+	np.replay.state = p.replay.state
 	if len(kept) > 0 {
-		np.skip, np.inherited = kept, kept
-		np.skipEpoch = p.epochs.at(kept[len(kept)-1].To - 1)
-		np.skippedRanges = len(kept)
+		np.resume.skip, np.resume.inherited = kept, kept
+		np.resume.skipEpoch = p.led.epochAt(kept[len(kept)-1].To - 1)
+		np.resume.skippedRanges = len(kept)
 	}
-	np.truncatedAt = at
+	np.loss.truncatedAt = at
 	np.dirty = true
 	np.shown = p.shown
 	o.endEpoch(p)
@@ -302,7 +302,7 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 	o.gauges.add(np)
 	o.dirty.add(np)
 
-	if dl := p.dataLoss; dl != nil {
+	if dl := p.loss.dataLoss; dl != nil {
 		o.log.Debugf("kafka_watermark: %s/%d: kgo reported the truncation: %v", np.tp.topic, np.tp.partition, dl)
 	}
 	if seen := o.truncations[np.tp]; slices.Contains(seen, at) {
@@ -335,9 +335,9 @@ func (o *owner) goOnAfterTruncation(np *partState, at, base int64, seq uint64) *
 	if base == at {
 		return np
 	}
-	np.rewindTo = kgo.EpochOffset{Epoch: np.fetchedEpoch, Offset: base}
-	o.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{np.tp.topic: {np.tp.partition: np.rewindTo}})
-	np.minPoll = seq + 1
+	np.replay.rewindTo = kgo.EpochOffset{Epoch: np.resume.fetchedEpoch, Offset: base}
+	o.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{np.tp.topic: {np.tp.partition: np.replay.rewindTo}})
+	np.replay.minPoll = seq + 1
 	return nil
 }
 
@@ -397,4 +397,26 @@ func mergeRanges(a, b []commitmeta.Range) []commitmeta.Range {
 		all = append(all, r)
 	}
 	return all
+}
+
+// lossPart is what an epoch knows of the records Kafka may take away before
+// delivery. Owned by the owner goroutine, inside its partState.
+type lossPart struct {
+	// expect is the next offset this epoch expects to fetch: the commit it
+	// started from, the rewind of a replay, one past the last record queued;
+	// -1 until one is known. A fetch past it whose log start is past it
+	// too lost what lies between.
+	expect int64
+	// carried is the loss its commits carry (Count 0: none), for
+	// lost_records_report_for. An epoch that replays in place or follows a
+	// truncation inherits it; owner.lossReported holds what was reported.
+	carried commitmeta.Loss
+	// retentionMs is the topic's time retention, -1 for none or not
+	// known (retention.go).
+	retentionMs int64
+	// dataLoss is the last data loss kgo reported for this epoch, for the
+	// log; truncatedAt is where the truncation that made this epoch
+	// diverged (-1: none), so that kgo's report of it is not taken twice.
+	dataLoss    *kgo.ErrDataLoss
+	truncatedAt int64
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
-	"github.com/watermark-connect/watermark-connect/tracker"
 )
 
 // Every commit carries, per partition, the delivered ranges above the
@@ -83,7 +82,7 @@ func (o *owner) plan(p *partState, maxBytes int) (c planned, ok bool) {
 	if !ok {
 		return c, false
 	}
-	_, moved := p.tracker.Watermark()
+	_, moved := p.led.watermark()
 	c.eo = kgo.EpochOffset{Epoch: p.positionEpoch(base), Offset: base}
 	keptTo := base
 	if o.conf.CommitMetadata {
@@ -92,9 +91,9 @@ func (o *owner) plan(p *partState, maxBytes int) (c planned, ok bool) {
 		if stalled {
 			c.stall = stall.Fields()
 		}
-		carrying := p.carried.Count > 0
+		carrying := p.loss.carried.Count > 0
 		if carrying {
-			c.stall = joinFields(c.stall, p.carried.Fields())
+			c.stall = joinFields(c.stall, p.loss.carried.Fields())
 		}
 		c.meta, c.cut, keptTo = encodeMeta(m, p.epochOf, c.stall, maxBytes)
 		m.Delivered = m.Delivered[:len(m.Delivered)-c.cut]
@@ -106,7 +105,7 @@ func (o *owner) plan(p *partState, maxBytes int) (c planned, ok bool) {
 	} else if !moved {
 		return c, false
 	}
-	c.exposure = p.window.exposure(keptTo)
+	c.exposure = p.led.exposure(keptTo)
 	return c, true
 }
 
@@ -155,12 +154,10 @@ func encodeMeta(m commitmeta.Meta, epochOf func(offset int64) int32, stall strin
 // drop the inherited knowledge of records it has not fetched yet, and a crash
 // then would deliver them again.
 func (p *partState) deliveredRanges(base int64) []commitmeta.Range {
-	ranges := p.window.ranges(base, nil)
+	ranges := p.led.delivered(base)
 	frontier := base
-	if n := len(p.window.batches); n > 0 {
-		frontier = p.window.batches[n-1].last + 1
-	}
-	for _, r := range p.inherited {
+	frontier = p.led.frontier(frontier)
+	for _, r := range p.resume.inherited {
 		if r.To <= frontier {
 			continue
 		}
@@ -186,12 +183,12 @@ func (p *partState) deliveredRanges(base int64) []commitmeta.Range {
 // count its offsets lost.
 func (p *partState) knownDelivered(base int64) []commitmeta.Range {
 	var above []commitmeta.Range
-	for _, r := range p.inherited {
+	for _, r := range p.resume.inherited {
 		if r.To > base+1 {
 			above = append(above, commitmeta.Range{From: max(r.From, base+1), To: r.To})
 		}
 	}
-	return mergeRanges(p.window.ranges(base, nil), above)
+	return mergeRanges(p.led.delivered(base), above)
 }
 
 // positionEpoch is the leader epoch that goes with base as a position, in
@@ -204,22 +201,22 @@ func (p *partState) knownDelivered(base int64) []commitmeta.Range {
 // logs diverged), while -1 would skip the check, and a later unclean
 // truncation would pass unseen. -1 only when p knows neither.
 func (p *partState) positionEpoch(base int64) int32 {
-	if e := p.epochs.at(base - 1); e >= 0 {
+	if e := p.led.epochAt(base - 1); e >= 0 {
 		return e
 	}
-	if base == p.fetched && p.fetchedEpoch >= 0 {
-		return p.fetchedEpoch
+	if base == p.resume.fetched && p.resume.fetchedEpoch >= 0 {
+		return p.resume.fetchedEpoch
 	}
-	return p.epochs.at(base)
+	return p.led.epochAt(base)
 }
 
 // epochOf returns the leader epoch of the record at offset, as far as p
 // knows: from the records it fetched, or for an inherited range beyond them
 // the epoch the ranges were written under.
 func (p *partState) epochOf(offset int64) int32 {
-	e := p.epochs.at(offset)
-	if len(p.inherited) > 0 && offset >= p.inherited[0].From {
-		e = max(e, p.skipEpoch)
+	e := p.led.epochAt(offset)
+	if len(p.resume.inherited) > 0 && offset >= p.resume.inherited[0].From {
+		e = max(e, p.resume.skipEpoch)
 	}
 	return e
 }
@@ -231,10 +228,10 @@ func (p *partState) epochOf(offset int64) int32 {
 // stale member epoch, the network), and its epoch ends before its answer
 // comes, so nothing would send the drained watermark again.
 func (p *partState) differs(c planned, final bool) bool {
-	if !final && p.committing >= 0 && c.eo.Offset == p.committing && c.meta == p.committingMeta {
+	if !final && p.commits.committing >= 0 && c.eo.Offset == p.commits.committing && c.meta == p.commits.committingMeta {
 		return false
 	}
-	return !p.hasCommitted || c.eo.Offset > p.committed || (c.eo.Offset == p.committed && c.meta != p.committedMeta)
+	return !p.commits.hasCommitted || c.eo.Offset > p.commits.committed || (c.eo.Offset == p.commits.committed && c.meta != p.commits.committedMeta)
 }
 
 // budgetMeta keeps the metadata of a request within requestMetaBudget,
@@ -285,18 +282,18 @@ func (o *owner) noteCut(p *partState, c planned) {
 // the ranges, or below the first, pass unseen and the old ranges skip the
 // new records they cover.
 func (p *partState) skipping(r *kgo.Record) bool {
-	for len(p.skip) > 0 && p.skip[0].To <= r.Offset {
-		p.skip = p.skip[1:]
+	for len(p.resume.skip) > 0 && p.resume.skip[0].To <= r.Offset {
+		p.resume.skip = p.resume.skip[1:]
 	}
-	if len(p.skip) == 0 {
+	if len(p.resume.skip) == 0 {
 		return false
 	}
-	if r.LeaderEpoch > p.skipEpoch {
-		p.skipTruncated = true
-		p.skip, p.inherited = nil, nil
+	if r.LeaderEpoch > p.resume.skipEpoch {
+		p.resume.skipTruncated = true
+		p.resume.skip, p.resume.inherited = nil, nil
 		return false
 	}
-	return p.skip[0].From <= r.Offset
+	return p.resume.skip[0].From <= r.Offset
 }
 
 // passSkipped registers the skip batches at the front of p's ready queue and
@@ -305,17 +302,12 @@ func (p *partState) skipping(r *kgo.Record) bool {
 // the next commit's ranges still cover them.
 func (o *owner) passSkipped(p *partState) {
 	passed := false
-	for len(p.ready) > 0 && p.ready[0].skip {
-		rb := p.ready[0]
-		p.ready[0] = rawBatch{}
-		p.ready = p.ready[1:]
-		seq := p.tracker.NextSeq()
-		p.tracker.Register(seq, rb.last)
-		p.tracker.Resolve(seq, tracker.Delivered)
-		p.window.add(seq, rb.last, len(rb.records), nil)
+	for len(p.queue.ready) > 0 && p.queue.ready[0].skip {
+		rb := p.queue.popReady()
+		p.led.registerDelivered(rb)
 		if !rb.control {
-			p.skipQueued--
-			p.skippedRecords += len(rb.records)
+			p.queue.skipQueued--
+			p.resume.skippedRecords += len(rb.records)
 			o.m.skipped.Incr(int64(len(rb.records)), p.labels[:]...)
 		}
 		passed = true
@@ -332,11 +324,11 @@ func (o *owner) passSkipped(p *partState) {
 	}
 	// Once every range is passed and every skip batch registered, say
 	// what was skipped, once.
-	if !p.skipLogged && p.skippedRanges > 0 && len(p.skip) == 0 && p.skipQueued == 0 {
-		p.skipLogged = true
+	if !p.resume.skipLogged && p.resume.skippedRanges > 0 && len(p.resume.skip) == 0 && p.queue.skipQueued == 0 {
+		p.resume.skipLogged = true
 		o.log.Infof("kafka_watermark: %s/%d: skipped %d record(s) in %d range(s) that the last commit showed delivered",
-			p.tp.topic, p.tp.partition, p.skippedRecords, p.skippedRanges)
-		if p.skipTruncated {
+			p.tp.topic, p.tp.partition, p.resume.skippedRecords, p.resume.skippedRanges)
+		if p.resume.skipTruncated {
 			o.log.Warnf("kafka_watermark: %s/%d: a record in the delivered ranges has a newer leader epoch than they were written under (the log was truncated by an unclean leader election): from there on nothing is skipped",
 				p.tp.topic, p.tp.partition)
 		}
@@ -367,9 +359,9 @@ func (o *owner) onFetched(commits map[topicPartition]fetchedCommit) {
 		if p == nil {
 			continue
 		}
-		p.fetched, p.fetchedEpoch = fc.offset, fc.epoch
+		p.resume.fetched, p.resume.fetchedEpoch = fc.offset, fc.epoch
 		if fc.offset >= 0 {
-			p.expect = fc.offset
+			p.loss.expect = fc.offset
 		}
 		if !o.conf.CommitMetadata || fc.offset < 0 || fc.meta == "" {
 			continue
@@ -392,9 +384,9 @@ func (o *owner) onFetched(commits map[topicPartition]fetchedCommit) {
 			ignored = append(ignored, fmt.Sprintf("%s/%d: delivered ranges without a valid %s= leader epoch", tp.topic, tp.partition, fieldLastEpoch))
 			continue
 		}
-		p.skip, p.skipEpoch = m.Delivered, int32(last)
-		p.inherited = m.Delivered
-		p.skippedRanges = len(m.Delivered)
+		p.resume.skip, p.resume.skipEpoch = m.Delivered, int32(last)
+		p.resume.inherited = m.Delivered
+		p.resume.skippedRanges = len(m.Delivered)
 	}
 	if len(ignored) > 0 {
 		slices.Sort(ignored)
@@ -407,10 +399,10 @@ func (o *owner) onFetched(commits map[topicPartition]fetchedCommit) {
 // end: they cannot describe this log (a topic deleted and made again), so
 // none of them is trusted.
 func (o *owner) dropSkipsPastEnd(p *partState, logEnd int64) {
-	if len(p.skip) == 0 || p.skip[len(p.skip)-1].To <= logEnd {
+	if len(p.resume.skip) == 0 || p.resume.skip[len(p.resume.skip)-1].To <= logEnd {
 		return
 	}
 	o.log.Warnf("kafka_watermark: ignored the delivered ranges of %s/%d: they reach offset %d, past the log end %d; everything above the committed offset is replayed",
-		p.tp.topic, p.tp.partition, p.skip[len(p.skip)-1].To, logEnd)
-	p.skip, p.inherited, p.skippedRanges = nil, nil, 0
+		p.tp.topic, p.tp.partition, p.resume.skip[len(p.resume.skip)-1].To, logEnd)
+	p.resume.skip, p.resume.inherited, p.resume.skippedRanges = nil, nil, 0
 }

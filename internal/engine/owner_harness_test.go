@@ -315,3 +315,7 @@ func (h *ownerHarness) readAll() []*Batch {
 		out = append(out, b)
 	}
 }
+
+// unresolved and retrying are p's ledger counts.
+func unresolved(p *partState) int { u, _ := p.led.counts(); return u }
+func retrying(p *partState) int   { _, r := p.led.counts(); return r }

@@ -587,7 +587,7 @@ func (m *ownerModel) poll() {
 	before := map[topicPartition]snap{}
 	m.state(func(o *owner) {
 		for tp, p := range o.parts {
-			before[tp] = snap{p, p.lastQueued}
+			before[tp] = snap{p, p.queue.lastQueued}
 		}
 	})
 	var fps []kgo.FetchPartition
@@ -640,7 +640,7 @@ func (m *ownerModel) poll() {
 				lq = s.lastQueued
 			}
 			queued := map[*kgo.Record]bool{}
-			for _, rb := range p.ready {
+			for _, rb := range p.queue.ready {
 				if !rb.skip {
 					for _, r := range rb.records {
 						queued[r] = true
@@ -648,7 +648,7 @@ func (m *ownerModel) poll() {
 				}
 			}
 			for _, r := range recs {
-				if r.Offset > lq && r.Offset <= p.lastQueued && !queued[r] && !r.Attrs.IsControl() {
+				if r.Offset > lq && r.Offset <= p.queue.lastQueued && !queued[r] && !r.Attrs.IsControl() {
 					skipped = append(skipped, r)
 				}
 			}
@@ -1092,11 +1092,11 @@ func (m *ownerModel) check() {
 	m.state(func(o *owner) {
 		for tp, p := range o.parts {
 			n := 0
-			for _, rb := range p.ready {
+			for _, rb := range p.queue.ready {
 				n += len(rb.records)
 			}
 			if n > limit {
-				m.soft("5", "%v holds %d records in %d ready batches, more than (pollLowWater-1)*batch_max_records + one fetch = %d", tp, n, len(p.ready), limit)
+				m.soft("5", "%v holds %d records in %d ready batches, more than (pollLowWater-1)*batch_max_records + one fetch = %d", tp, n, len(p.queue.ready), limit)
 			}
 		}
 	})
@@ -1247,7 +1247,7 @@ func (m *ownerModel) heal() {
 			var stalled []topicPartition
 			m.state(func(o *owner) {
 				for tp, p := range o.parts {
-					if p.tracker.Stalled() {
+					if p.led.stalled() {
 						stalled = append(stalled, tp)
 					}
 				}

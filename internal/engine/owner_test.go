@@ -48,9 +48,9 @@ func TestOwnerGiveBackGoesOutFirstAndIsNotAnAttempt(t *testing.T) {
 		require.Zero(t, again.attempt, "a batch the pipeline never saw is not a new attempt")
 		h.state(func(o *owner) {
 			p := o.parts[tp0]
-			require.Equal(t, 1, p.unresolved)
-			require.Zero(t, p.retrying)
-			require.Equal(t, 1, p.tracker.Pending(), "registered once")
+			require.Equal(t, 1, unresolved(p))
+			require.Zero(t, retrying(p))
+			require.Equal(t, 1, p.led.pending(), "registered once")
 		})
 	})
 }
@@ -65,8 +65,8 @@ func TestOwnerRetryArithmeticAndDrainSkipsRetries(t *testing.T) {
 		h.ack(a, errors.New("sink down"))
 		h.state(func(o *owner) {
 			p := o.parts[tp0]
-			require.Equal(t, 2, p.unresolved, "a nacked batch with retries left is unresolved")
-			require.Equal(t, 1, p.retrying, "and waits for its retry")
+			require.Equal(t, 2, unresolved(p), "a nacked batch with retries left is unresolved")
+			require.Equal(t, 1, retrying(p), "and waits for its retry")
 		})
 		_, ok := h.tryRead()
 		require.False(t, ok, "the retry waits for its backoff")
@@ -194,7 +194,7 @@ func TestOwnerCommitsTheLeaderEpochOfTheRecordBefore(t *testing.T) {
 		synctest.Wait()
 		require.Equal(t, []kgo.EpochOffset{{Epoch: 3, Offset: 4}, {Epoch: 4, Offset: 8}, {Epoch: 4, Offset: 12}}, h.cl.committed(tp0))
 		h.state(func(o *owner) {
-			require.Len(t, o.parts[tp0].epochs.changes, 1, "changes below the watermark are forgotten")
+			require.Len(t, o.parts[tp0].led.epochs.changes, 1, "changes below the watermark are forgotten")
 		})
 	})
 }

@@ -5,9 +5,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
-	"github.com/watermark-connect/watermark-connect/tracker"
 )
 
 type topicPartition struct {
@@ -67,6 +64,25 @@ type Batch struct {
 // epoch's identity, so an ack that carries a dropped partState is late and
 // ignored.
 //
+// It is made of parts, each with its own invariant and the methods that keep
+// it, in the file named beside it; code outside that file goes through
+// those methods:
+//
+//   - ledger (ledger.go): what is registered, in sequence: the tracker, the
+//     window of batches above the watermark, the leader epochs, and the
+//     unresolved and retrying counters, kept in step by register, resolve
+//     and advance.
+//   - queue (queue.go): fetched batches not yet registered, and registered
+//     ones waiting to be retried.
+//   - resume (resume.go): the commit this epoch started from, and the
+//     delivered ranges of its metadata that it skips.
+//   - commits (commit.go): what the broker holds, the commit in flight and
+//     the replay exposure.
+//   - replay (replay.go): the rewind of a replay in place, and the stall
+//     it replays.
+//   - loss (loss.go): the offset it expects next, the loss its commits
+//     carry, the topic's retention, the truncation it follows.
+//
 // Owned by the owner goroutine: no other goroutine reads or writes it,
 // except the immutable tp and labels.
 type partState struct {
@@ -81,150 +97,40 @@ type partState struct {
 	// partition asks.
 	ended bool
 	// dirty: a batch was delivered or the watermark moved since the last
-	// commit was planned, so the next tick plans one (metadata.go). A
-	// dirty partition is on the owner's dirty list (markDirty).
+	// commit was planned, so the next tick plans one (plan.go). A dirty
+	// partition is on the owner's dirty list (markDirty).
 	dirty bool
 	// listed holds a bit for each owner list this epoch is on (partList).
 	listed   listBits
 	paused   bool // fetching paused at max_pending_batches
 	queued   bool // in the owner's run queue
 	draining bool // no more hand-outs: draining for a revoke or a close
-	// unresolved counts registered batches with no final verdict yet (in
-	// the pipeline or waiting for a retry): what a drain waits for.
-	unresolved int
-	// retrying counts the unresolved batches waiting to be retried (in
-	// backoff or in retry): a drain does not wait for them.
-	retrying int
-	// lastMoved is when the watermark last moved.
-	lastMoved time.Time
-	// window mirrors the tracker's pending batches (window.go).
-	window window
 
-	// tracker is held by value, and starts with a ring of one slot that
-	// doubles when it is full: its size follows this epoch's largest
-	// window of pending batches (a partition with light traffic keeps a
-	// slot or two), never max_pending_batches up front, nor the 64 slots
-	// (1 KiB) of a zero-value tracker.
-	tracker tracker.PartitionTracker
-	// epochs holds the leader epoch changes of the records queued and
-	// pending, so a commit carries the leader epoch of the record before
-	// its offset (KIP-320).
-	epochs epochLog
-
-	// ready holds fetched batches not yet registered; retry holds nacked
-	// batches whose retry backoff has passed. Retries go first: they hold
-	// the watermark.
-	ready []rawBatch
-	retry []*Batch
-	// readyBuf is the array ready was last grown into, from its start:
-	// hand-outs slice ready forward (clearing what they take), and an
-	// emptied queue starts again at readyBuf's start (enqueue), so a
-	// partition that fetches and hands out allocates no queue in steady
-	// state. Only a small array is reused (keepEmpty).
-	readyBuf []rawBatch
-	// lastQueued is the last offset queued in this epoch; a record at or
-	// below it is a re-delivery of fetched data and is dropped.
-	lastQueued int64
-
-	// committed is the last offset the broker acknowledged for this epoch,
-	// with committedMeta its metadata; committing and committingMeta are
-	// the commit in flight (committing is -1 when there is none).
-	committed      int64
-	hasCommitted   bool
-	committedMeta  string
-	committing     int64
-	committingMeta string
-	// fetched is the offset the group had committed when this epoch was
-	// assigned (OffsetFetch), or -1; skip the delivered ranges its metadata
-	// carried, still above the fetch position (metadata.go).
-	fetched      int64
-	fetchedEpoch int32
-	skip         []commitmeta.Range
-	// inherited is the whole of those ranges, kept for the commits of this
-	// epoch until it has registered past them (deliveredRanges).
-	inherited []commitmeta.Range
-	// skipEpoch is the leader epoch of the last record the skip ranges
-	// cover; skipTruncated says a later epoch was met in them and the
-	// ranges were dropped (metadata.go).
-	skipEpoch     int32
-	skipTruncated bool
-	// skippedRanges and skippedRecords count what this epoch skipped, for
-	// its one log line; skipLogged says it was written.
-	skippedRanges, skippedRecords int
-	skipLogged                    bool
-	// skipQueued counts the skip batches in ready.
-	skipQueued int
-	// exposure is the replay exposure (records a crash now would deliver
-	// again). When the commit in flight succeeds it becomes that commit's
-	// planned exposure plus handedSinceSnap, what was handed out since the
-	// commit was planned.
-	exposure, handedSinceSnap int64
-
-	firstFetched  int64 // offset of the first record fetched, or -1
-	highWatermark int64 // log end seen in the last fetch, or -1
+	led     ledger
+	queue   queue
+	resume  resume
+	commits commitState
+	replay  replayPart
+	loss    lossPart
 
 	// labels are the topic and partition labels of its metrics.
 	labels [2]string
-
-	// minPoll is the first poll whose records this epoch takes: 0, or,
-	// for an epoch that replays in place, the first poll after its rewind
-	// (noPoll until then); rewindTo is where the rewind goes (stall.go).
-	minPoll  uint64
-	rewindTo kgo.EpochOffset
-	// firstAtMost, for an epoch that replays in place, is the failed
-	// batch's first offset, -1 for any other epoch. A first fetch that
-	// starts beyond it was read from the rewound position all the same
-	// (kgo's SetOffsets ends the consumer session, waits for every fetch of
-	// the old one to die and discards what they buffered before it moves
-	// the cursor, kgo v1.22.3 consumer.go:2012-2044, 1225-1228; minPoll
-	// drops the polls that started before): the failed batch's records are
-	// gone, deleted (loss.go reports them) or compacted (said at INFO).
-	firstAtMost int64
-	// replay counts the replays in place in a row at one offset.
-	replay replayState
-
-	// expect is the next offset this epoch expects to fetch: the commit it
-	// started from, the rewind of a replay, one past the last record queued;
-	// -1 until one is known. A fetch past it whose log start is past it
-	// too lost what lies between (loss.go).
-	expect int64
-	// carried is the loss its commits carry (Count 0: none), for
-	// lost_records_report_for. An epoch that replays in place or follows a
-	// truncation inherits it; owner.lossReported holds what was reported.
-	carried commitmeta.Loss
-	// retentionMs is the topic's time retention, -1 for none or not
-	// known (retention.go).
-	retentionMs int64
-	// dataLoss is the last data loss kgo reported for this epoch, for the
-	// log; truncatedAt is where the truncation that made this epoch
-	// diverged (-1: none), so that kgo's report of it is not taken twice.
-	dataLoss    *kgo.ErrDataLoss
-	truncatedAt int64
-
 	// shown is what the gauges last showed for this epoch (gauges.go).
 	shown gaugeValues
 }
 
-// newPartState returns a new epoch of tp. The second argument, once the
-// size of the tracker's ring, is unused: the ring follows the pending
-// batches now (partState.tracker).
-func newPartState(tp topicPartition, _ int, now time.Time) *partState {
+// newPartState returns a new epoch of tp, made at now.
+func newPartState(tp topicPartition, now time.Time) *partState {
 	return &partState{
-		tp:            tp,
-		tracker:       *tracker.NewWithCapacity(1),
-		labels:        labels(tp),
-		shown:         unshown,
-		lastQueued:    -1,
-		expect:        -1,
-		truncatedAt:   -1,
-		retentionMs:   -1,
-		committing:    -1,
-		fetched:       -1,
-		fetchedEpoch:  -1,
-		firstAtMost:   -1,
-		firstFetched:  -1,
-		highWatermark: -1,
-		lastMoved:     now,
+		tp:      tp,
+		led:     newLedger(now),
+		queue:   queue{lastQueued: -1, firstFetched: -1, highWatermark: -1},
+		resume:  resume{fetched: -1, fetchedEpoch: -1},
+		commits: commitState{committing: -1},
+		replay:  replayPart{firstAtMost: -1},
+		loss:    lossPart{expect: -1, truncatedAt: -1, retentionMs: -1},
+		labels:  labels(tp),
+		shown:   unshown,
 	}
 }
 
@@ -282,7 +188,7 @@ func (p *partState) canHandOut(maxPending int) bool {
 	if p.draining {
 		return false
 	}
-	return len(p.retry) > 0 || (len(p.ready) > 0 && p.tracker.Pending() < maxPending)
+	return len(p.queue.retry) > 0 || (len(p.queue.ready) > 0 && p.led.pending() < maxPending)
 }
 
 // watermarkAge is how long the watermark has not moved while batches are
@@ -290,35 +196,35 @@ func (p *partState) canHandOut(maxPending int) bool {
 // before it reads again): zero for an idle partition, growing for a stuck
 // one.
 func (p *partState) watermarkAge(now time.Time) time.Duration {
-	if p.tracker.Pending() == 0 && !p.stalled() {
+	if p.led.pending() == 0 && !p.stalled() {
 		return 0
 	}
-	return now.Sub(p.lastMoved)
+	return now.Sub(p.led.lastMoved)
 }
 
 // resumePoint is where this group would resume the partition now: the last
 // commit, or before any commit of this epoch the group's commit at
 // assignment, or the first offset fetched.
 func (p *partState) resumePoint() (int64, bool) {
-	if p.hasCommitted {
-		return p.committed, true
+	if p.commits.hasCommitted {
+		return p.commits.committed, true
 	}
-	if p.fetched >= 0 {
-		return p.fetched, true
+	if p.resume.fetched >= 0 {
+		return p.resume.fetched, true
 	}
-	return p.firstFetched, p.firstFetched >= 0
+	return p.queue.firstFetched, p.queue.firstFetched >= 0
 }
 
 // commitBase is the offset a commit would carry now: the watermark, or,
 // before the watermark ever moved, the offset this epoch started at.
 func (p *partState) commitBase() (int64, bool) {
-	if wm, ok := p.tracker.Watermark(); ok {
+	if wm, ok := p.led.watermark(); ok {
 		return wm, true
 	}
-	if p.fetched >= 0 && (p.firstFetched < 0 || p.fetched <= p.firstFetched) {
-		return p.fetched, true
+	if p.resume.fetched >= 0 && (p.queue.firstFetched < 0 || p.resume.fetched <= p.queue.firstFetched) {
+		return p.resume.fetched, true
 	}
-	return p.firstFetched, p.firstFetched >= 0
+	return p.queue.firstFetched, p.queue.firstFetched >= 0
 }
 
 // enqueue splits the records of one fetch into batches of at most
@@ -330,26 +236,26 @@ func (p *partState) enqueue(records []*kgo.Record, maxRecords int, maxBytes int6
 	flush := func(end int) {
 		if start >= 0 && end > start {
 			rs := records[start:end:end]
-			if len(p.ready) == 0 && p.readyBuf != nil {
-				p.ready = p.readyBuf
+			if len(p.queue.ready) == 0 && p.queue.readyBuf != nil {
+				p.queue.ready = p.queue.readyBuf
 			}
-			had := cap(p.ready)
-			p.ready = append(p.ready, rawBatch{records: rs, first: rs[0].Offset, last: rs[len(rs)-1].Offset, logEnd: p.highWatermark, skip: skip || control, control: control})
-			if cap(p.ready) != had {
-				p.readyBuf = nil
-				if cap(p.ready) <= keepEmpty {
-					p.readyBuf = p.ready[:0]
+			had := cap(p.queue.ready)
+			p.queue.ready = append(p.queue.ready, rawBatch{records: rs, first: rs[0].Offset, last: rs[len(rs)-1].Offset, logEnd: p.queue.highWatermark, skip: skip || control, control: control})
+			if cap(p.queue.ready) != had {
+				p.queue.readyBuf = nil
+				if cap(p.queue.ready) <= keepEmpty {
+					p.queue.readyBuf = p.queue.ready[:0]
 				}
 			}
 			if skip && !control {
-				p.skipQueued++
+				p.queue.skipQueued++
 			}
-			p.lastQueued = rs[len(rs)-1].Offset
+			p.queue.lastQueued = rs[len(rs)-1].Offset
 		}
 		start, size = -1, 0
 	}
 	for i, r := range records {
-		if r.Offset <= p.lastQueued {
+		if r.Offset <= p.queue.lastQueued {
 			flush(i)
 			continue
 		}
@@ -365,11 +271,11 @@ func (p *partState) enqueue(records []*kgo.Record, maxRecords int, maxBytes int6
 		skip, control = covered, isControl
 		if start < 0 {
 			start = i
-			if p.firstFetched < 0 {
-				p.firstFetched = r.Offset
+			if p.queue.firstFetched < 0 {
+				p.queue.firstFetched = r.Offset
 			}
 		}
-		p.epochs.note(r.Offset, r.LeaderEpoch)
+		p.led.noteEpoch(r.Offset, r.LeaderEpoch)
 		size += n
 	}
 	flush(len(records))

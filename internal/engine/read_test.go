@@ -139,10 +139,10 @@ func TestReadRequestReuseAfterWithdrawal(t *testing.T) {
 		}
 		h.state(func(o *owner) {
 			p := o.parts[tp0]
-			wm, _ := p.tracker.Watermark()
+			wm, _ := p.led.watermark()
 			require.Equal(t, fetched, wm, "every batch delivered once")
-			require.Zero(t, p.unresolved)
-			require.Zero(t, p.retrying)
+			require.Zero(t, unresolved(p))
+			require.Zero(t, retrying(p))
 		})
 		t.Logf("%d of 15 racing reads returned their batch", returned)
 	})
@@ -215,7 +215,7 @@ func TestOverlappingReadBatches(t *testing.T) {
 		synctest.Wait()
 		require.False(t, in.e.reading.Load(), "the reused request is free again")
 		h.state(func(o *owner) {
-			wm, _ := o.parts[tp0].tracker.Watermark()
+			wm, _ := o.parts[tp0].led.watermark()
 			require.Equal(t, int64(readers), wm)
 		})
 	})

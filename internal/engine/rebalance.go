@@ -122,9 +122,9 @@ func (o *owner) onAssign(tps []topicPartition) {
 			// ends here and its acks become late.
 			o.forget(old)
 		}
-		p := newPartState(tp, o.conf.MaxPending, now)
+		p := newPartState(tp, now)
 		if ms, ok := o.retention[tp.topic]; ok {
-			p.retentionMs = ms
+			p.loss.retentionMs = ms
 		}
 		o.parts[tp] = p
 		o.log.Debugf("kafka_watermark: assigned %s/%d", tp.topic, tp.partition)

@@ -100,8 +100,8 @@ func (o *owner) onRetention(r retentionResult) {
 		o.retention[topic] = ms
 	}
 	for tp, p := range o.parts {
-		if ms, ok := r.retention[tp.topic]; ok && p.retentionMs != ms {
-			p.retentionMs = ms
+		if ms, ok := r.retention[tp.topic]; ok && p.loss.retentionMs != ms {
+			p.loss.retentionMs = ms
 			o.gauges.add(p)
 		}
 	}
@@ -122,28 +122,28 @@ func (o *owner) anyUndescribed(tps []topicPartition) bool {
 // first pending batch, or of the first batch it has queued while none is
 // pending.
 func (p *partState) watermarkRecordTime() (time.Time, bool) {
-	if len(p.window.batches) > 0 {
-		if b := p.window.batches[0].b; b != nil && len(b.raw.records) > 0 {
+	if w, ok := p.led.head(); ok {
+		if b := w.b; b != nil && len(b.raw.records) > 0 {
 			return b.raw.records[0].Timestamp, true
 		}
 		return time.Time{}, false
 	}
-	if len(p.ready) > 0 && len(p.ready[0].records) > 0 {
-		return p.ready[0].records[0].Timestamp, true
+	if len(p.queue.ready) > 0 && len(p.queue.ready[0].records) > 0 {
+		return p.queue.ready[0].records[0].Timestamp, true
 	}
 	return time.Time{}, false
 }
 
 // headroom is p's retention headroom in seconds now, or noHeadroom.
 func (p *partState) headroom(now time.Time) int64 {
-	if p.retentionMs < 0 {
+	if p.loss.retentionMs < 0 {
 		return noHeadroom
 	}
 	ts, ok := p.watermarkRecordTime()
 	if !ok {
 		return noHeadroom
 	}
-	return (p.retentionMs - now.Sub(ts).Milliseconds()) / 1000
+	return (p.loss.retentionMs - now.Sub(ts).Milliseconds()) / 1000
 }
 
 // noHeadroom marks a headroom that is not shown.

@@ -64,22 +64,20 @@ const noPoll = math.MaxUint64
 // handed out again). b is the batch at the watermark, nil when it is not
 // handed out yet. Attempts counts every delivery, replays included.
 func (p *partState) stallInfo() (s commitmeta.Stall, b *Batch, ok bool) {
-	var w windowBatch
-	if len(p.window.batches) > 0 {
-		w = p.window.batches[0]
+	if w, ok := p.led.head(); ok {
 		if w.delivered {
 			return s, nil, false
 		}
 		b = w.b
 	}
 	base, _ := p.commitBase()
-	replayed := p.replay.count > 0 && p.replay.offset == base
+	replayed := p.replay.state.count > 0 && p.replay.state.offset == base
 	nacked := b != nil && !b.nackedAt.IsZero()
 	if !nacked && !replayed {
 		return s, nil, false
 	}
 	if replayed {
-		r := p.replay
+		r := p.replay.state
 		s = commitmeta.Stall{First: r.first, Last: r.last, Since: r.since, Attempts: r.attempts, Reason: r.reason}
 	}
 	if nacked {
@@ -135,10 +133,10 @@ func (o *owner) checkStalls(now time.Time) {
 		if o.conf.StallReplayAfter <= 0 || o.closed || p.draining {
 			return true
 		}
-		since, _ := p.tracker.StalledSince()
+		since, _ := p.led.stalledSince()
 		wait := o.conf.StallReplayAfter
-		if base, _ := p.commitBase(); p.replay.count > 0 && p.replay.offset == base {
-			wait <<= min(p.replay.count, maxReplayShift)
+		if base, _ := p.commitBase(); p.replay.state.count > 0 && p.replay.state.offset == base {
+			wait <<= min(p.replay.state.count, maxReplayShift)
 		}
 		if now.Sub(since) >= wait {
 			due = append(due, p)
@@ -168,32 +166,32 @@ func (o *owner) rewind(old *partState) {
 	// The new epoch carries what the group and its gauges know: the last
 	// commit, the exposure, the log end, and the watermark's age (a
 	// replay does not move the watermark).
-	np := newPartState(old.tp, o.conf.MaxPending, old.lastMoved)
-	np.committed, np.hasCommitted, np.committedMeta = old.committed, old.hasCommitted, old.committedMeta
-	np.fetched, np.fetchedEpoch = base, old.positionEpoch(base)
-	np.exposure = old.exposure
-	np.highWatermark = old.highWatermark
-	np.minPoll = noPoll
-	np.rewindTo = kgo.EpochOffset{Epoch: np.fetchedEpoch, Offset: base}
+	np := newPartState(old.tp, old.led.lastMoved)
+	np.commits.committed, np.commits.hasCommitted, np.commits.committedMeta = old.commits.committed, old.commits.hasCommitted, old.commits.committedMeta
+	np.resume.fetched, np.resume.fetchedEpoch = base, old.positionEpoch(base)
+	np.commits.exposure = old.commits.exposure
+	np.queue.highWatermark = old.queue.highWatermark
+	np.replay.minPoll = noPoll
+	np.replay.rewindTo = kgo.EpochOffset{Epoch: np.resume.fetchedEpoch, Offset: base}
 	stalled, _, ok := old.stallInfo()
 	if ok {
-		np.firstAtMost = stalled.First
+		np.replay.firstAtMost = stalled.First
 	}
 	if ranges := old.knownDelivered(base); len(ranges) > 0 {
-		np.skip, np.inherited = ranges, ranges
-		np.skipEpoch = old.epochOf(ranges[len(ranges)-1].To - 1)
-		np.skippedRanges = len(ranges)
+		np.resume.skip, np.resume.inherited = ranges, ranges
+		np.resume.skipEpoch = old.epochOf(ranges[len(ranges)-1].To - 1)
+		np.resume.skippedRanges = len(ranges)
 	}
-	np.expect = base
-	np.carried = old.carried
-	np.retentionMs = old.retentionMs
-	np.replay = old.replay
-	if np.replay.count == 0 || np.replay.offset != base {
-		np.replay = replayState{offset: base}
+	np.loss.expect = base
+	np.loss.carried = old.loss.carried
+	np.loss.retentionMs = old.loss.retentionMs
+	np.replay.state = old.replay.state
+	if np.replay.state.count == 0 || np.replay.state.offset != base {
+		np.replay.state = replayState{offset: base}
 	}
-	np.replay.count++
-	np.replay.first, np.replay.last = stalled.First, stalled.Last
-	np.replay.since, np.replay.attempts, np.replay.reason = stalled.Since, stalled.Attempts, stalled.Reason
+	np.replay.state.count++
+	np.replay.state.first, np.replay.state.last = stalled.First, stalled.Last
+	np.replay.state.since, np.replay.state.attempts, np.replay.state.reason = stalled.Since, stalled.Attempts, stalled.Reason
 	np.dirty = true
 	np.shown = old.shown
 	o.endEpoch(old)
@@ -201,7 +199,7 @@ func (o *owner) rewind(old *partState) {
 	o.rewinds = append(o.rewinds, np)
 	o.m.stallReplays.Incr(1, np.labels[:]...)
 	o.log.Warnf("kafka_watermark: replaying %s/%d in place from offset %d (replay %d in a row at this offset; the failed batch was delivered %d time(s)); last error: %s",
-		np.tp.topic, np.tp.partition, base, np.replay.count, stalled.Attempts, stalled.Reason)
+		np.tp.topic, np.tp.partition, base, np.replay.state.count, stalled.Attempts, stalled.Reason)
 	o.wakePoll()
 }
 
@@ -214,8 +212,8 @@ func (o *owner) applyRewinds(seq uint64) {
 		if !p.live() || p.draining {
 			continue // revoked, lost or closed since: not this member's to move
 		}
-		o.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{p.tp.topic: {p.tp.partition: p.rewindTo}})
-		p.minPoll = seq + 1
+		o.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{p.tp.topic: {p.tp.partition: p.replay.rewindTo}})
+		p.replay.minPoll = seq + 1
 	}
 	o.rewinds = o.rewinds[:0]
 }

@@ -121,7 +121,7 @@ func TestOwnerRetriesOnlyTheRecordsABatchErrorNamed(t *testing.T) {
 		time.Sleep(time.Second)
 		retry := h.read()
 		require.Equal(t, []int{1, 3}, retry.only)
-		h.state(func(o *owner) { require.Equal(t, 1, o.parts[tp0].tracker.Pending()) })
+		h.state(func(o *owner) { require.Equal(t, 1, o.parts[tp0].led.pending()) })
 		h.ack(retry, nil)
 		time.Sleep(time.Second)
 		synctest.Wait()
@@ -201,7 +201,7 @@ func TestOwnerReplaysAFailedPartitionInPlace(t *testing.T) {
 		meta, _, ok := h.lastStall(tp0)
 		require.False(t, ok)
 		require.Equal(t, int64(8), meta.Base, "healed in place, committed to the end")
-		h.state(func(o *owner) { require.Zero(t, o.parts[tp0].replay.count) })
+		h.state(func(o *owner) { require.Zero(t, o.parts[tp0].replay.state.count) })
 	})
 }
 
