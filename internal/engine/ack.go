@@ -2,10 +2,11 @@ package engine
 
 import (
 	"fmt"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/watermark-connect/watermark-connect/internal/errclass"
 	"strconv"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/watermark-connect/watermark-connect/internal/errclass"
 
 	"github.com/watermark-connect/watermark-connect/tracker"
 )
@@ -48,7 +49,7 @@ func (o *owner) onAck(a ackMsg) {
 		b.lastErr = errclass.Class(a.err)
 		if _, head, _ := p.stallInfo(); head == b {
 			o.markDirty(p) // the stall provenance changed: commit it
-			o.gauges.add(p)
+			o.lists.gauges.add(p)
 		}
 	}
 	if a.err != nil && o.retriesLeft(b) && !p.draining {
@@ -66,7 +67,7 @@ func (o *owner) onAck(a ackMsg) {
 		p.led.waitRetry()
 		time.AfterFunc(backoff, func() {
 			select {
-			case o.retryCh <- retryDue{b}:
+			case o.inbox.retryCh <- retryDue{b}:
 			case <-o.stopped():
 			}
 		})
@@ -132,11 +133,11 @@ func (o *owner) advance(p *partState) {
 		}
 	}
 	if p.dirty {
-		o.dirty.add(p)
+		o.lists.dirty.add(p)
 	}
-	o.gauges.add(p)
+	o.lists.gauges.add(p)
 	if !wasStalled && p.led.stalled() {
-		o.stalled.add(p)
+		o.lists.stalled.add(p)
 		o.logStall(p)
 	}
 	o.resumeBelowLimits(p)

@@ -63,7 +63,7 @@ func (e *Engine) Start(cl *kgo.Client) {
 	o := e.o
 	o.cl = kgoGroupClient{Client: cl, readCommitted: o.conf.ReadCommitted}
 	e.poller = newPoller()
-	o.wakePoll = e.poller.wake
+	o.polls.wakePoll = e.poller.wake
 	e.cl = cl
 	go o.run()
 	go o.committer()
@@ -105,7 +105,7 @@ func (e *Engine) OffsetsFetched(ctx context.Context, resp *kmsg.OffsetFetchRespo
 	}
 	req := fetchedReq{commits: commits, done: make(chan struct{})}
 	select {
-	case o.fetchedCh <- req:
+	case o.inbox.fetchedCh <- req:
 		select {
 		case <-req.done:
 		case <-o.stopped():
@@ -124,7 +124,7 @@ func (e *Engine) Read(ctx context.Context) (*Batch, error) {
 	o := e.o
 	req := e.takeRead()
 	select {
-	case o.readCh <- req:
+	case o.inbox.readCh <- req:
 	case <-ctx.Done():
 		e.putRead(req)
 		return nil, ctx.Err()
@@ -168,7 +168,7 @@ func (e *Engine) Read(ctx context.Context) (*Batch, error) {
 // the owner stopped first.
 func (e *Engine) withdraw(w withdrawReq) bool {
 	select {
-	case e.o.withdrawCh <- w:
+	case e.o.inbox.withdrawCh <- w:
 		return true
 	case <-e.o.stopped():
 		return false
@@ -202,7 +202,7 @@ func (e *Engine) putRead(req *readReq) {
 // stopped, every verdict is late.
 func (e *Engine) Ack(b *Batch, err error, failed []int) {
 	select {
-	case e.o.ackCh <- ackMsg{b: b, err: err, failed: failed}:
+	case e.o.inbox.ackCh <- ackMsg{b: b, err: err, failed: failed}:
 	case <-e.o.stopped():
 		e.o.m.lateAcks.Incr(1, b.part.labels[:]...)
 	}
@@ -226,7 +226,7 @@ func (e *Engine) Close(ctx context.Context) error {
 	req := closeReq{reply: make(chan closeReply, 1)}
 	var last closeReply
 	select {
-	case o.closeCh <- req:
+	case o.inbox.closeCh <- req:
 		select {
 		case last = <-req.reply:
 		case <-ctx.Done():

@@ -169,7 +169,7 @@ func newAckRig(b *testing.B, parts int, extra string) *ackRig {
 		tps[i] = topicPartition{"t", int32(i)}
 	}
 	done := make(chan struct{})
-	o.assignCh <- assignReq{tps: tps, done: done}
+	o.inbox.assignCh <- assignReq{tps: tps, done: done}
 	<-done
 	stopPoll := make(chan struct{})
 	pollDone := make(chan struct{})
@@ -204,7 +204,7 @@ func fakePoll(o *owner, cl *fakeClient, tps []topicPartition, stop, done chan st
 	var seq uint64
 	for {
 		select {
-		case <-o.pollWant:
+		case <-o.inbox.pollWant:
 		case <-stop:
 			return
 		}
@@ -238,7 +238,7 @@ func fakePoll(o *owner, cl *fakeClient, tps []topicPartition, stop, done chan st
 		seq++
 		res := pollResult{seq: seq, fetches: kgo.Fetches{{Topics: []kgo.FetchTopic{{Topic: "t", Partitions: fps}}}}, done: make(chan struct{})}
 		select {
-		case o.pollCh <- res:
+		case o.inbox.pollCh <- res:
 			<-res.done
 		case <-stop:
 			return
@@ -261,9 +261,9 @@ func (r *ackRig) read(b *testing.B) service.AckFunc {
 // owner takes it, so the wait takes no CPU from the owner.
 func (r *ackRig) applied() {
 	for {
-		r.o.withdrawCh <- withdrawReq{req: &readReq{reply: make(chan *Batch, 1)}}
-		if len(r.o.ackCh) == 0 {
-			r.o.withdrawCh <- withdrawReq{req: &readReq{reply: make(chan *Batch, 1)}}
+		r.o.inbox.withdrawCh <- withdrawReq{req: &readReq{reply: make(chan *Batch, 1)}}
+		if len(r.o.inbox.ackCh) == 0 {
+			r.o.inbox.withdrawCh <- withdrawReq{req: &readReq{reply: make(chan *Batch, 1)}}
 			return
 		}
 	}

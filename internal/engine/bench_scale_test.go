@@ -67,7 +67,7 @@ func BenchmarkMetadataEncoding(b *testing.B) {
 				plans := make(map[topicPartition]*planned, len(r.tps))
 				for _, tp := range r.tps {
 					p := r.o.parts[tp]
-					if c, ok := r.o.plan(p, r.o.metaMax); ok {
+					if c, ok := r.o.plan(p, r.o.commits.metaMax); ok {
 						plans[tp] = &c
 					}
 				}
@@ -200,7 +200,7 @@ func (r *scaleRig) commitCycle(b testing.TB) (reqBytes, metaBytes int) {
 	r.o.commit()
 	var job commitJob
 	select {
-	case job = <-r.o.commitJobs:
+	case job = <-r.o.inbox.commitJobs:
 	default:
 		b.Fatal("no commit planned")
 	}

@@ -2,14 +2,11 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // commitJob is one periodic commit, run by the committer goroutine because
@@ -32,12 +29,12 @@ type jobPart struct {
 // the next tick. It walks the dirty list only, so a tick costs what moved
 // since the last one, whatever is assigned.
 func (o *owner) commit() {
-	if o.committing || o.closed || len(o.dirty.parts) == 0 {
+	if o.commits.committing || o.closed || len(o.lists.dirty.parts) == 0 {
 		return
 	}
-	job := commitJob{parts: make([]jobPart, 0, len(o.dirty.parts))}
+	job := commitJob{parts: make([]jobPart, 0, len(o.lists.dirty.parts))}
 	metaBytes := 0
-	o.dirty.keep(func(p *partState) bool {
+	o.lists.dirty.keep(func(p *partState) bool {
 		// A draining partition's final commit is the drain's, and its
 		// epoch ends with the drain: it leaves the list for good.
 		if !p.live() || p.draining || !p.dirty {
@@ -68,8 +65,8 @@ func (o *owner) commit() {
 		p.commits.committing, p.commits.committingMeta = c.eo.Offset, c.meta
 		p.commits.handedSinceSnap = 0
 	}
-	o.committing = true
-	o.commitJobs <- job // capacity 1 and one job at a time: never blocks
+	o.commits.committing = true
+	o.inbox.commitJobs <- job // capacity 1 and one job at a time: never blocks
 }
 
 // planChange plans p's next commit and reports whether it changes what the
@@ -82,7 +79,7 @@ func (o *owner) commit() {
 //
 // final plans a revoke's or a close's commit (see differs).
 func (o *owner) planChange(p *partState, final bool) (planned, bool) {
-	c, ok := o.plan(p, o.metaMax)
+	c, ok := o.plan(p, o.commits.metaMax)
 	if !ok {
 		return c, false
 	}
@@ -103,147 +100,15 @@ func sizedSet(topic string, n int, withMeta bool) commitSet {
 	return s
 }
 
-// committer runs periodic commits and reports each result to the owner.
-func (o *owner) committer() {
-	for {
-		select {
-		case job := <-o.commitJobs:
-			start := time.Now()
-			res := commitAndWait(o.ioCtx, o.cl, job.set, false)
-			select {
-			case o.commitCh <- commitDone{commitJob: job, result: res, took: time.Since(start)}:
-			case <-o.stopped():
-				return
-			}
-		case <-o.stopped():
-			return
-		}
-	}
-}
-
-// commitResult is what the broker said to a commit: the request's error, or
-// each refused partition's. metaRefused holds the length of every metadata
-// string the broker refused as too large; those partitions were committed
-// again at once without metadata, and errs holds that second answer.
-type commitResult struct {
-	errs        map[topicPartition]error
-	err         error
-	metaRefused map[topicPartition]int
-}
-
-// commitAndWait commits set and waits for the response. kgo reports
-// per-partition errors inside the response with a nil error; this returns
-// them per partition.
-//
-// A partition whose metadata the broker refuses
-// (OFFSET_METADATA_TOO_LARGE: its offset.metadata.max.bytes is below ours)
-// is committed again without metadata at once: metadata never stops commits.
-//
-// final selects kgo's CommitOffsetsSync, which a rebalance callback must
-// use: it cannot be cancelled by other commits and does not wait for the
-// rebalance it is part of. Periodic commits use CommitOffsets, which yields
-// to a rebalance in progress.
-func commitAndWait(ctx context.Context, cl groupClient, set commitSet, final bool) commitResult {
-	res := cl.Commit(ctx, set, final)
-	var again commitSet
-	for tp, err := range res.errs {
-		if errors.Is(err, kerr.OffsetMetadataTooLarge) && set.meta[tp] != "" {
-			if res.metaRefused == nil {
-				res.metaRefused = map[topicPartition]int{}
-			}
-			res.metaRefused[tp] = len(set.meta[tp])
-			again.add(tp, set.offsets[tp.topic][tp.partition], "", true)
-		}
-	}
-	if !again.empty() {
-		retry := cl.Commit(ctx, again, final)
-		eachResult(again.offsets, retry.errs, retry.err, func(tp topicPartition, _ kgo.EpochOffset, err error) {
-			if err != nil {
-				res.errs[tp] = err
-			} else {
-				delete(res.errs, tp)
-			}
-		})
-	}
-	return res
-}
-
-// responseErrors maps each requested partition to its error in resp; a
-// partition the broker did not answer for is an error too.
-func responseErrors(offsets epochOffsets, resp *kmsg.OffsetCommitResponse) map[topicPartition]error {
-	errs := map[topicPartition]error{}
-	answered := map[topicPartition]bool{}
-	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			tp := topicPartition{t.Topic, p.Partition}
-			answered[tp] = true
-			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				errs[tp] = err
-			}
-		}
-	}
-	for t, ps := range offsets {
-		for p := range ps {
-			if tp := (topicPartition{t, p}); !answered[tp] {
-				errs[tp] = errors.New("no answer for this partition in the commit response (kgo drops the answers of a group session that has ended)")
-			}
-		}
-	}
-	return errs
-}
-
-// setOffset adds one partition's offset to offsets.
-func setOffset(offsets epochOffsets, tp topicPartition, eo kgo.EpochOffset) {
-	if offsets[tp.topic] == nil {
-		offsets[tp.topic] = map[int32]kgo.EpochOffset{}
-	}
-	offsets[tp.topic][tp.partition] = eo
-}
-
-// countCommit counts one partition's commit result and, for a failure,
-// returns the words that name it. It is the accounting every commit shares
-// (periodic, revoke, shutdown); it touches only counters, which are safe
-// for concurrent use, because the revoke and shutdown commits run off the
-// owner goroutine. Gauges are the owner's, and only for live epochs.
-func (m *Metrics) countCommit(tp topicPartition, eo kgo.EpochOffset, err error) string {
-	l := labels(tp)
-	return m.countCommitOf(tp, l[:], eo, err)
-}
-
-// countCommitOf is countCommit with tp's labels formatted already.
-func (m *Metrics) countCommitOf(tp topicPartition, l []string, eo kgo.EpochOffset, err error) string {
-	if err != nil {
-		m.commitErrors.Incr(1, l...)
-		return fmt.Sprintf("%s/%d@%d: %v", tp.topic, tp.partition, eo.Offset, err)
-	}
-	m.commits.Incr(1, l...)
-	return ""
-}
-
-// eachResult calls fn for every partition of a commit with its error: the
-// request's, or the partition's own.
-func eachResult(offsets epochOffsets, errs map[topicPartition]error, err error, fn func(topicPartition, kgo.EpochOffset, error)) {
-	for t, ps := range offsets {
-		for p, eo := range ps {
-			tp := topicPartition{t, p}
-			perr := err
-			if perr == nil {
-				perr = errs[tp]
-			}
-			fn(tp, eo, perr)
-		}
-	}
-}
-
 // onCommitDone applies a periodic commit's result. A failed commit changes
 // no tracker: the partition is planned again next tick. The result of an
 // epoch that has ended since changes nothing but counters.
 func (o *owner) onCommitDone(c commitDone) {
-	o.committing = false
-	for _, w := range o.commitWaiters {
+	o.commits.committing = false
+	for _, w := range o.commits.commitWaiters {
 		close(w)
 	}
-	o.commitWaiters = nil
+	o.commits.commitWaiters = nil
 	o.m.commitLatency.Timing(c.took.Nanoseconds())
 	o.noteMetaRefused(c.result.metaRefused)
 	var failed []string
@@ -280,7 +145,7 @@ func (o *owner) onCommitDone(c commitDone) {
 		}
 		p.commits.exposure = jp.plan.exposure + p.commits.handedSinceSnap
 		o.m.committed.Set(eo.Offset, p.labels[:]...)
-		o.gauges.add(p) // the exposure, the lag's resume point
+		o.lists.gauges.add(p) // the exposure, the lag's resume point
 	}
 	if len(failed) > 0 {
 		o.log.Warnf("kafka_watermark: commit failed for %d partition(s), retrying next period: %s", len(failed), strings.Join(failed, "; "))
@@ -291,10 +156,10 @@ func (o *owner) onCommitDone(c commitDone) {
 // too large, and says so once per refusal.
 func (o *owner) noteMetaRefused(lengths map[topicPartition]int) {
 	for _, n := range lengths {
-		if n <= o.metaMax {
-			o.metaMax = n / 2
+		if n <= o.commits.metaMax {
+			o.commits.metaMax = n / 2
 			o.log.Warnf("kafka_watermark: the broker refused %d bytes of commit metadata as too large (its offset.metadata.max.bytes is below %s %d); committed again without it, and from now on at most %d bytes",
-				n, FieldCommitMetadataMaxBytes, o.conf.CommitMetadataMaxBytes, o.metaMax)
+				n, FieldCommitMetadataMaxBytes, o.conf.CommitMetadataMaxBytes, o.commits.metaMax)
 		}
 	}
 }
@@ -367,4 +232,21 @@ func (c *commitState) handedOut(n int64) {
 func (c *commitState) inheritFrom(old commitState) {
 	c.committed, c.hasCommitted, c.committedMeta = old.committed, old.hasCommitted, old.committedMeta
 	c.exposure = old.exposure
+}
+
+// commitLoop is the owner's side of the periodic commits. Owned by the
+// owner goroutine.
+type commitLoop struct {
+	// committing: a periodic commit is in flight (one at a time).
+	committing bool
+	// commitWaiters are closed when the periodic commit in flight has
+	// its answer (afterCommit).
+	commitWaiters []chan struct{}
+	// metaMax is the most bytes of metadata one partition's commit
+	// carries: commit_metadata_max_bytes, halved each time a broker
+	// refuses metadata as too large (its offset.metadata.max.bytes is
+	// smaller).
+	metaMax int
+	// member names this client in stall provenance (memberName).
+	member string
 }

@@ -31,7 +31,7 @@ type drain struct {
 func (o *owner) onClose(r closeReq) {
 	for queued := true; queued; {
 		select {
-		case a := <-o.ackCh:
+		case a := <-o.inbox.ackCh:
 			o.onAck(a)
 		default:
 			queued = false
@@ -44,7 +44,7 @@ func (o *owner) onClose(r closeReq) {
 			held = append(held, d.reply)
 		}
 	}
-	o.rewinds = nil
+	o.polls.rewinds = nil
 	o.drains = nil
 	var parts []*partState
 	for _, p := range o.parts {
@@ -68,7 +68,7 @@ func (o *owner) startDrain(d *drain, timeout time.Duration) {
 	o.drains = append(o.drains, d)
 	d.timer = time.AfterFunc(timeout, func() {
 		select {
-		case o.drainDone <- d:
+		case o.inbox.drainDone <- d:
 		case <-o.stopped():
 		}
 	})
@@ -162,10 +162,10 @@ func (o *owner) endEpochs(parts []*partState, closing bool) commitSet {
 // afterCommit returns a channel closed when the periodic commit in flight
 // has its answer, or nil when none is in flight.
 func (o *owner) afterCommit() <-chan struct{} {
-	if !o.committing {
+	if !o.commits.committing {
 		return nil
 	}
 	c := make(chan struct{})
-	o.commitWaiters = append(o.commitWaiters, c)
+	o.commits.commitWaiters = append(o.commits.commitWaiters, c)
 	return c
 }

@@ -88,7 +88,7 @@ func TestFenceLiftsOnlyAfterTheLossOfAFencedMember(t *testing.T) {
 		_, ok = h.tryRead()
 		require.False(t, ok, "held between the fenced answer and the loss")
 		lost := revokeReq{tps: []topicPartition{tp0}, lost: true, reply: make(chan commitSet, 1)}
-		h.o.revokeCh <- lost
+		h.o.inbox.revokeCh <- lost
 		require.True(t, (<-lost.reply).empty(), "a loss commits nothing")
 		h.ack(handed, nil) // late: its epoch ended
 

@@ -52,7 +52,7 @@ func (p *partState) values(now time.Time) gaugeValues {
 // any other leaves the list, showing what it will show until an event
 // lists it again.
 func (o *owner) publishGauges(now time.Time) {
-	o.gauges.keep(func(p *partState) bool {
+	o.lists.gauges.keep(func(p *partState) bool {
 		if !p.live() {
 			return false
 		}

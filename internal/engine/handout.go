@@ -37,7 +37,7 @@ func (o *owner) serve() {
 			b = p.led.register(p, p.queue.popReady())
 			p.commits.handedOut(int64(len(b.raw.records)))
 			o.pauseAtLimit(p)
-			o.gauges.add(p)
+			o.lists.gauges.add(p)
 		}
 		o.popParked().reply <- b
 		o.passSkipped(p)
@@ -51,8 +51,8 @@ func (o *owner) serve() {
 func (o *owner) pauseAtLimit(p *partState) {
 	if p.led.pending() >= o.conf.MaxPending && !p.paused && !p.draining {
 		p.paused = true
-		o.paused.add(p)
-		o.gauges.add(p)
+		o.lists.paused.add(p)
+		o.lists.gauges.add(p)
 		o.cl.PauseFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
 	}
 }
@@ -66,7 +66,7 @@ func (o *owner) pauseAtLimit(p *partState) {
 func (o *owner) resumeBelowLimits(p *partState) {
 	if p.paused && p.led.pending() < o.conf.MaxPending && len(p.queue.ready) < pollLowWater && !p.draining {
 		p.paused = false
-		o.gauges.add(p)
+		o.lists.gauges.add(p)
 		o.cl.ResumeFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
 	}
 }
@@ -116,7 +116,7 @@ func (o *owner) schedule(p *partState) {
 // that cannot hand out (paused at its limit) do not count: they must not
 // keep the other partitions from being fetched.
 func (o *owner) askPoll() {
-	if o.pollAsked || o.closed {
+	if o.polls.pollAsked || o.closed {
 		return
 	}
 	ready := 0
@@ -129,8 +129,8 @@ func (o *owner) askPoll() {
 		}
 	}
 	select {
-	case o.pollWant <- struct{}{}:
-		o.pollAsked = true
+	case o.inbox.pollWant <- struct{}{}:
+		o.polls.pollAsked = true
 	default:
 	}
 }
@@ -143,7 +143,7 @@ const pollLowWater = 8
 // the poller lets a rebalance go on, so it first rewinds the partitions that
 // wait for one (stall.go).
 func (o *owner) onPoll(seq uint64, fetches kgo.Fetches) {
-	o.lastPoll = seq
+	o.polls.lastPoll = seq
 	o.applyRewinds(seq)
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 		p := o.parts[topicPartition{fp.Topic, fp.Partition}]
@@ -152,7 +152,7 @@ func (o *owner) onPoll(seq uint64, fetches kgo.Fetches) {
 			// rewind: the next owner, or the rewound epoch, reads it again.
 			return
 		}
-		o.gauges.add(p) // the log end, the first offset fetched
+		o.lists.gauges.add(p) // the log end, the first offset fetched
 		if fp.Err != nil {
 			// kgo injects an error as a partition of its own, with no
 			// records and every offset zero (HighWatermark 0 is no log

@@ -63,13 +63,13 @@ func TestHandOutModel(t *testing.T) {
 					case x < 6:
 						op = "park a read"
 						r := &readReq{reply: make(chan *Batch, 1)}
-						h.o.readCh <- r
+						h.o.inbox.readCh <- r
 						parked = append(parked, r)
 					case x < 7 && len(parked) > 0:
 						i := rng.IntN(len(parked))
 						op = fmt.Sprintf("withdraw parked read %d of %d", i, len(parked))
 						r := parked[i]
-						h.o.withdrawCh <- withdrawReq{req: r}
+						h.o.inbox.withdrawCh <- withdrawReq{req: r}
 						parked = slices.Delete(parked, i, i+1)
 						synctest.Wait()
 						select {

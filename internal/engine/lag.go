@@ -26,16 +26,16 @@ type endsResult struct {
 // partitions (those that cannot fetch, and so learn of no deletion from a
 // fetch: loss.go), at most one at a time.
 func (o *owner) queryEnds() {
-	if o.endsInFlight || o.closed {
+	if o.queries.endsInFlight || o.closed {
 		return
 	}
 	ends, starts := map[string]bool{}, map[string]bool{}
-	for _, p := range o.paused.parts {
+	for _, p := range o.lists.paused.parts {
 		if p.paused && p.live() {
 			ends[p.tp.topic], starts[p.tp.topic] = true, true
 		}
 	}
-	for _, p := range o.stalled.parts {
+	for _, p := range o.lists.stalled.parts {
 		if p.live() {
 			starts[p.tp.topic] = true
 		}
@@ -43,7 +43,7 @@ func (o *owner) queryEnds() {
 	if len(starts) == 0 {
 		return
 	}
-	o.endsInFlight = true
+	o.queries.endsInFlight = true
 	go func() {
 		ctx, cancel := context.WithTimeout(o.ioCtx, o.conf.TopicLagRefresh)
 		defer cancel()
@@ -55,7 +55,7 @@ func (o *owner) queryEnds() {
 		}
 		r.starts, _ = o.cl.ListStartOffsets(ctx, slices.Collect(maps.Keys(starts))...)
 		select {
-		case o.endsCh <- r:
+		case o.inbox.endsCh <- r:
 		case <-o.stopped():
 		}
 	}()
@@ -65,7 +65,7 @@ func (o *owner) queryEnds() {
 // forward, so a late answer cannot lower one seen in a fetch since), and
 // reports what the log starts show lost.
 func (o *owner) onEnds(r endsResult) {
-	o.endsInFlight = false
+	o.queries.endsInFlight = false
 	now := time.Now()
 	r.ends.Each(func(l kadm.ListedOffset) {
 		p := o.parts[topicPartition{l.Topic, l.Partition}]
@@ -80,4 +80,17 @@ func (o *owner) onEnds(r endsResult) {
 			o.onLogStart(p, l.Offset)
 		}
 	})
+}
+
+// queries is the state of the owner's queries of the broker: the log ends
+// and starts of partitions that cannot fetch (lag.go) and the topics'
+// retention (retention.go). At most one of each runs at a time. Owned by
+// the owner goroutine.
+type queries struct {
+	endsInFlight bool
+	// retention holds each described topic's time retention in ms, -1
+	// for none; retentionInFlight says a description is running,
+	// retentionWarned that a refused one was said.
+	retention                          map[string]int64
+	retentionInFlight, retentionWarned bool
 }

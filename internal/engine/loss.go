@@ -2,7 +2,6 @@ package engine
 
 import (
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -143,9 +142,9 @@ func (o *owner) lose(p *partState, from, to, logStart int64, cause string) {
 	if from >= to {
 		return
 	}
-	gone := subtractRanges(commitmeta.Range{From: from, To: to}, p.knownDelivered(base), o.lossReported[p.tp])
+	gone := subtractRanges(commitmeta.Range{From: from, To: to}, p.knownDelivered(base), o.lost.lossReported[p.tp])
 	if n := o.sayLost(p, gone, logStart, cause); n > 0 {
-		o.lossReported[p.tp] = mergeRanges(o.lossReported[p.tp], gone)
+		o.lost.lossReported[p.tp] = mergeRanges(o.lost.lossReported[p.tp], gone)
 		o.carryLoss(p, commitmeta.Loss{First: gone[0].From, Last: gone[len(gone)-1].To - 1, Count: n, Since: o.now(), Cause: cause})
 	}
 }
@@ -182,11 +181,11 @@ func (o *owner) inheritLoss(p *partState, fields map[string]string) {
 		// counted the whole span would hide them; they are reported again.
 		// A truncation's offsets are of the old log: the new log's
 		// records there are others, which may be lost in their turn.
-		o.lossReported[p.tp] = mergeRanges(o.lossReported[p.tp], []commitmeta.Range{{From: l.First, To: l.Last + 1}})
+		o.lost.lossReported[p.tp] = mergeRanges(o.lost.lossReported[p.tp], []commitmeta.Range{{From: l.First, To: l.Last + 1}})
 	}
 	if o.conf.LostReportFor > 0 && o.now().Sub(l.Since) < o.conf.LostReportFor {
 		p.loss.carried = l
-		o.losses.add(p)
+		o.lists.losses.add(p)
 	}
 }
 
@@ -210,16 +209,16 @@ func (o *owner) carryLoss(p *partState, l commitmeta.Loss) {
 		l = commitmeta.MergeLoss(p.loss.carried, l)
 	}
 	p.loss.carried = l
-	o.losses.add(p)
+	o.lists.losses.add(p)
 	o.markDirty(p)
-	o.gauges.add(p)
+	o.lists.gauges.add(p)
 }
 
 // expireLosses stops carrying the losses reported longer ago than
 // lost_records_report_for. Called on the gauge clock; it walks the
 // partitions that carry one only.
 func (o *owner) expireLosses(now time.Time) {
-	o.losses.keep(func(p *partState) bool {
+	o.lists.losses.keep(func(p *partState) bool {
 		if !p.live() || p.loss.carried.Count == 0 {
 			return false
 		}
@@ -230,173 +229,6 @@ func (o *owner) expireLosses(now time.Time) {
 		o.markDirty(p)
 		return false
 	})
-}
-
-// truncate ends p's epoch after a fetch went back to offset at, below what
-// p queued or started from, with leader epoch epoch, newer than any p saw:
-// an unclean election truncated the log at that offset, and the records
-// from there on are other records. What p delivered from there on is
-// counted truncated; what it queued from there on and did not deliver is
-// lost. The new epoch goes on from the lower of p's watermark and at,
-// skipping what p delivered below at: it takes this very fetch when
-// nothing below at is left undelivered, and is rewound to the watermark
-// otherwise (in this poll window: onPoll runs in it).
-func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partState {
-	wm, _ := p.commitBase()
-	end := max(p.queue.lastQueued+1, p.loss.expect, wm)
-	// Delivered from the old log at or above at: below the watermark all
-	// of it, above it the delivered ranges.
-	var truncated int64
-	if wm > at {
-		truncated = wm - at
-	}
-	var lostRanges []commitmeta.Range
-	ranges := p.deliveredRanges(wm)
-	for _, r := range ranges {
-		if r.To > at {
-			truncated += r.To - max(r.From, at)
-		}
-	}
-	if from := max(wm, at); end > from {
-		lostRanges = subtractRanges(commitmeta.Range{From: from, To: end}, ranges, o.lossReported[p.tp])
-	}
-	var kept []commitmeta.Range
-	for _, r := range ranges {
-		if r.From >= at {
-			break
-		}
-		kept = append(kept, commitmeta.Range{From: r.From, To: min(r.To, at)})
-	}
-	base := min(wm, at)
-	np := newPartState(p.tp, p.led.lastMoved)
-	np.commits.committed, np.commits.hasCommitted, np.commits.committedMeta = p.commits.committed, p.commits.hasCommitted, p.commits.committedMeta
-	if p.commits.hasCommitted && base < p.commits.committed {
-		// The one commit that goes back: to where the logs diverged.
-		np.commits.hasCommitted, np.commits.committedMeta = false, ""
-	}
-	// The epoch of the record before base is the old log's, which the new
-	// one holds unchanged below at; with none known, the new log's epoch
-	// at at (a rewind below at) stands in.
-	np.resume.fetched, np.resume.fetchedEpoch = base, p.led.epochAt(base-1)
-	if np.resume.fetchedEpoch < 0 && base == p.resume.fetched {
-		np.resume.fetchedEpoch = p.resume.fetchedEpoch
-	}
-	if np.resume.fetchedEpoch < 0 {
-		np.resume.fetchedEpoch = epoch
-	}
-	np.loss.expect = base
-	np.commits.exposure, np.queue.highWatermark = p.commits.exposure, p.queue.highWatermark
-	np.loss.carried = p.loss.carried
-	np.loss.retentionMs = p.loss.retentionMs
-	np.replay.state = p.replay.state
-	if len(kept) > 0 {
-		np.resume.skip, np.resume.inherited = kept, kept
-		np.resume.skipEpoch = p.led.epochAt(kept[len(kept)-1].To - 1)
-		np.resume.skippedRanges = len(kept)
-	}
-	np.loss.truncatedAt = at
-	np.dirty = true
-	np.shown = p.shown
-	o.endEpoch(p)
-	o.parts[np.tp] = np
-	o.gauges.add(np)
-	o.dirty.add(np)
-
-	if dl := p.loss.dataLoss; dl != nil {
-		o.log.Debugf("kafka_watermark: %s/%d: kgo reported the truncation: %v", np.tp.topic, np.tp.partition, dl)
-	}
-	if seen := o.truncations[np.tp]; slices.Contains(seen, at) {
-		// The same truncation, met again by a later epoch that started
-		// from a commit made before it (the report was not committed):
-		// reported once per process, like a loss.
-		o.log.Debugf("kafka_watermark: %s/%d: the truncation at offset %d again", np.tp.topic, np.tp.partition, at)
-		return o.goOnAfterTruncation(np, at, base, seq)
-	}
-	o.truncations[np.tp] = append(o.truncations[np.tp], at)
-	o.m.truncatedRecords.Incr(truncated, np.labels[:]...)
-	o.log.Errorf("kafka_watermark: log of %s/%d truncated at offset %d by an unclean leader election: %d delivered record offset(s) from %d to %d are no longer in the log and are delivered again from the new log (cause: truncation)",
-		np.tp.topic, np.tp.partition, at, truncated, at, max(end, at+1)-1)
-	o.log.Debugf("kafka_watermark: %s/%d: the new log has leader epoch %d at offset %d", np.tp.topic, np.tp.partition, epoch, at)
-	// From at on the log holds other records: what was reported lost
-	// there was of the old log, and the new log's records there can be
-	// lost in their turn.
-	o.lossReported[np.tp] = clipBelow(o.lossReported[np.tp], at)
-	n := o.sayLost(np, lostRanges, at, causeTruncation)
-	first, last := at, max(end, at+1)-1
-	o.carryLoss(np, commitmeta.Loss{First: first, Last: last, Count: max(truncated+n, 1), Since: o.now(), Cause: causeTruncation})
-	return o.goOnAfterTruncation(np, at, base, seq)
-}
-
-// goOnAfterTruncation returns np, the epoch a truncation at at made, when
-// it takes the fetch that showed the truncation (nothing below at is left
-// undelivered: base is at), and otherwise rewinds it to base in this poll
-// window and returns nil.
-func (o *owner) goOnAfterTruncation(np *partState, at, base int64, seq uint64) *partState {
-	if base == at {
-		return np
-	}
-	np.replay.rewindTo = kgo.EpochOffset{Epoch: np.resume.fetchedEpoch, Offset: base}
-	o.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{np.tp.topic: {np.tp.partition: np.replay.rewindTo}})
-	np.replay.minPoll = seq + 1
-	return nil
-}
-
-// clipBelow returns the parts of the sorted, disjoint ranges rs below to.
-func clipBelow(rs []commitmeta.Range, to int64) []commitmeta.Range {
-	var out []commitmeta.Range
-	for _, r := range rs {
-		if r.From >= to {
-			break
-		}
-		out = append(out, commitmeta.Range{From: r.From, To: min(r.To, to)})
-	}
-	return out
-}
-
-// subtractRanges returns the parts of r that no range of any of sets
-// covers, in order. Each set is sorted and disjoint.
-func subtractRanges(r commitmeta.Range, sets ...[]commitmeta.Range) []commitmeta.Range {
-	out := []commitmeta.Range{r}
-	for _, set := range sets {
-		for _, s := range set {
-			var next []commitmeta.Range
-			for _, o := range out {
-				if s.To <= o.From || s.From >= o.To {
-					next = append(next, o)
-					continue
-				}
-				if s.From > o.From {
-					next = append(next, commitmeta.Range{From: o.From, To: s.From})
-				}
-				if s.To < o.To {
-					next = append(next, commitmeta.Range{From: s.To, To: o.To})
-				}
-			}
-			out = next
-		}
-	}
-	return out
-}
-
-// mergeRanges returns the union of two sorted, disjoint sets of ranges,
-// sorted and disjoint, adjacent ranges merged.
-func mergeRanges(a, b []commitmeta.Range) []commitmeta.Range {
-	all := make([]commitmeta.Range, 0, len(a)+len(b))
-	i, j := 0, 0
-	for i < len(a) || j < len(b) {
-		var r commitmeta.Range
-		if j >= len(b) || (i < len(a) && a[i].From <= b[j].From) {
-			r, i = a[i], i+1
-		} else {
-			r, j = b[j], j+1
-		}
-		if n := len(all); n > 0 && all[n-1].To >= r.From {
-			all[n-1].To = max(all[n-1].To, r.To)
-			continue
-		}
-		all = append(all, r)
-	}
-	return all
 }
 
 // lossPart is what an epoch knows of the records Kafka may take away before
@@ -419,4 +251,17 @@ type lossPart struct {
 	// diverged (-1: none), so that kgo's report of it is not taken twice.
 	dataLoss    *kgo.ErrDataLoss
 	truncatedAt int64
+}
+
+// lossBook is what this process reported lost, per partition and across its
+// epochs. Owned by the owner goroutine.
+type lossBook struct {
+	// lossReported holds, per partition, the offsets reported lost in
+	// this process or by a commit an epoch started from (inheritLoss):
+	// sorted, disjoint ranges, kept across epochs so that a revoke and a
+	// reassignment report nothing twice.
+	lossReported map[topicPartition][]commitmeta.Range
+	// truncations holds, per partition, the offsets at which truncations
+	// were reported in this process, each once.
+	truncations map[topicPartition][]int64
 }

@@ -21,7 +21,7 @@ func (h *ownerHarness) fetchFrom(tp topicPartition, hwm, logStart int64, recs ..
 	f := kgo.Fetch{Topics: []kgo.FetchTopic{{Topic: tp.topic, Partitions: []kgo.FetchPartition{{Partition: tp.partition, HighWatermark: hwm, LogStartOffset: logStart, Records: recs}}}}}
 	h.polls++
 	r := pollResult{seq: h.polls, fetches: kgo.Fetches{f}, done: make(chan struct{})}
-	h.o.pollCh <- r
+	h.o.inbox.pollCh <- r
 	<-r.done
 }
 
@@ -31,7 +31,7 @@ func (h *ownerHarness) fetchErr(tp topicPartition, err error) {
 	f := kgo.Fetch{Topics: []kgo.FetchTopic{{Topic: tp.topic, Partitions: []kgo.FetchPartition{{Partition: tp.partition, Err: err}}}}}
 	h.polls++
 	r := pollResult{seq: h.polls, fetches: kgo.Fetches{f}, done: make(chan struct{})}
-	h.o.pollCh <- r
+	h.o.inbox.pollCh <- r
 	<-r.done
 }
 

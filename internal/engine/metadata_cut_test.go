@@ -34,7 +34,7 @@ func TestCutCountedWhenTheCutMetadataIsCommittedAlready(t *testing.T) {
 			time.Sleep(time.Second)
 			synctest.Wait()
 			h.state(func(o *owner) {
-				c, _ := o.plan(o.parts[tp0], o.metaMax)
+				c, _ := o.plan(o.parts[tp0], o.commits.metaMax)
 				cut = c.cut
 			})
 			h.cl.mu.Lock()
@@ -64,7 +64,7 @@ func TestDrainCountsTheCutOfACommitHeldAlready(t *testing.T) {
 		for i := 1; i < len(bs) && cut == 0; i += 2 {
 			h.ack(bs[i], nil)
 			h.state(func(o *owner) {
-				c, _ := o.plan(o.parts[tp0], o.metaMax)
+				c, _ := o.plan(o.parts[tp0], o.commits.metaMax)
 				cut = c.cut
 			})
 			if cut == 0 {

@@ -87,13 +87,16 @@ type (
 
 // owner is the one goroutine that holds every tracker. ReadBatch, acks, the
 // poll loop, rebalance callbacks and commit completions all reach it over
-// channels; it never performs network I/O itself (pause and resume only
-// flip client state), so an ack is never delayed by a slow broker.
+// channels (inbox); it never performs network I/O itself (pause and resume
+// only flip client state), so an ack is never delayed by a slow broker.
 //
-// The owner's files: owner.go (state and loop), handout.go (fetches in,
-// batches out), ack.go (verdicts, retries, advance), drain.go (revoke and
-// close drains), rebalance.go (assignment and revocation), commit.go,
-// lag.go and gauges.go.
+// Its state is in parts, each declared in the file that keeps it: the
+// epochs of the assigned partitions (parts, assignment.go), the reads and
+// the run queue (handout.go), the walks over what changed (lists,
+// lists.go), the poll window's bookkeeping (polls, replay.go), the periodic
+// commit (commits, commit.go), the log-end and retention queries
+// (queries, lag.go), what was reported lost (lost, loss.go), the drains
+// (drain.go) and the heartbeat fence (fence.go).
 type owner struct {
 	conf *Config
 	log  *service.Logger
@@ -101,6 +104,38 @@ type owner struct {
 	cl   groupClient
 	sig  *shutdown.Signaller
 
+	inbox inbox
+	// ioCtx bounds the network calls of the committer and the log-end
+	// queries; stopIO cancels it at hard stop, so no call in flight
+	// outlives the input.
+	ioCtx  context.Context
+	stopIO context.CancelFunc
+
+	// Owned by the run goroutine. parts holds the live epoch of every
+	// assigned partition; a partState not in it has ended.
+	parts  map[topicPartition]*partState
+	runQ   []*partState // partitions that can hand out, round robin
+	parked []*readReq
+	drains []*drain
+	closed bool
+	// clock is the time of the event being handled, read once (now) and
+	// zeroed after each event, so that a burst of acks costs one reading
+	// of the clock, not one per watermark move.
+	clock time.Time
+
+	lists   lists
+	polls   polls
+	commits commitLoop
+	queries queries
+	lost    lossBook
+	// fence holds hand-outs back while the group may have given this
+	// member's partitions away (fence.go).
+	fence fence
+}
+
+// inbox is every channel into the owner goroutine, and its one channel out
+// (commitJobs, to the committer). Made by newOwner, never changed.
+type inbox struct {
 	readCh      chan *readReq
 	withdrawCh  chan withdrawReq
 	ackCh       chan ackMsg
@@ -115,117 +150,43 @@ type owner struct {
 	endsCh      chan endsResult
 	retentionCh chan retentionResult
 	drainDone   chan *drain
-	// commitJobs feeds the committer goroutine. ioCtx bounds the network
-	// calls of the committer and the log-end queries; stopIO cancels it at
-	// hard stop, so no call in flight outlives the input.
+	// commitJobs feeds the committer goroutine.
 	commitJobs chan commitJob
-	ioCtx      context.Context
-	stopIO     context.CancelFunc
-
-	// Owned by the run goroutine. parts holds the live epoch of every
-	// assigned partition; a partState not in it has ended.
-	parts      map[topicPartition]*partState
-	runQ       []*partState // partitions that can hand out, round robin
-	parked     []*readReq
-	drains     []*drain
-	pollAsked  bool
-	committing bool
-	// commitWaiters are closed when the periodic commit in flight has
-	// its answer (afterCommit).
-	commitWaiters []chan struct{}
-	closed        bool
-	// endsInFlight: a log-end query for paused partitions is running
-	// (lag.go); at most one at a time.
-	endsInFlight bool
-	// retention holds each described topic's time retention in ms, -1
-	// for none (retention.go); retentionInFlight says a description is
-	// running, retentionWarned that a refused one was said.
-	retention                          map[string]int64
-	retentionInFlight, retentionWarned bool
-	// wakePoll ends the poll in progress early (poller.wake), so that a
-	// rewind gets its poll window soon; a no-op in unit tests. Set before
-	// run starts, never changed.
-	wakePoll func()
-	// lastPoll is the number of the last poll handled; rewinds are the
-	// partitions waiting for the next poll window to be rewound in
-	// (stall.go).
-	lastPoll uint64
-	rewinds  []*partState
-	// The partitions each periodic walk visits, so that a walk costs what
-	// changed rather than what is assigned (10,000 idle partitions cost a
-	// commit tick and a gauge refresh nothing):
-	//   - dirty: p.dirty, a commit may be due (commit, markDirty);
-	//   - gauges: a gauge may show something else at the next refresh,
-	//     because an event changed a value, or because the partition has
-	//     pending batches or is stalled, so its age moves with the clock
-	//     (publishGauges);
-	//   - stalled: the tracker is stalled (checkStalls);
-	//   - paused: fetching is paused at the pending limit (the log-end
-	//     queries).
-	// Ended epochs are dropped by the walk that meets them.
-	//   - losses: commits carry a loss report, until it expires (loss.go).
-	dirty, gauges, stalled, paused, losses partList
-	// clock is the time of the event being handled, read once (now) and
-	// zeroed after each event, so that a burst of acks costs one reading
-	// of the clock, not one per watermark move.
-	clock time.Time
-	// lossReported holds, per partition, the offsets reported lost in
-	// this process or by a commit an epoch started from (inheritLoss):
-	// sorted, disjoint ranges, kept across epochs so that
-	// a revoke and a reassignment report nothing twice (loss.go).
-	lossReported map[topicPartition][]commitmeta.Range
-	// truncations holds, per partition, the offsets at which truncations
-	// were reported in this process, each once (loss.go).
-	truncations map[topicPartition][]int64
-	// member names this client in stall provenance (memberName).
-	member string
-	// metaMax is the most bytes of metadata one partition's commit
-	// carries: commit_metadata_max_bytes, halved each time a broker
-	// refuses metadata as too large (its offset.metadata.max.bytes is
-	// smaller).
-	metaMax int
-	// fence holds hand-outs back while the group may have given this
-	// member's partitions away (fence.go).
-	fence fence
 }
 
 func newOwner(conf *Config, log *service.Logger, m *Metrics) *owner {
 	ctx, stop := context.WithCancel(context.Background())
 	return &owner{
-		conf:         conf,
-		log:          log,
-		m:            m,
-		sig:          shutdown.NewSignaller(),
-		readCh:       make(chan *readReq),
-		withdrawCh:   make(chan withdrawReq),
-		ackCh:        make(chan ackMsg, 1024),
-		pollCh:       make(chan pollResult),
-		pollWant:     make(chan struct{}, 1),
-		assignCh:     make(chan assignReq),
-		fetchedCh:    make(chan fetchedReq),
-		revokeCh:     make(chan revokeReq),
-		closeCh:      make(chan closeReq),
-		commitCh:     make(chan commitDone, 1),
-		retryCh:      make(chan retryDue, 64),
-		endsCh:       make(chan endsResult),
-		retentionCh:  make(chan retentionResult),
-		retention:    map[string]int64{},
-		lossReported: map[topicPartition][]commitmeta.Range{},
-		truncations:  map[topicPartition][]int64{},
-		drainDone:    make(chan *drain, 1),
-		commitJobs:   make(chan commitJob, 1),
-		ioCtx:        ctx,
-		stopIO:       stop,
-		parts:        map[topicPartition]*partState{},
-		metaMax:      conf.CommitMetadataMaxBytes,
-		wakePoll:     func() {},
-		member:       memberName(conf.ClientID),
-		dirty:        partList{bit: listDirty},
-		gauges:       partList{bit: listGauges},
-		stalled:      partList{bit: listStalled},
-		paused:       partList{bit: listPaused},
-		losses:       partList{bit: listLoss},
-		fence:        newFence(conf, time.Now()),
+		conf: conf,
+		log:  log,
+		m:    m,
+		sig:  shutdown.NewSignaller(),
+		inbox: inbox{
+			readCh:      make(chan *readReq),
+			withdrawCh:  make(chan withdrawReq),
+			ackCh:       make(chan ackMsg, 1024),
+			pollCh:      make(chan pollResult),
+			pollWant:    make(chan struct{}, 1),
+			assignCh:    make(chan assignReq),
+			fetchedCh:   make(chan fetchedReq),
+			revokeCh:    make(chan revokeReq),
+			closeCh:     make(chan closeReq),
+			commitCh:    make(chan commitDone, 1),
+			retryCh:     make(chan retryDue, 64),
+			endsCh:      make(chan endsResult),
+			retentionCh: make(chan retentionResult),
+			drainDone:   make(chan *drain, 1),
+			commitJobs:  make(chan commitJob, 1),
+		},
+		ioCtx:   ctx,
+		stopIO:  stop,
+		parts:   map[topicPartition]*partState{},
+		lists:   newLists(),
+		polls:   polls{wakePoll: func() {}},
+		commits: commitLoop{metaMax: conf.CommitMetadataMaxBytes, member: memberName(conf.ClientID)},
+		queries: queries{retention: map[string]int64{}},
+		lost:    lossBook{lossReported: map[topicPartition][]commitmeta.Range{}, truncations: map[topicPartition][]int64{}},
+		fence:   newFence(conf, time.Now()),
 	}
 }
 
@@ -237,39 +198,6 @@ func (o *owner) now() time.Time {
 		o.clock = time.Now()
 	}
 	return o.clock
-}
-
-// markDirty says a commit of p may be due on the next tick.
-func (o *owner) markDirty(p *partState) {
-	p.dirty = true
-	o.dirty.add(p)
-}
-
-// listEpochs lists the epochs that code outside the owner's own event
-// handlers made: new assignments (their first refresh shows every gauge)
-// and epochs that replay in place, which are dirty (the replay's stall
-// provenance is committed) and show their predecessor's gauges.
-func (o *owner) listEpochs(tps []topicPartition) {
-	for _, tp := range tps {
-		if p := o.parts[tp]; p != nil {
-			o.gauges.add(p)
-		}
-	}
-	for _, p := range o.rewinds {
-		if p.live() {
-			if p.dirty {
-				o.dirty.add(p)
-			}
-			o.gauges.add(p)
-		}
-	}
-}
-
-// anyPaused reports whether a live partition is paused, dropping the
-// entries of the paused list that no longer are.
-func (o *owner) anyPaused() bool {
-	o.paused.keep(func(p *partState) bool { return p.paused && p.live() })
-	return len(o.paused.parts) > 0
 }
 
 // stopped is closed when the run goroutine has returned.
@@ -293,7 +221,7 @@ const ackBurst = 256
 func (o *owner) drainAcks() {
 	for range ackBurst - 1 {
 		select {
-		case a := <-o.ackCh:
+		case a := <-o.inbox.ackCh:
 			o.onAck(a)
 		default:
 			return
@@ -315,47 +243,47 @@ func (o *owner) run() {
 	o.askPoll()
 	for {
 		select {
-		case r := <-o.readCh:
+		case r := <-o.inbox.readCh:
 			o.parked = append(o.parked, r)
-		case w := <-o.withdrawCh:
+		case w := <-o.inbox.withdrawCh:
 			o.onWithdraw(w)
-		case a := <-o.ackCh:
+		case a := <-o.inbox.ackCh:
 			o.onAck(a)
 			o.drainAcks()
-		case res := <-o.pollCh:
-			o.pollAsked = false
+		case res := <-o.inbox.pollCh:
+			o.polls.pollAsked = false
 			o.onPoll(res.seq, res.fetches)
 			close(res.done)
-		case r := <-o.assignCh:
+		case r := <-o.inbox.assignCh:
 			o.onAssign(r.tps)
 			o.listEpochs(r.tps)
 			close(r.done)
 			if o.anyUndescribed(r.tps) {
 				o.queryRetention()
 			}
-		case r := <-o.fetchedCh:
+		case r := <-o.inbox.fetchedCh:
 			o.onFetched(r.commits)
 			for tp := range r.commits {
 				if p := o.parts[tp]; p != nil {
-					o.gauges.add(p) // the lag's resume point
+					o.lists.gauges.add(p) // the lag's resume point
 				}
 			}
 			close(r.done)
-		case r := <-o.revokeCh:
+		case r := <-o.inbox.revokeCh:
 			o.onRevoke(r)
-		case r := <-o.closeCh:
+		case r := <-o.inbox.closeCh:
 			o.onClose(r)
-		case c := <-o.commitCh:
+		case c := <-o.inbox.commitCh:
 			o.onCommitDone(c)
-		case r := <-o.endsCh:
+		case r := <-o.inbox.endsCh:
 			o.onEnds(r)
-		case r := <-o.retentionCh:
+		case r := <-o.inbox.retentionCh:
 			o.onRetention(r)
 		case <-retentionTick.C:
 			o.queryRetention()
-		case r := <-o.retryCh:
+		case r := <-o.inbox.retryCh:
 			o.onRetryDue(r.b)
-		case d := <-o.drainDone:
+		case d := <-o.inbox.drainDone:
 			o.finishDrain(d)
 		case <-o.fence.wake():
 			// A heartbeat answered: serve below sees whether the fence lifts.
@@ -366,7 +294,7 @@ func (o *owner) run() {
 			o.checkStalls(now)
 			o.expireLosses(now)
 		case <-lagTick.C:
-			if o.anyPaused() || len(o.stalled.parts) > 0 {
+			if o.anyPaused() || len(o.lists.stalled.parts) > 0 {
 				o.queryEnds()
 			}
 		case <-o.sig.HardStopChan():
@@ -375,7 +303,7 @@ func (o *owner) run() {
 			}
 			return
 		}
-		if len(o.rewinds) > 0 {
+		if len(o.polls.rewinds) > 0 {
 			o.listEpochs(nil) // a drain just ended in a replay's rewind
 		}
 		o.serve()

@@ -225,7 +225,7 @@ func startOwner(t *testing.T, conf *Config, m *Metrics) *ownerHarness {
 
 func (h *ownerHarness) assign(tps ...topicPartition) {
 	r := assignReq{tps: tps, done: make(chan struct{})}
-	h.o.assignCh <- r
+	h.o.inbox.assignCh <- r
 	<-r.done
 }
 
@@ -234,7 +234,7 @@ func (h *ownerHarness) fetch(tp topicPartition, hwm int64, recs ...*kgo.Record) 
 	f := kgo.Fetch{Topics: []kgo.FetchTopic{{Topic: tp.topic, Partitions: []kgo.FetchPartition{{Partition: tp.partition, HighWatermark: hwm, Records: recs}}}}}
 	h.polls++
 	r := pollResult{seq: h.polls, fetches: kgo.Fetches{f}, done: make(chan struct{})}
-	h.o.pollCh <- r
+	h.o.inbox.pollCh <- r
 	<-r.done
 }
 
@@ -251,13 +251,13 @@ func records(tp topicPartition, from, to int64) []*kgo.Record {
 // idle, withdraws the request.
 func (h *ownerHarness) tryRead() (*Batch, bool) {
 	r := &readReq{reply: make(chan *Batch, 1)}
-	h.o.readCh <- r
+	h.o.inbox.readCh <- r
 	synctest.Wait()
 	select {
 	case b := <-r.reply:
 		return b, b != nil
 	default:
-		h.o.withdrawCh <- withdrawReq{req: r}
+		h.o.inbox.withdrawCh <- withdrawReq{req: r}
 		return nil, false
 	}
 }
@@ -272,7 +272,7 @@ func (h *ownerHarness) read() *Batch {
 
 // ack sends a verdict and waits until the bubble is idle.
 func (h *ownerHarness) ack(b *Batch, err error) {
-	h.o.ackCh <- ackMsg{b: b, err: err}
+	h.o.inbox.ackCh <- ackMsg{b: b, err: err}
 	synctest.Wait()
 }
 
@@ -280,7 +280,7 @@ func (h *ownerHarness) ack(b *Batch, err error) {
 // arrive on.
 func (h *ownerHarness) revoke(tps ...topicPartition) chan commitSet {
 	r := revokeReq{tps: tps, reply: make(chan commitSet, 1)}
-	h.o.revokeCh <- r
+	h.o.inbox.revokeCh <- r
 	synctest.Wait()
 	return r.reply
 }
@@ -293,14 +293,14 @@ func (h *ownerHarness) revoke(tps ...topicPartition) chan commitSet {
 func (h *ownerHarness) state(fn func(o *owner)) {
 	synctest.Wait()
 	fn(h.o)
-	h.o.withdrawCh <- withdrawReq{req: &readReq{reply: make(chan *Batch, 1)}}
+	h.o.inbox.withdrawCh <- withdrawReq{req: &readReq{reply: make(chan *Batch, 1)}}
 }
 
 // fetched hands the owner the group's committed offsets and metadata, as
 // kgo's OnOffsetsFetched does after an assignment.
 func (h *ownerHarness) fetched(commits map[topicPartition]fetchedCommit) {
 	r := fetchedReq{commits: commits, done: make(chan struct{})}
-	h.o.fetchedCh <- r
+	h.o.inbox.fetchedCh <- r
 	<-r.done
 }
 

@@ -574,7 +574,7 @@ func (m *ownerModel) fetchFrom(p *omPart, k int) ([]*kgo.Record, string, error) 
 // partition that is not paused, now and then one left out.
 func (m *ownerModel) poll() {
 	select {
-	case <-m.h.o.pollWant:
+	case <-m.h.o.inbox.pollWant:
 	default:
 		m.logf("poll: none asked for")
 		return
@@ -622,7 +622,7 @@ func (m *ownerModel) poll() {
 	f := kgo.Fetch{Topics: []kgo.FetchTopic{{Topic: "t", Partitions: fps}}}
 	m.h.polls++
 	r := pollResult{seq: m.h.polls, fetches: kgo.Fetches{f}, done: make(chan struct{})}
-	m.h.o.pollCh <- r
+	m.h.o.inbox.pollCh <- r
 	<-r.done
 
 	// Invariant 3: a record the owner took from this fetch (above what the
@@ -770,7 +770,7 @@ func (m *ownerModel) ackHandOut(ho *omHandout, ok bool) {
 		slices.Sort(failed)
 	}
 	m.logf("nack %v %s seq %d failed %v%s", ho.b.part.tp, omSpan(ho.recs), ho.b.seq, failed, late)
-	m.h.o.ackCh <- ackMsg{b: ho.b, err: errors.New("sink down"), failed: failed}
+	m.h.o.inbox.ackCh <- ackMsg{b: ho.b, err: errors.New("sink down"), failed: failed}
 	synctest.Wait()
 	if failed != nil {
 		var done []*kgo.Record
@@ -963,7 +963,7 @@ func (m *ownerModel) lose() {
 	}
 	m.stats.losses++
 	var committing bool
-	m.state(func(o *owner) { committing = o.committing })
+	m.state(func(o *owner) { committing = o.commits.committing })
 	m.h.cl.mu.Lock()
 	block := m.h.cl.block
 	m.h.cl.mu.Unlock()
@@ -996,7 +996,7 @@ func (m *ownerModel) lose() {
 	}
 	m.logf("lose %v", tps)
 	r := revokeReq{tps: tps, lost: true, reply: make(chan commitSet, 1)}
-	m.h.o.revokeCh <- r
+	m.h.o.inbox.revokeCh <- r
 	<-r.reply
 	for _, tp := range tps {
 		m.byTP[tp].assigned = false

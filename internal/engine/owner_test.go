@@ -42,7 +42,7 @@ func TestOwnerGiveBackGoesOutFirstAndIsNotAnAttempt(t *testing.T) {
 		h.assign(tp0)
 		h.fetch(tp0, 6, records(tp0, 0, 6)...)
 		first := h.read()
-		h.o.withdrawCh <- withdrawReq{given: first}
+		h.o.inbox.withdrawCh <- withdrawReq{given: first}
 		again := h.read()
 		require.Same(t, first, again, "the given-back batch goes out before the next one")
 		require.Zero(t, again.attempt, "a batch the pipeline never saw is not a new attempt")
@@ -156,7 +156,7 @@ func TestOwnerCloseAnswersRevokeDrains(t *testing.T) {
 		revoked := h.revoke(tp1)
 
 		r := closeReq{reply: make(chan closeReply, 1)}
-		h.o.closeCh <- r
+		h.o.inbox.closeCh <- r
 		last := <-r.reply
 		require.Equal(t, epochOffsets{"t": {0: {Epoch: 0, Offset: 2}}}, last.final.offsets,
 			"Close commits every partition, the one being revoked included (tp1 has nothing delivered yet)")

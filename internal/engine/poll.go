@@ -58,7 +58,7 @@ func (p *poller) start(cl *kgo.Client, o *owner, log *service.Logger) {
 		var seq uint64
 		for {
 			select {
-			case <-o.pollWant:
+			case <-o.inbox.pollWant:
 			case <-ctx.Done():
 				return
 			case <-o.stopped():
@@ -100,7 +100,7 @@ func (p *poller) start(cl *kgo.Client, o *owner, log *service.Logger) {
 			})
 			res := pollResult{seq: seq, fetches: fetches, done: make(chan struct{})}
 			select {
-			case o.pollCh <- res:
+			case o.inbox.pollCh <- res:
 				<-res.done
 			case <-o.stopped():
 			}

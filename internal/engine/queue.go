@@ -1,5 +1,7 @@
 package engine
 
+import "github.com/twmb/franz-go/pkg/kgo"
+
 // queue holds one epoch's batches waiting to go out: fetched batches not
 // yet registered (ready), in offset order, and registered ones whose retry
 // backoff has passed (retry), which go first: they hold the watermark.
@@ -51,4 +53,58 @@ func (q *queue) popRetry() *Batch {
 	b := q.retry[0]
 	q.retry = q.retry[1:]
 	return b
+}
+
+// enqueue splits the records of one fetch into batches of at most
+// maxRecords records and maxBytes bytes (a larger single record is a batch of
+// its own) and queues them. Records inside a delivered range of the commit
+// this epoch started from go into skip batches of their own.
+func (p *partState) enqueue(records []*kgo.Record, maxRecords int, maxBytes int64) {
+	start, size, skip, control := -1, int64(0), false, false
+	flush := func(end int) {
+		if start >= 0 && end > start {
+			rs := records[start:end:end]
+			if len(p.queue.ready) == 0 && p.queue.readyBuf != nil {
+				p.queue.ready = p.queue.readyBuf
+			}
+			had := cap(p.queue.ready)
+			p.queue.ready = append(p.queue.ready, rawBatch{records: rs, first: rs[0].Offset, last: rs[len(rs)-1].Offset, logEnd: p.queue.highWatermark, skip: skip || control, control: control})
+			if cap(p.queue.ready) != had {
+				p.queue.readyBuf = nil
+				if cap(p.queue.ready) <= keepEmpty {
+					p.queue.readyBuf = p.queue.ready[:0]
+				}
+			}
+			if skip && !control {
+				p.queue.skipQueued++
+			}
+			p.queue.lastQueued = rs[len(rs)-1].Offset
+		}
+		start, size = -1, 0
+	}
+	for i, r := range records {
+		if r.Offset <= p.queue.lastQueued {
+			flush(i)
+			continue
+		}
+		n := int64(len(r.Key) + len(r.Value))
+		for _, h := range r.Headers {
+			n += int64(len(h.Key) + len(h.Value))
+		}
+		isControl := r.Attrs.IsControl()
+		covered := !isControl && p.skipping(r)
+		if start >= 0 && (i-start >= maxRecords || size+n > maxBytes || covered != skip || isControl != control) {
+			flush(i)
+		}
+		skip, control = covered, isControl
+		if start < 0 {
+			start = i
+			if p.queue.firstFetched < 0 {
+				p.queue.firstFetched = r.Offset
+			}
+		}
+		p.led.noteEpoch(r.Offset, r.LeaderEpoch)
+		size += n
+	}
+	flush(len(records))
 }

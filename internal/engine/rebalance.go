@@ -14,7 +14,7 @@ import (
 func (o *owner) assigned(assigned map[string][]int32) {
 	req := assignReq{tps: flatten(assigned), done: make(chan struct{})}
 	select {
-	case o.assignCh <- req:
+	case o.inbox.assignCh <- req:
 		<-req.done
 	case <-o.stopped():
 	}
@@ -38,7 +38,7 @@ func (o *owner) assigned(assigned map[string][]int32) {
 func (o *owner) revokeOrLose(ctx context.Context, tps map[string][]int32, lost bool) {
 	req := revokeReq{tps: flatten(tps), lost: lost, reply: make(chan commitSet, 1)}
 	select {
-	case o.revokeCh <- req:
+	case o.inbox.revokeCh <- req:
 	case <-o.stopped():
 		return
 	}
@@ -123,7 +123,7 @@ func (o *owner) onAssign(tps []topicPartition) {
 			o.forget(old)
 		}
 		p := newPartState(tp, now)
-		if ms, ok := o.retention[tp.topic]; ok {
+		if ms, ok := o.queries.retention[tp.topic]; ok {
 			p.loss.retentionMs = ms
 		}
 		o.parts[tp] = p

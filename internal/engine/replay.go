@@ -1,6 +1,11 @@
 package engine
 
-import "github.com/twmb/franz-go/pkg/kgo"
+import (
+	"math"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
 
 // replayPart is an epoch's part in a replay in place (stall.go): where its
 // rewind goes and from which poll it takes records, and the stall it
@@ -23,4 +28,109 @@ type replayPart struct {
 	// state counts the replays in place in a row at one offset, and
 	// keeps the stall they replay.
 	state replayState
+}
+
+// polls is the owner's side of the poll loop: whether a poll is asked for,
+// the last poll handled, how to end the poll in progress early, and the
+// epochs waiting for the next poll window to be rewound in. Owned by the
+// owner goroutine.
+type polls struct {
+	pollAsked bool
+	// lastPoll is the number of the last poll handled.
+	lastPoll uint64
+	// wakePoll ends the poll in progress early (poller.wake), so that a
+	// rewind gets its poll window soon; a no-op in unit tests. Set before
+	// run starts, never changed.
+	wakePoll func()
+	// rewinds are the epochs waiting for the next poll window to be
+	// rewound in (stall.go).
+	rewinds []*partState
+}
+
+// maxReplayShift caps the replay backoff at 16 x stall_replay_after.
+const maxReplayShift = 4
+
+// replayState is what survives a replay: how many replays in a row stalled at
+// offset, and the stall they replay (its failed batch's offsets, first nack,
+// attempts and error class), which the partition goes on showing until the
+// batch is delivered.
+type replayState struct {
+	offset      int64
+	count       int
+	first, last int64
+	since       time.Time
+	attempts    int
+	reason      string
+}
+
+// noPoll is the minPoll of an epoch waiting for its rewind: it takes no
+// record until the rewind is made.
+const noPoll = math.MaxUint64
+
+// beginReplay drains p before its rewind (step 1).
+func (o *owner) beginReplay(p *partState) {
+	o.beginDrain(p)
+	o.startDrain(&drain{parts: []*partState{p}, replay: true}, o.conf.DrainTimeout)
+}
+
+// rewind ends p's epoch after its replay drain and starts the one that reads
+// it again (step 2).
+func (o *owner) rewind(old *partState) {
+	if !old.live() {
+		return // revoked or lost meanwhile: the next owner replays it
+	}
+	base, _ := old.commitBase()
+	// The new epoch carries what the group and its gauges know: the last
+	// commit, the exposure, the log end, and the watermark's age (a
+	// replay does not move the watermark).
+	np := newPartState(old.tp, old.led.lastMoved)
+	np.commits.committed, np.commits.hasCommitted, np.commits.committedMeta = old.commits.committed, old.commits.hasCommitted, old.commits.committedMeta
+	np.resume.fetched, np.resume.fetchedEpoch = base, old.positionEpoch(base)
+	np.commits.exposure = old.commits.exposure
+	np.queue.highWatermark = old.queue.highWatermark
+	np.replay.minPoll = noPoll
+	np.replay.rewindTo = kgo.EpochOffset{Epoch: np.resume.fetchedEpoch, Offset: base}
+	stalled, _, ok := old.stallInfo()
+	if ok {
+		np.replay.firstAtMost = stalled.First
+	}
+	if ranges := old.knownDelivered(base); len(ranges) > 0 {
+		np.resume.skip, np.resume.inherited = ranges, ranges
+		np.resume.skipEpoch = old.epochOf(ranges[len(ranges)-1].To - 1)
+		np.resume.skippedRanges = len(ranges)
+	}
+	np.loss.expect = base
+	np.loss.carried = old.loss.carried
+	np.loss.retentionMs = old.loss.retentionMs
+	np.replay.state = old.replay.state
+	if np.replay.state.count == 0 || np.replay.state.offset != base {
+		np.replay.state = replayState{offset: base}
+	}
+	np.replay.state.count++
+	np.replay.state.first, np.replay.state.last = stalled.First, stalled.Last
+	np.replay.state.since, np.replay.state.attempts, np.replay.state.reason = stalled.Since, stalled.Attempts, stalled.Reason
+	np.dirty = true
+	np.shown = old.shown
+	o.endEpoch(old)
+	o.parts[np.tp] = np
+	o.polls.rewinds = append(o.polls.rewinds, np)
+	o.m.stallReplays.Incr(1, np.labels[:]...)
+	o.log.Warnf("kafka_watermark: replaying %s/%d in place from offset %d (replay %d in a row at this offset; the failed batch was delivered %d time(s)); last error: %s",
+		np.tp.topic, np.tp.partition, base, np.replay.state.count, stalled.Attempts, stalled.Reason)
+	o.polls.wakePoll()
+}
+
+// applyRewinds moves the fetch position of every epoch waiting for its
+// rewind back to its watermark (step 3). Called from onPoll, in the window
+// between a poll's return and AllowRebalance; the epoch then takes records
+// from later polls only.
+func (o *owner) applyRewinds(seq uint64) {
+	for _, p := range o.polls.rewinds {
+		if !p.live() || p.draining {
+			continue // revoked, lost or closed since: not this member's to move
+		}
+		o.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{p.tp.topic: {p.tp.partition: p.replay.rewindTo}})
+		p.replay.minPoll = seq + 1
+	}
+	o.polls.rewinds = o.polls.rewinds[:0]
 }

@@ -1,6 +1,16 @@
 package engine
 
-import "github.com/watermark-connect/watermark-connect/internal/commitmeta"
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
+)
 
 // resume is where an epoch started: the group's commit when it was
 // assigned (or the rewind of a replay in place, or the divergence point of
@@ -44,4 +54,139 @@ func (r *resume) inherit(ranges []commitmeta.Range, epoch int32) {
 // distrust drops the inherited ranges: they do not describe this log.
 func (r *resume) distrust() {
 	r.skip, r.inherited, r.skippedRanges = nil, nil, 0
+}
+
+// skipping reports whether record r lies in a delivered range of the commit
+// this epoch started from. Records arrive in offset order, so ranges wholly
+// below r are passed for good. A record at or below the ranges with a
+// leader epoch above the one they were written under proves them stale: the
+// log was rewritten below their end after they were written (see
+// fieldLastEpoch), so none of them is skipped, in or past a range. Checking
+// only the records inside a range would let a new log's records between
+// the ranges, or below the first, pass unseen and the old ranges skip the
+// new records they cover.
+func (p *partState) skipping(r *kgo.Record) bool {
+	for len(p.resume.skip) > 0 && p.resume.skip[0].To <= r.Offset {
+		p.resume.skip = p.resume.skip[1:]
+	}
+	if len(p.resume.skip) == 0 {
+		return false
+	}
+	if r.LeaderEpoch > p.resume.skipEpoch {
+		p.resume.skipTruncated = true
+		p.resume.skip, p.resume.inherited = nil, nil
+		return false
+	}
+	return p.resume.skip[0].From <= r.Offset
+}
+
+// passSkipped registers the skip batches at the front of p's ready queue and
+// resolves them delivered at once: the tracker accounts for them, so the
+// watermark moves past them as soon as everything below is delivered, and
+// the next commit's ranges still cover them.
+func (o *owner) passSkipped(p *partState) {
+	passed := false
+	for len(p.queue.ready) > 0 && p.queue.ready[0].skip {
+		rb := p.queue.popReady()
+		p.led.registerDelivered(rb)
+		if !rb.control {
+			p.queue.skipQueued--
+			p.resume.skippedRecords += len(rb.records)
+			o.m.skipped.Incr(int64(len(rb.records)), p.labels[:]...)
+		}
+		passed = true
+	}
+	if passed {
+		p.dirty = true
+		o.advance(p)
+		// Skip batches count against max_pending_batches while a batch
+		// below them holds the watermark, as handed-out ones do: past
+		// the limit the partition must pause, or it would neither hand
+		// out nor stop fetching, and its ready queue would grow for as
+		// long as the head is stuck.
+		o.pauseAtLimit(p)
+	}
+	// Once every range is passed and every skip batch registered, say
+	// what was skipped, once.
+	if !p.resume.skipLogged && p.resume.skippedRanges > 0 && len(p.resume.skip) == 0 && p.queue.skipQueued == 0 {
+		p.resume.skipLogged = true
+		o.log.Infof("kafka_watermark: %s/%d: skipped %d record(s) in %d range(s) that the last commit showed delivered",
+			p.tp.topic, p.tp.partition, p.resume.skippedRecords, p.resume.skippedRanges)
+		if p.resume.skipTruncated {
+			o.log.Warnf("kafka_watermark: %s/%d: a record in the delivered ranges has a newer leader epoch than they were written under (the log was truncated by an unclean leader election): from there on nothing is skipped",
+				p.tp.topic, p.tp.partition)
+		}
+	}
+}
+
+// fetchedCommit is one partition's committed offset and metadata, as the
+// group's OffsetFetch returned it when the partition was assigned.
+type fetchedCommit struct {
+	offset int64
+	epoch  int32 // the leader epoch committed with offset, or -1
+	meta   string
+}
+
+// memberIDLike matches kgo's member IDs, which every commit made before
+// commit metadata carries: the broker's "<client id>-<UUID>" (classic) or a
+// client-made base64 UUID (KIP-848). They are ignored without a word.
+var memberIDLike = regexp.MustCompile(`^(?:.+-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[A-Za-z0-9_-]{22})$`)
+
+// onFetched takes the committed offsets and metadata of newly assigned
+// partitions, before any of their records is fetched. Metadata this input
+// did not write, or whose base is not the committed offset, is ignored with
+// one warning for the whole assignment: never a skip, never a failure.
+func (o *owner) onFetched(commits map[topicPartition]fetchedCommit) {
+	var ignored []string
+	for tp, fc := range commits {
+		p := o.parts[tp]
+		if p == nil {
+			continue
+		}
+		p.resume.fetched, p.resume.fetchedEpoch = fc.offset, fc.epoch
+		if fc.offset >= 0 {
+			p.loss.expect = fc.offset
+		}
+		if !o.conf.CommitMetadata || fc.offset < 0 || fc.meta == "" {
+			continue
+		}
+		m, fields, err := commitmeta.DecodeFields(fc.meta)
+		last, lastErr := strconv.ParseInt(fields[fieldLastEpoch], 10, 32)
+		if err == nil && m.Base == fc.offset {
+			o.inheritLoss(p, fields)
+		}
+		switch {
+		case errors.Is(err, commitmeta.ErrNotOurs) && memberIDLike.MatchString(fc.meta):
+			continue
+		case err != nil:
+			ignored = append(ignored, fmt.Sprintf("%s/%d: %v", tp.topic, tp.partition, err))
+			continue
+		case m.Base != fc.offset:
+			ignored = append(ignored, fmt.Sprintf("%s/%d: written for offset %d, committed offset is %d", tp.topic, tp.partition, m.Base, fc.offset))
+			continue
+		case len(m.Delivered) > 0 && (lastErr != nil || last < -1):
+			ignored = append(ignored, fmt.Sprintf("%s/%d: delivered ranges without a valid %s= leader epoch", tp.topic, tp.partition, fieldLastEpoch))
+			continue
+		}
+		p.resume.skip, p.resume.skipEpoch = m.Delivered, int32(last)
+		p.resume.inherited = m.Delivered
+		p.resume.skippedRanges = len(m.Delivered)
+	}
+	if len(ignored) > 0 {
+		slices.Sort(ignored)
+		o.log.Warnf("kafka_watermark: ignored the commit metadata of %d partition(s), which this input did not write or wrote for another offset; they replay everything above their committed offset: %s",
+			len(ignored), strings.Join(ignored, "; "))
+	}
+}
+
+// dropSkipsPastEnd drops the delivered ranges of p that reach past the log
+// end: they cannot describe this log (a topic deleted and made again), so
+// none of them is trusted.
+func (o *owner) dropSkipsPastEnd(p *partState, logEnd int64) {
+	if len(p.resume.skip) == 0 || p.resume.skip[len(p.resume.skip)-1].To <= logEnd {
+		return
+	}
+	o.log.Warnf("kafka_watermark: ignored the delivered ranges of %s/%d: they reach offset %d, past the log end %d; everything above the committed offset is replayed",
+		p.tp.topic, p.tp.partition, p.resume.skip[len(p.resume.skip)-1].To, logEnd)
+	p.resume.skip, p.resume.inherited, p.resume.skippedRanges = nil, nil, 0
 }

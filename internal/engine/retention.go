@@ -64,21 +64,21 @@ func topicRetention(rc kadm.ResourceConfig) (int64, bool) {
 // queryRetention starts a DescribeConfigs of every assigned topic, at most
 // one at a time.
 func (o *owner) queryRetention() {
-	if o.retentionInFlight || o.closed || len(o.parts) == 0 {
+	if o.queries.retentionInFlight || o.closed || len(o.parts) == 0 {
 		return
 	}
 	topics := map[string]bool{}
 	for tp := range o.parts {
 		topics[tp.topic] = true
 	}
-	o.retentionInFlight = true
+	o.queries.retentionInFlight = true
 	names := slices.Sorted(maps.Keys(topics))
 	go func() {
 		ctx, cancel := context.WithTimeout(o.ioCtx, 30*time.Second)
 		defer cancel()
 		r, err := o.cl.DescribeRetention(ctx, names...)
 		select {
-		case o.retentionCh <- retentionResult{retention: r, err: err}:
+		case o.inbox.retentionCh <- retentionResult{retention: r, err: err}:
 		case <-o.stopped():
 		}
 	}()
@@ -87,9 +87,9 @@ func (o *owner) queryRetention() {
 // onRetention records the topics' time retention on their live partitions.
 // A refused description is said once, at WARN, naming the permission.
 func (o *owner) onRetention(r retentionResult) {
-	o.retentionInFlight = false
-	if r.err != nil && !o.retentionWarned {
-		o.retentionWarned = true
+	o.queries.retentionInFlight = false
+	if r.err != nil && !o.queries.retentionWarned {
+		o.queries.retentionWarned = true
 		why := r.err.Error()
 		if errors.Is(r.err, kerr.TopicAuthorizationFailed) || errors.Is(r.err, kerr.ClusterAuthorizationFailed) {
 			why = "this principal lacks the DESCRIBE_CONFIGS permission on the topic: " + why
@@ -97,12 +97,12 @@ func (o *owner) onRetention(r retentionResult) {
 		o.log.Warnf("kafka_watermark: cannot read the topics' retention.ms, so %s is not shown: %s", MetricHeadroom, why)
 	}
 	for topic, ms := range r.retention {
-		o.retention[topic] = ms
+		o.queries.retention[topic] = ms
 	}
 	for tp, p := range o.parts {
 		if ms, ok := r.retention[tp.topic]; ok && p.loss.retentionMs != ms {
 			p.loss.retentionMs = ms
-			o.gauges.add(p)
+			o.lists.gauges.add(p)
 		}
 	}
 }
@@ -110,7 +110,7 @@ func (o *owner) onRetention(r retentionResult) {
 // anyUndescribed reports whether a topic of tps has not been described yet.
 func (o *owner) anyUndescribed(tps []topicPartition) bool {
 	for _, tp := range tps {
-		if _, ok := o.retention[tp.topic]; !ok {
+		if _, ok := o.queries.retention[tp.topic]; !ok {
 			return true
 		}
 	}

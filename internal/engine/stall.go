@@ -1,11 +1,8 @@
 package engine
 
 import (
-	"math"
 	"os"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
 )
@@ -36,26 +33,6 @@ import (
 // Consecutive replays stalled at the same offset back off: the wait doubles
 // each time, up to maxReplayBackoff times stall_replay_after; a replay that
 // gets past the offset resets it.
-
-// maxReplayShift caps the replay backoff at 16 x stall_replay_after.
-const maxReplayShift = 4
-
-// replayState is what survives a replay: how many replays in a row stalled at
-// offset, and the stall they replay (its failed batch's offsets, first nack,
-// attempts and error class), which the partition goes on showing until the
-// batch is delivered.
-type replayState struct {
-	offset      int64
-	count       int
-	first, last int64
-	since       time.Time
-	attempts    int
-	reason      string
-}
-
-// noPoll is the minPoll of an epoch waiting for its rewind: it takes no
-// record until the rewind is made.
-const noPoll = math.MaxUint64
 
 // stallInfo returns p's stall, if p is stalled: the batch at its watermark
 // was nacked and is not delivered, in this epoch or, for a partition that
@@ -100,7 +77,7 @@ func (p *partState) stalled() bool {
 // stall returns p's stall provenance, if p is stalled.
 func (o *owner) stall(p *partState) (commitmeta.Stall, bool) {
 	s, _, ok := p.stallInfo()
-	s.Member = o.member
+	s.Member = o.commits.member
 	return s, ok
 }
 
@@ -126,7 +103,7 @@ func memberName(clientID string) string {
 // epochs that ended leave it, whether or not replays are enabled.
 func (o *owner) checkStalls(now time.Time) {
 	var due []*partState
-	o.stalled.keep(func(p *partState) bool {
+	o.lists.stalled.keep(func(p *partState) bool {
 		if !p.live() {
 			return false
 		}
@@ -148,72 +125,4 @@ func (o *owner) checkStalls(now time.Time) {
 	for _, p := range due {
 		o.beginReplay(p)
 	}
-}
-
-// beginReplay drains p before its rewind (step 1).
-func (o *owner) beginReplay(p *partState) {
-	o.beginDrain(p)
-	o.startDrain(&drain{parts: []*partState{p}, replay: true}, o.conf.DrainTimeout)
-}
-
-// rewind ends p's epoch after its replay drain and starts the one that reads
-// it again (step 2).
-func (o *owner) rewind(old *partState) {
-	if !old.live() {
-		return // revoked or lost meanwhile: the next owner replays it
-	}
-	base, _ := old.commitBase()
-	// The new epoch carries what the group and its gauges know: the last
-	// commit, the exposure, the log end, and the watermark's age (a
-	// replay does not move the watermark).
-	np := newPartState(old.tp, old.led.lastMoved)
-	np.commits.committed, np.commits.hasCommitted, np.commits.committedMeta = old.commits.committed, old.commits.hasCommitted, old.commits.committedMeta
-	np.resume.fetched, np.resume.fetchedEpoch = base, old.positionEpoch(base)
-	np.commits.exposure = old.commits.exposure
-	np.queue.highWatermark = old.queue.highWatermark
-	np.replay.minPoll = noPoll
-	np.replay.rewindTo = kgo.EpochOffset{Epoch: np.resume.fetchedEpoch, Offset: base}
-	stalled, _, ok := old.stallInfo()
-	if ok {
-		np.replay.firstAtMost = stalled.First
-	}
-	if ranges := old.knownDelivered(base); len(ranges) > 0 {
-		np.resume.skip, np.resume.inherited = ranges, ranges
-		np.resume.skipEpoch = old.epochOf(ranges[len(ranges)-1].To - 1)
-		np.resume.skippedRanges = len(ranges)
-	}
-	np.loss.expect = base
-	np.loss.carried = old.loss.carried
-	np.loss.retentionMs = old.loss.retentionMs
-	np.replay.state = old.replay.state
-	if np.replay.state.count == 0 || np.replay.state.offset != base {
-		np.replay.state = replayState{offset: base}
-	}
-	np.replay.state.count++
-	np.replay.state.first, np.replay.state.last = stalled.First, stalled.Last
-	np.replay.state.since, np.replay.state.attempts, np.replay.state.reason = stalled.Since, stalled.Attempts, stalled.Reason
-	np.dirty = true
-	np.shown = old.shown
-	o.endEpoch(old)
-	o.parts[np.tp] = np
-	o.rewinds = append(o.rewinds, np)
-	o.m.stallReplays.Incr(1, np.labels[:]...)
-	o.log.Warnf("kafka_watermark: replaying %s/%d in place from offset %d (replay %d in a row at this offset; the failed batch was delivered %d time(s)); last error: %s",
-		np.tp.topic, np.tp.partition, base, np.replay.state.count, stalled.Attempts, stalled.Reason)
-	o.wakePoll()
-}
-
-// applyRewinds moves the fetch position of every epoch waiting for its
-// rewind back to its watermark (step 3). Called from onPoll, in the window
-// between a poll's return and AllowRebalance; the epoch then takes records
-// from later polls only.
-func (o *owner) applyRewinds(seq uint64) {
-	for _, p := range o.rewinds {
-		if !p.live() || p.draining {
-			continue // revoked, lost or closed since: not this member's to move
-		}
-		o.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{p.tp.topic: {p.tp.partition: p.replay.rewindTo}})
-		p.replay.minPoll = seq + 1
-	}
-	o.rewinds = o.rewinds[:0]
 }

@@ -117,7 +117,7 @@ func TestOwnerRetriesOnlyTheRecordsABatchErrorNamed(t *testing.T) {
 		h.assign(tp0)
 		h.fetch(tp0, 5, records(tp0, 0, 5)...)
 		b := h.read()
-		h.o.ackCh <- ackMsg{b: b, err: errors.New("two failed"), failed: []int{1, 3}}
+		h.o.inbox.ackCh <- ackMsg{b: b, err: errors.New("two failed"), failed: []int{1, 3}}
 		time.Sleep(time.Second)
 		retry := h.read()
 		require.Equal(t, []int{1, 3}, retry.only)

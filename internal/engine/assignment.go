@@ -137,19 +137,6 @@ func newPartState(tp topicPartition, now time.Time) *partState {
 // live reports whether p is its partition's current epoch in owner.parts.
 func (p *partState) live() bool { return !p.ended }
 
-// partList is a list of partitions, each on it at most once: its bit in
-// partState.listed says a partition is on it. The owner keeps one for each
-// walk that must cost what changed, not what is assigned (owner.dirty and
-// the others). An epoch that has ended may still be listed: every walk
-// checks p.live() and drops the ones that fail. Owned by the
-// owner goroutine.
-type partList struct {
-	bit   listBits
-	parts []*partState
-}
-
-type listBits uint8
-
 const (
 	listDirty   listBits = 1 << iota // a commit may be due (owner.dirty)
 	listGauges                       // a gauge may show something else (owner.gauges)
@@ -157,30 +144,6 @@ const (
 	listPaused                       // fetching is paused (owner.paused)
 	listLoss                         // commits carry a loss (owner.losses)
 )
-
-// add lists p, unless it is listed already.
-func (l *partList) add(p *partState) {
-	if p.listed&l.bit == 0 {
-		p.listed |= l.bit
-		l.parts = append(l.parts, p)
-	}
-}
-
-// keep walks the list, in the order the partitions were listed, and keeps
-// those for which fn returns true; the others are unlisted. fn must not add
-// to this list.
-func (l *partList) keep(fn func(p *partState) bool) {
-	kept := l.parts[:0]
-	for _, p := range l.parts {
-		if fn(p) {
-			kept = append(kept, p)
-		} else {
-			p.listed &^= l.bit
-		}
-	}
-	clear(l.parts[len(kept):]) // drop the references to unlisted epochs
-	l.parts = kept
-}
 
 // canHandOut reports whether the next ReadBatch may take a batch of p.
 // Retries are always allowed: they are registered already.
@@ -225,58 +188,4 @@ func (p *partState) commitBase() (int64, bool) {
 		return p.resume.fetched, true
 	}
 	return p.queue.firstFetched, p.queue.firstFetched >= 0
-}
-
-// enqueue splits the records of one fetch into batches of at most
-// maxRecords records and maxBytes bytes (a larger single record is a batch of
-// its own) and queues them. Records inside a delivered range of the commit
-// this epoch started from go into skip batches of their own.
-func (p *partState) enqueue(records []*kgo.Record, maxRecords int, maxBytes int64) {
-	start, size, skip, control := -1, int64(0), false, false
-	flush := func(end int) {
-		if start >= 0 && end > start {
-			rs := records[start:end:end]
-			if len(p.queue.ready) == 0 && p.queue.readyBuf != nil {
-				p.queue.ready = p.queue.readyBuf
-			}
-			had := cap(p.queue.ready)
-			p.queue.ready = append(p.queue.ready, rawBatch{records: rs, first: rs[0].Offset, last: rs[len(rs)-1].Offset, logEnd: p.queue.highWatermark, skip: skip || control, control: control})
-			if cap(p.queue.ready) != had {
-				p.queue.readyBuf = nil
-				if cap(p.queue.ready) <= keepEmpty {
-					p.queue.readyBuf = p.queue.ready[:0]
-				}
-			}
-			if skip && !control {
-				p.queue.skipQueued++
-			}
-			p.queue.lastQueued = rs[len(rs)-1].Offset
-		}
-		start, size = -1, 0
-	}
-	for i, r := range records {
-		if r.Offset <= p.queue.lastQueued {
-			flush(i)
-			continue
-		}
-		n := int64(len(r.Key) + len(r.Value))
-		for _, h := range r.Headers {
-			n += int64(len(h.Key) + len(h.Value))
-		}
-		isControl := r.Attrs.IsControl()
-		covered := !isControl && p.skipping(r)
-		if start >= 0 && (i-start >= maxRecords || size+n > maxBytes || covered != skip || isControl != control) {
-			flush(i)
-		}
-		skip, control = covered, isControl
-		if start < 0 {
-			start = i
-			if p.queue.firstFetched < 0 {
-				p.queue.firstFetched = r.Offset
-			}
-		}
-		p.led.noteEpoch(r.Offset, r.LeaderEpoch)
-		size += n
-	}
-	flush(len(records))
 }
