@@ -123,9 +123,9 @@ func (o *owner) resolve(b *Batch, err error) {
 // below the pending limit, and says once, loudly, when the partition stalls.
 // Every change to p's tracker ends here, so this is where p goes on the
 // owner's lists: dirty (passSkipped, in metadata.go, sets p.dirty itself
-// before it calls advance), gauges and stalled.
+// before it calls advance), gauges and failed.
 func (o *owner) advance(p *partState) {
-	wasStalled := p.led.stalled()
+	wasStalled := p.led.headFailed()
 	if wm, moved := p.led.advance(o.now()); moved {
 		p.dirty = true
 		if p.replay.state.count > 0 && wm > p.replay.state.offset {
@@ -136,8 +136,8 @@ func (o *owner) advance(p *partState) {
 		o.lists.dirty.add(p)
 	}
 	o.lists.gauges.add(p)
-	if !wasStalled && p.led.stalled() {
-		o.lists.stalled.add(p)
+	if !wasStalled && p.led.headFailed() {
+		o.lists.failed.add(p)
 		o.logStall(p)
 	}
 	o.resumeBelowLimits(p)
@@ -146,7 +146,7 @@ func (o *owner) advance(p *partState) {
 // logStall names the failed batch at the head of a stalled partition: where
 // its commits stop and since when.
 func (o *owner) logStall(p *partState) {
-	last, _ := p.led.stalledThrough()
+	last, _ := p.led.failedThrough()
 	stall, _, _ := p.stallInfo()
 	since := stall.Since
 	wm, _ := p.commitBase()

@@ -83,7 +83,7 @@ func TestAckOfAnEarlierHandOutIsIgnored(t *testing.T) {
 			wm, _ := p.led.watermark()
 			require.Equal(t, int64(4), wm, "delivered by hand-out 2, the watermark passes both batches")
 			require.Zero(t, unresolved(p))
-			require.False(t, p.led.stalled(), "no stray nack failed the batch")
+			require.False(t, p.led.headFailed(), "no stray nack failed the batch")
 		})
 	})
 }

@@ -82,7 +82,7 @@ func (e *Engine) OffsetsFetched(ctx context.Context, resp *kmsg.OffsetFetchRespo
 	commits := map[topicPartition]fetchedCommit{}
 	missing = map[string][]int32{}
 	each := func(topic string, partition int32, offset int64, epoch int32, meta *string) {
-		fc := fetchedCommit{offset: offset, epoch: epoch}
+		fc := fetchedCommit{offset: offset, leaderEpoch: epoch}
 		if meta != nil {
 			fc.meta = *meta
 		}

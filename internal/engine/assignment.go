@@ -125,7 +125,7 @@ func newPartState(tp topicPartition, now time.Time) *partState {
 		tp:      tp,
 		led:     newLedger(now),
 		queue:   queue{lastQueued: -1, firstFetched: -1, highWatermark: -1},
-		resume:  resume{fetched: -1, fetchedEpoch: -1},
+		resume:  resume{fetched: -1, fetchedLeaderEpoch: -1},
 		commits: commitState{committing: -1},
 		replay:  replayPart{firstAtMost: -1},
 		loss:    lossPart{expect: -1, truncatedAt: -1, retentionMs: -1},
@@ -138,11 +138,11 @@ func newPartState(tp topicPartition, now time.Time) *partState {
 func (p *partState) live() bool { return !p.ended }
 
 const (
-	listDirty   listBits = 1 << iota // a commit may be due (owner.dirty)
-	listGauges                       // a gauge may show something else (owner.gauges)
-	listStalled                      // the tracker is stalled (owner.stalled)
-	listPaused                       // fetching is paused (owner.paused)
-	listLoss                         // commits carry a loss (owner.losses)
+	listDirty  listBits = 1 << iota // a commit may be due (owner.dirty)
+	listGauges                      // a gauge may show something else (owner.gauges)
+	listFailed                      // the head failed for good (lists.failed)
+	listPaused                      // fetching is paused (owner.paused)
+	listLoss                        // commits carry a loss (owner.losses)
 )
 
 // canHandOut reports whether the next ReadBatch may take a batch of p.

@@ -51,7 +51,7 @@ func (o *owner) onClose(r closeReq) {
 		o.beginDrain(p)
 		parts = append(parts, p)
 	}
-	final := o.endEpochs(parts, true)
+	final := o.planFinalCommits(parts, true)
 	o.closed = true
 	r.reply <- closeReply{final: final, held: held}
 }
@@ -118,16 +118,17 @@ func (o *owner) finishDrain(d *drain) {
 			if d.replay {
 				o.rewind(d.parts[0])
 			} else {
-				d.reply <- o.endEpochs(d.parts, false)
+				d.reply <- o.planFinalCommits(d.parts, false)
 			}
 			return
 		}
 	}
 }
 
-// endEpochs returns the final commits of parts that would change what the
-// broker holds, and ends their epochs.
-func (o *owner) endEpochs(parts []*partState, closing bool) commitSet {
+// planFinalCommits plans the final commits of parts, a drained revoke's or
+// a close's: those that would change what the broker holds. Then it ends
+// the parts' epochs, so that later acks are late.
+func (o *owner) planFinalCommits(parts []*partState, closing bool) commitSet {
 	var final commitSet
 	plans := map[topicPartition]*planned{}
 	for _, p := range parts {

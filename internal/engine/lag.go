@@ -35,7 +35,7 @@ func (o *owner) queryEnds() {
 			ends[p.tp.topic], starts[p.tp.topic] = true, true
 		}
 	}
-	for _, p := range o.lists.stalled.parts {
+	for _, p := range o.lists.failed.parts {
 		if p.live() {
 			starts[p.tp.topic] = true
 		}

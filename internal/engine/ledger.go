@@ -42,7 +42,7 @@ type ledger struct {
 	// epochs holds the leader epoch changes of the records queued and
 	// pending, so a commit carries the leader epoch of the record before
 	// its offset (KIP-320).
-	epochs epochLog
+	leaderEpochs leaderEpochLog
 }
 
 // newLedger returns the empty ledger of an epoch made at now.
@@ -97,7 +97,7 @@ func (l *ledger) advance(now time.Time) (int64, bool) {
 	wm, moved := l.tracker.Advance()
 	if moved {
 		l.lastMoved = now
-		l.epochs.trim(wm - 1)
+		l.leaderEpochs.trim(wm - 1)
 		l.window.trim(l.tracker.Head())
 	}
 	return wm, moved
@@ -118,14 +118,17 @@ func (l *ledger) pending() int { return l.tracker.Pending() }
 // watermark is the tracker's watermark, if it has one.
 func (l *ledger) watermark() (int64, bool) { return l.tracker.Watermark() }
 
-// stalled reports whether the batch at the watermark failed for good.
-func (l *ledger) stalled() bool { return l.tracker.Stalled() }
+// headFailed reports whether the batch at the watermark failed for good
+// (the tracker calls this "stalled"; in this package a partition is stalled
+// as soon as its head batch is nacked: partState.stalled).
+func (l *ledger) headFailed() bool { return l.tracker.Stalled() }
 
-// stalledSince is when the tracker stalled, if it is stalled.
-func (l *ledger) stalledSince() (time.Time, bool) { return l.tracker.StalledSince() }
+// failedSince is when the head batch was seen failed for good.
+func (l *ledger) failedSince() (time.Time, bool) { return l.tracker.StalledSince() }
 
-// stalledThrough is the last offset of the failed batch at the watermark.
-func (l *ledger) stalledThrough() (int64, bool) {
+// failedThrough is the last offset of the batch at the watermark that
+// failed for good.
+func (l *ledger) failedThrough() (int64, bool) {
 	seq, ok := l.tracker.StalledSeq()
 	if !ok {
 		return 0, false
@@ -149,18 +152,18 @@ func (l *ledger) frontier(from int64) int64 {
 	return from
 }
 
-// noteEpoch records the leader epoch of a record queued after every one
+// noteLeaderEpoch records the leader epoch of a record queued after every one
 // noted before.
-func (l *ledger) noteEpoch(offset int64, epoch int32) { l.epochs.note(offset, epoch) }
+func (l *ledger) noteLeaderEpoch(offset int64, epoch int32) { l.leaderEpochs.note(offset, epoch) }
 
-// epochAt is the leader epoch of the record at offset, or -1 when no noted
+// leaderEpochAt is the leader epoch of the record at offset, or -1 when no noted
 // record covers it.
-func (l *ledger) epochAt(offset int64) int32 { return l.epochs.at(offset) }
+func (l *ledger) leaderEpochAt(offset int64) int32 { return l.leaderEpochs.at(offset) }
 
-// lastEpoch is the leader epoch of the last record queued, if any.
-func (l *ledger) lastEpoch() (int32, bool) {
-	if n := len(l.epochs.changes); n > 0 {
-		return l.epochs.changes[n-1].epoch, true
+// lastLeaderEpoch is the leader epoch of the last record queued, if any.
+func (l *ledger) lastLeaderEpoch() (int32, bool) {
+	if n := len(l.leaderEpochs.changes); n > 0 {
+		return l.leaderEpochs.changes[n-1].epoch, true
 	}
 	return -1, false
 }

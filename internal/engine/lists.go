@@ -12,8 +12,8 @@ type lists struct {
 	// pending batches or is stalled, so its age moves with the clock
 	// (publishGauges).
 	gauges partList
-	// stalled: the tracker is stalled (checkStalls).
-	stalled partList
+	// failed: the batch at the watermark failed for good (checkStalls).
+	failed partList
 	// paused: fetching is paused at the pending limit (the log-end
 	// queries).
 	paused partList
@@ -23,11 +23,11 @@ type lists struct {
 
 func newLists() lists {
 	return lists{
-		dirty:   partList{bit: listDirty},
-		gauges:  partList{bit: listGauges},
-		stalled: partList{bit: listStalled},
-		paused:  partList{bit: listPaused},
-		losses:  partList{bit: listLoss},
+		dirty:  partList{bit: listDirty},
+		gauges: partList{bit: listGauges},
+		failed: partList{bit: listFailed},
+		paused: partList{bit: listPaused},
+		losses: partList{bit: listLoss},
 	}
 }
 

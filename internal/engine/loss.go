@@ -88,14 +88,14 @@ func (o *owner) onFetchErr(p *partState, err error, seq uint64) *partState {
 	return o.truncate(p, dl.ResetTo, dl.ResetToEpoch, seq)
 }
 
-// knownEpoch is the newest leader epoch p knows of its log: that of the last
+// knownLeaderEpoch is the newest leader epoch p knows of its log: that of the last
 // record it queued, or of the commit it started from; -1 when it knows none,
 // and then no truncation can be told from a stale fetch.
-func (p *partState) knownEpoch() int32 {
-	if e, ok := p.led.lastEpoch(); ok {
+func (p *partState) knownLeaderEpoch() int32 {
+	if e, ok := p.led.lastLeaderEpoch(); ok {
 		return e
 	}
-	return p.resume.fetchedEpoch
+	return p.resume.fetchedLeaderEpoch
 }
 
 // checkFetch looks at the records of one fetch of p before they are queued,
@@ -104,7 +104,7 @@ func (p *partState) knownEpoch() int32 {
 func (o *owner) checkFetch(p *partState, fp *kgo.FetchPartition, seq uint64) *partState {
 	first := fp.Records[0]
 	if p.loss.expect >= 0 && first.Offset < p.loss.expect {
-		if known := p.knownEpoch(); known >= 0 && first.LeaderEpoch > known {
+		if known := p.knownLeaderEpoch(); known >= 0 && first.LeaderEpoch > known {
 			return o.truncate(p, first.Offset, first.LeaderEpoch, seq)
 		}
 		return p // a re-delivery of records queued already: enqueue drops them

@@ -74,7 +74,7 @@ func TestOwnerRetentionPastAStallReportsTheLossAndGoesOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := startOwner(t, testConfig(t, "batch_max_records: 100\nmax_pending_batches: 4\ncommit_period: 1s\nstall_replay_after: 10s\ndrain_timeout: 1s\ntopic_lag_refresh_period: 1s\n"), m)
 		h.assign(tp0)
-		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, epoch: 0}})
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
 		h.fetch(tp0, 2000, records(tp0, 0, 500)...)
 		bs := h.readAll()
 		require.Equal(t, []int64{0, 100, 200, 300}, firsts(bs))
@@ -146,7 +146,7 @@ func TestOwnerCommitBelowTheLogStartIsALoss(t *testing.T) {
 				meta, cut := commitmeta.Encode(base, tc.extra, 4000)
 				require.Zero(t, cut)
 				h.assign(tp0)
-				h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 100, epoch: 0, meta: meta}})
+				h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 100, leaderEpoch: 0, meta: meta}})
 				h.fetchFrom(tp0, 2000, 1500, records(tp0, 1500, 1600)...)
 				require.Equal(t, tc.wantLost, g.Get(MetricLostRecords, "t", 0))
 				b := h.read()
@@ -171,7 +171,7 @@ func TestOwnerGapAboveTheLogStartIsNoLoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := startOwner(t, testConfig(t, "batch_max_records: 100\ncommit_period: 1s\n"), m)
 		h.assign(tp0)
-		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 100, epoch: 0}})
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 100, leaderEpoch: 0}})
 		h.fetchFrom(tp0, 2000, 50, records(tp0, 150, 200)...)
 		h.fetchFrom(tp0, 2000, 50, records(tp0, 300, 400)...)
 		require.Len(t, h.readAll(), 2)
@@ -188,7 +188,7 @@ func TestOwnerLossReportExpires(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := startOwner(t, testConfig(t, "batch_max_records: 100\ncommit_period: 1s\nlost_records_report_for: "+reportFor.String()+"\n"), m)
 				h.assign(tp0)
-				h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, epoch: 0}})
+				h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
 				h.fetchFrom(tp0, 2000, 1000, records(tp0, 1000, 1100)...)
 				require.Equal(t, int64(1000), g.Get(MetricLostRecords, "t", 0))
 				h.ack(h.read(), nil)
@@ -220,7 +220,7 @@ func TestOwnerErrorFetchKeepsTheDeliveredRanges(t *testing.T) {
 		h := startOwner(t, testConfig(t, "batch_max_records: 10\ncommit_period: 1s\n"), m)
 		meta, _ := commitmeta.Encode(commitmeta.Meta{Base: 0, Epoch: 0, Delivered: []commitmeta.Range{{From: 20, To: 30}}}, "l=0", 4000)
 		h.assign(tp0)
-		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, epoch: 0, meta: meta}})
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0, meta: meta}})
 		h.fetchErr(tp0, kerr.TopicAuthorizationFailed)
 		h.fetch(tp0, 40, records(tp0, 0, 40)...)
 		require.Equal(t, []int64{0, 10, 30}, firsts(h.readAll()))
@@ -237,7 +237,7 @@ func TestOwnerSkipBatchesPauseAtThePendingLimit(t *testing.T) {
 		h := startOwner(t, testConfig(t, "batch_max_records: 10\nmax_pending_batches: 2\ncommit_period: 1s\n"), m)
 		meta, _ := commitmeta.Encode(commitmeta.Meta{Base: 0, Epoch: 0, Delivered: []commitmeta.Range{{From: 10, To: 5000}}}, "l=0", 4000)
 		h.assign(tp0)
-		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, epoch: 0, meta: meta}})
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0, meta: meta}})
 		h.fetch(tp0, 6000, records(tp0, 0, 10)...)
 		head := h.read()
 		h.ack(head, errors.New("down"))
@@ -332,7 +332,7 @@ func TestOwnerNewerEpochBelowTheRangesDropsThem(t *testing.T) {
 		h := startOwner(t, testConfig(t, "batch_max_records: 10\ncommit_period: 1s\n"), m)
 		meta, _ := commitmeta.Encode(commitmeta.Meta{Base: 0, Epoch: 0, Delivered: []commitmeta.Range{{From: 10, To: 20}}}, "l=0", 4000)
 		h.assign(tp0)
-		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, epoch: 0, meta: meta}})
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0, meta: meta}})
 		h.fetch(tp0, 30, append(epochRecords(tp0, 0, 3, 0), epochRecords(tp0, 3, 6, 1)...)...)
 		for _, b := range h.readAll() {
 			h.ack(b, nil)
@@ -359,7 +359,7 @@ func TestOwnerTruncationBelowTheQueueDeliversTheNewLog(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := startOwner(t, testConfig(t, "batch_max_records: 4\ncommit_period: 1s\n"), m)
 		h.assign(tp0)
-		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, epoch: 0}})
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
 		h.fetch(tp0, 8, epochRecords(tp0, 0, 8, 0)...)
 		for _, b := range h.readAll() {
 			h.ack(b, nil)
@@ -396,7 +396,7 @@ func TestOwnerTruncationBelowTheCommitAtStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := startOwner(t, testConfig(t, "batch_max_records: 4\ncommit_period: 1s\n"), m)
 		h.assign(tp0)
-		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 8, epoch: 0}})
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 8, leaderEpoch: 0}})
 		h.fetch(tp0, 12, epochRecords(tp0, 5, 12, 1)...)
 		require.Equal(t, []int64{5, 9}, firsts(h.readAll()))
 		require.Equal(t, int64(3), g.Get(MetricTruncated, "t", 0))
@@ -460,7 +460,7 @@ func TestOwnerLossIsReportedOncePerProcess(t *testing.T) {
 		h := startOwner(t, testConfig(t, "batch_max_records: 100\ncommit_period: 1s\ncommit_metadata: false\n"), m)
 		for range 2 {
 			h.assign(tp0)
-			h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, epoch: 0}})
+			h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
 			h.fetchFrom(tp0, 2000, 1000, records(tp0, 1000, 1100)...)
 			h.read() // in the pipeline, never acknowledged
 			<-h.revoke(tp0)
@@ -479,7 +479,7 @@ func TestOwnerSecondReplayAfterADeletionKeepsTheDeliveredRanges(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := startOwner(t, testConfig(t, "batch_max_records: 2\ncommit_period: 1s\nstall_replay_after: 10s\ndrain_timeout: 1s\n"), m)
 		h.assign(tp0)
-		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, epoch: 0}})
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
 		h.fetch(tp0, 10, records(tp0, 0, 10)...)
 		bs := h.readAll()
 		require.Equal(t, []int64{0, 2, 4, 6, 8}, firsts(bs))
@@ -521,7 +521,7 @@ func TestOwnerPositionsCarryAKnownLeaderEpoch(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			h := startOwner(t, testConfig(t, "batch_max_records: 1\ncommit_period: 1s\nstall_replay_after: 10s\ndrain_timeout: 1s\n"), m)
 			h.assign(tp0)
-			h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, epoch: 0}})
+			h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
 			h.fetch(tp0, 3, records(tp0, 0, 3)...)
 			bs := h.readAll()
 			h.ack(bs[0], nil)
@@ -547,7 +547,7 @@ func TestOwnerPositionsCarryAKnownLeaderEpoch(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			h := startOwner(t, testConfig(t, "batch_max_records: 4\ncommit_period: 1s\n"), m)
 			h.assign(tp0)
-			h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, epoch: 0}})
+			h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
 			h.fetch(tp0, 8, epochRecords(tp0, 0, 8, 0)...)
 			bs := h.readAll()
 			h.ack(bs[0], nil) // 4-7 stay undelivered: a rewind to 4
@@ -562,7 +562,7 @@ func TestOwnerPositionsCarryAKnownLeaderEpoch(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			h := startOwner(t, testConfig(t, "batch_max_records: 10\ncommit_period: 1s\n"), m)
 			h.assign(tp0)
-			h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 10, epoch: 0}})
+			h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 10, leaderEpoch: 0}})
 			h.fetch(tp0, 12, epochRecords(tp0, 6, 12, 1)...)
 			time.Sleep(time.Second)
 			synctest.Wait()
@@ -593,7 +593,7 @@ func TestOwnerDataLossThenDeletion(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := startOwner(t, testConfig(t, "batch_max_records: 10\ncommit_period: 1s\n"), m)
 		h.assign(tp0)
-		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 10, epoch: 0}})
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 10, leaderEpoch: 0}})
 		h.fetchErr(tp0, &kgo.ErrDataLoss{Topic: "t", Partition: 0, ConsumedTo: 10, ConsumedToEpoch: 0, ResetTo: 5, ResetToEpoch: 1})
 		h.fetchFrom(tp0, 15, 12, epochRecords(tp0, 12, 15, 1)...)
 		require.Equal(t, int64(5), g.Get(MetricTruncated, "t", 0))
@@ -613,7 +613,7 @@ func TestOwnerMergedLossHidesNothing(t *testing.T) {
 		loss := commitmeta.Loss{First: 2, Last: 10, Count: 2, Since: time.Now(), Cause: commitmeta.CauseRetention}
 		meta, _ := commitmeta.Encode(commitmeta.Meta{Base: 0, Epoch: 0}, loss.Fields(), 4000)
 		h.assign(tp0)
-		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, epoch: 0, meta: meta}})
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0, meta: meta}})
 		h.fetchFrom(tp0, 15, 11, records(tp0, 11, 15)...)
 		require.Equal(t, int64(11), g.Get(MetricLostRecords, "t", 0), "0-10: the report said 2 of 2-10, not which")
 	})

@@ -48,7 +48,7 @@ func TestCutCountedWhenTheCutMetadataIsCommittedAlready(t *testing.T) {
 
 // The same for a revoke's final commit: a drain that ends just after its
 // partition's ranges outgrew the room plans a cut commit that encodes what
-// the last periodic commit holds already. endEpochs sends no commit for it,
+// the last periodic commit holds already. planFinalCommits sends no commit for it,
 // and it must count its cut all the same.
 func TestDrainCountsTheCutOfACommitHeldAlready(t *testing.T) {
 	m, g := testMetrics(t)

@@ -100,7 +100,7 @@ func TestModelSkipsOnlyWhatWasDelivered(t *testing.T) {
 				h.cl.onCommit = func(_ topicPartition, eo kgo.EpochOffset, md string) { check(eo, md) }
 				h.cl.mu.Unlock()
 				h.assign(tp0)
-				h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: committed, epoch: committedEpoch, meta: meta}})
+				h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: committed, leaderEpoch: committedEpoch, meta: meta}})
 				// The log arrives in fetches of random sizes, with commit
 				// ticks between them: an epoch commits before it has
 				// fetched all it inherited.

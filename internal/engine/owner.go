@@ -294,7 +294,7 @@ func (o *owner) run() {
 			o.checkStalls(now)
 			o.expireLosses(now)
 		case <-lagTick.C:
-			if o.anyPaused() || len(o.lists.stalled.parts) > 0 {
+			if o.anyPaused() || len(o.lists.failed.parts) > 0 {
 				o.queryEnds()
 			}
 		case <-o.sig.HardStopChan():

@@ -202,7 +202,7 @@ type omLog struct {
 	leader     int32
 	// epochs is the leader epoch cache: entry i's epoch covers the offsets
 	// from its from to the next entry's.
-	epochs []epochChange
+	epochs []leaderEpochChange
 }
 
 // epochEnd answers OffsetForLeaderEpoch as a broker does: the end offset of
@@ -390,7 +390,7 @@ func runOwnerModel(t *testing.T, seed uint64, steps int, mt *Metrics, g *memmetr
 	var tps []topicPartition
 	for i := range conf.parts {
 		p := &omPart{tp: topicPartition{"t", int32(i)}}
-		p.log = omLog{recs: map[int64]*omRec{}, epochs: []epochChange{{from: 0, epoch: 0}}}
+		p.log = omLog{recs: map[int64]*omRec{}, epochs: []leaderEpochChange{{from: 0, epoch: 0}}}
 		m.produce(p, rng.IntN(6))
 		m.parts = append(m.parts, p)
 		m.byTP[p.tp] = p
@@ -882,7 +882,7 @@ func (m *ownerModel) truncate() {
 	for len(l.epochs) > 0 && l.epochs[len(l.epochs)-1].from >= at {
 		l.epochs = l.epochs[:len(l.epochs)-1]
 	}
-	l.epochs = append(l.epochs, epochChange{from: at, epoch: l.leader})
+	l.epochs = append(l.epochs, leaderEpochChange{from: at, epoch: l.leader})
 	l.end = at
 	m.produce(p, 1+m.rng.IntN(6))
 	p.allow = append(p.allow, omAllowance{from: at, epoch: l.leader})
@@ -899,7 +899,7 @@ func (m *ownerModel) bump() {
 	if n := len(l.epochs); l.epochs[n-1].from == l.end {
 		l.epochs[n-1].epoch = l.leader
 	} else {
-		l.epochs = append(l.epochs, epochChange{from: l.end, epoch: l.leader})
+		l.epochs = append(l.epochs, leaderEpochChange{from: l.end, epoch: l.leader})
 	}
 	m.logf("leader epoch of %v is %d from %d", p.tp, l.leader, l.end)
 }
@@ -1022,16 +1022,16 @@ func (m *ownerModel) assign(tps []topicPartition) {
 	for _, tp := range tps {
 		p := m.byTP[tp]
 		p.assigned = true
-		fc := fetchedCommit{offset: -1, epoch: -1}
+		fc := fetchedCommit{offset: -1, leaderEpoch: -1}
 		p.cur = omCursor{off: p.log.start, epoch: -1}
 		p.covered = nil
 		if c, ok := p.lastCommit(); ok {
-			fc = fetchedCommit{offset: c.eo.Offset, epoch: c.eo.Epoch, meta: c.meta}
+			fc = fetchedCommit{offset: c.eo.Offset, leaderEpoch: c.eo.Epoch, meta: c.meta}
 			p.cur = omCursor{off: c.eo.Offset, epoch: c.eo.Epoch}
 			p.covered = c.covered // invariant 7
 		}
 		commits[tp] = fc
-		words = append(words, fmt.Sprintf("%d@%d/e%d %q", tp.partition, fc.offset, fc.epoch, fc.meta))
+		words = append(words, fmt.Sprintf("%d@%d/e%d %q", tp.partition, fc.offset, fc.leaderEpoch, fc.meta))
 	}
 	m.h.fetched(commits)
 	m.logf("assign %s", strings.Join(words, ", "))
@@ -1247,7 +1247,7 @@ func (m *ownerModel) heal() {
 			var stalled []topicPartition
 			m.state(func(o *owner) {
 				for tp, p := range o.parts {
-					if p.led.stalled() {
+					if p.led.headFailed() {
 						stalled = append(stalled, tp)
 					}
 				}

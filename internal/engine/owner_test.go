@@ -194,7 +194,7 @@ func TestOwnerCommitsTheLeaderEpochOfTheRecordBefore(t *testing.T) {
 		synctest.Wait()
 		require.Equal(t, []kgo.EpochOffset{{Epoch: 3, Offset: 4}, {Epoch: 4, Offset: 8}, {Epoch: 4, Offset: 12}}, h.cl.committed(tp0))
 		h.state(func(o *owner) {
-			require.Len(t, o.parts[tp0].led.epochs.changes, 1, "changes below the watermark are forgotten")
+			require.Len(t, o.parts[tp0].led.leaderEpochs.changes, 1, "changes below the watermark are forgotten")
 		})
 	})
 }

@@ -79,7 +79,7 @@ func (o *owner) plan(p *partState, maxBytes int) (c planned, ok bool) {
 		return c, false
 	}
 	_, moved := p.led.watermark()
-	c.eo = kgo.EpochOffset{Epoch: p.positionEpoch(base), Offset: base}
+	c.eo = kgo.EpochOffset{Epoch: p.positionLeaderEpoch(base), Offset: base}
 	keptTo := base
 	if o.conf.CommitMetadata {
 		m := commitmeta.Meta{Base: base, Epoch: c.eo.Epoch, Delivered: p.deliveredRanges(base)}
@@ -91,7 +91,7 @@ func (o *owner) plan(p *partState, maxBytes int) (c planned, ok bool) {
 		if carrying {
 			c.stall = joinFields(c.stall, p.loss.carried.Fields())
 		}
-		c.meta, c.cut, keptTo = encodeMeta(m, p.epochOf, c.stall, maxBytes)
+		c.meta, c.cut, keptTo = encodeMeta(m, p.leaderEpochOf, c.stall, maxBytes)
 		m.Delivered = m.Delivered[:len(m.Delivered)-c.cut]
 		c.ranges = len(m.Delivered)
 		c.delivered = m.Records()
@@ -120,7 +120,7 @@ const fieldLastEpoch = "l"
 // kept record is the highest any kept range holds; cutting ranges can only
 // lower it, and a lower epoch can be one byte longer (-1 against 0), so it
 // encodes again until the cut is stable.
-func encodeMeta(m commitmeta.Meta, epochOf func(offset int64) int32, stall string, maxBytes int) (meta string, cut int, keptTo int64) {
+func encodeMeta(m commitmeta.Meta, leaderEpochOf func(offset int64) int32, stall string, maxBytes int) (meta string, cut int, keptTo int64) {
 	keptTo = m.Base
 	kept := len(m.Delivered)
 	for range 3 {
@@ -129,7 +129,7 @@ func encodeMeta(m commitmeta.Meta, epochOf func(offset int64) int32, stall strin
 			if extra != "" {
 				extra += " "
 			}
-			extra += fmt.Sprintf("%s=%d", fieldLastEpoch, epochOf(m.Delivered[kept-1].To-1))
+			extra += fmt.Sprintf("%s=%d", fieldLastEpoch, leaderEpochOf(m.Delivered[kept-1].To-1))
 		}
 		meta, cut = commitmeta.Encode(m, extra, maxBytes)
 		if len(m.Delivered)-cut == kept {
@@ -187,7 +187,7 @@ func (p *partState) knownDelivered(base int64) []commitmeta.Range {
 	return mergeRanges(p.led.delivered(base), above)
 }
 
-// positionEpoch is the leader epoch that goes with base as a position, in
+// positionLeaderEpoch is the leader epoch that goes with base as a position, in
 // a commit or a rewind: that of the record before it, which kgo and the
 // broker validate (KIP-320). When p fetched no record before base, the
 // commit p started from knew it, if base is that commit; otherwise the
@@ -196,23 +196,23 @@ func (p *partState) knownDelivered(base int64) []commitmeta.Range {
 // answers the end of the newest epoch not above it, at or below where the
 // logs diverged), while -1 would skip the check, and a later unclean
 // truncation would pass unseen. -1 only when p knows neither.
-func (p *partState) positionEpoch(base int64) int32 {
-	if e := p.led.epochAt(base - 1); e >= 0 {
+func (p *partState) positionLeaderEpoch(base int64) int32 {
+	if e := p.led.leaderEpochAt(base - 1); e >= 0 {
 		return e
 	}
-	if base == p.resume.fetched && p.resume.fetchedEpoch >= 0 {
-		return p.resume.fetchedEpoch
+	if base == p.resume.fetched && p.resume.fetchedLeaderEpoch >= 0 {
+		return p.resume.fetchedLeaderEpoch
 	}
-	return p.led.epochAt(base)
+	return p.led.leaderEpochAt(base)
 }
 
-// epochOf returns the leader epoch of the record at offset, as far as p
+// leaderEpochOf returns the leader epoch of the record at offset, as far as p
 // knows: from the records it fetched, or for an inherited range beyond them
 // the epoch the ranges were written under.
-func (p *partState) epochOf(offset int64) int32 {
-	e := p.led.epochAt(offset)
+func (p *partState) leaderEpochOf(offset int64) int32 {
+	e := p.led.leaderEpochAt(offset)
 	if len(p.resume.inherited) > 0 && offset >= p.resume.inherited[0].From {
-		e = max(e, p.resume.skipEpoch)
+		e = max(e, p.resume.skipLeaderEpoch)
 	}
 	return e
 }

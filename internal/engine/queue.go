@@ -103,7 +103,7 @@ func (p *partState) enqueue(records []*kgo.Record, maxRecords int, maxBytes int6
 				p.queue.firstFetched = r.Offset
 			}
 		}
-		p.led.noteEpoch(r.Offset, r.LeaderEpoch)
+		p.led.noteLeaderEpoch(r.Offset, r.LeaderEpoch)
 		size += n
 	}
 	flush(len(records))

@@ -85,18 +85,18 @@ func (o *owner) rewind(old *partState) {
 	// replay does not move the watermark).
 	np := newPartState(old.tp, old.led.lastMoved)
 	np.commits.committed, np.commits.hasCommitted, np.commits.committedMeta = old.commits.committed, old.commits.hasCommitted, old.commits.committedMeta
-	np.resume.fetched, np.resume.fetchedEpoch = base, old.positionEpoch(base)
+	np.resume.fetched, np.resume.fetchedLeaderEpoch = base, old.positionLeaderEpoch(base)
 	np.commits.exposure = old.commits.exposure
 	np.queue.highWatermark = old.queue.highWatermark
 	np.replay.minPoll = noPoll
-	np.replay.rewindTo = kgo.EpochOffset{Epoch: np.resume.fetchedEpoch, Offset: base}
+	np.replay.rewindTo = kgo.EpochOffset{Epoch: np.resume.fetchedLeaderEpoch, Offset: base}
 	stalled, _, ok := old.stallInfo()
 	if ok {
 		np.replay.firstAtMost = stalled.First
 	}
 	if ranges := old.knownDelivered(base); len(ranges) > 0 {
 		np.resume.skip, np.resume.inherited = ranges, ranges
-		np.resume.skipEpoch = old.epochOf(ranges[len(ranges)-1].To - 1)
+		np.resume.skipLeaderEpoch = old.leaderEpochOf(ranges[len(ranges)-1].To - 1)
 		np.resume.skippedRanges = len(ranges)
 	}
 	np.loss.expect = base

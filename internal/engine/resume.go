@@ -19,24 +19,24 @@ import (
 //
 // Invariants: skip is a suffix of inherited, sorted and disjoint, strictly
 // above fetched; once a record proves the ranges stale (a newer leader
-// epoch than skipEpoch), both are dropped for good (skipTruncated). Owned
+// epoch than skipLeaderEpoch), both are dropped for good (skipTruncated). Owned
 // by the owner goroutine, inside its partState.
 type resume struct {
 	// fetched is the offset the group had committed when this epoch was
 	// assigned (OffsetFetch), or -1, with the leader epoch it was
 	// committed with (-1: none).
-	fetched      int64
-	fetchedEpoch int32
+	fetched            int64
+	fetchedLeaderEpoch int32
 	// skip holds the delivered ranges still above the fetch position.
 	skip []commitmeta.Range
 	// inherited is the whole of those ranges, kept for the commits of this
 	// epoch until it has registered past them (deliveredRanges).
 	inherited []commitmeta.Range
-	// skipEpoch is the leader epoch of the last record the skip ranges
+	// skipLeaderEpoch is the leader epoch of the last record the skip ranges
 	// cover; skipTruncated says a later epoch was met in them and the
 	// ranges were dropped.
-	skipEpoch     int32
-	skipTruncated bool
+	skipLeaderEpoch int32
+	skipTruncated   bool
 	// skippedRanges and skippedRecords count what this epoch skipped, for
 	// its one log line; skipLogged says it was written.
 	skippedRanges, skippedRecords int
@@ -47,7 +47,7 @@ type resume struct {
 // delivered ranges this epoch skips and carries.
 func (r *resume) inherit(ranges []commitmeta.Range, epoch int32) {
 	r.skip, r.inherited = ranges, ranges
-	r.skipEpoch = epoch
+	r.skipLeaderEpoch = epoch
 	r.skippedRanges = len(ranges)
 }
 
@@ -72,7 +72,7 @@ func (p *partState) skipping(r *kgo.Record) bool {
 	if len(p.resume.skip) == 0 {
 		return false
 	}
-	if r.LeaderEpoch > p.resume.skipEpoch {
+	if r.LeaderEpoch > p.resume.skipLeaderEpoch {
 		p.resume.skipTruncated = true
 		p.resume.skip, p.resume.inherited = nil, nil
 		return false
@@ -122,9 +122,9 @@ func (o *owner) passSkipped(p *partState) {
 // fetchedCommit is one partition's committed offset and metadata, as the
 // group's OffsetFetch returned it when the partition was assigned.
 type fetchedCommit struct {
-	offset int64
-	epoch  int32 // the leader epoch committed with offset, or -1
-	meta   string
+	offset      int64
+	leaderEpoch int32 // committed with offset, or -1
+	meta        string
 }
 
 // memberIDLike matches kgo's member IDs, which every commit made before
@@ -143,7 +143,7 @@ func (o *owner) onFetched(commits map[topicPartition]fetchedCommit) {
 		if p == nil {
 			continue
 		}
-		p.resume.fetched, p.resume.fetchedEpoch = fc.offset, fc.epoch
+		p.resume.fetched, p.resume.fetchedLeaderEpoch = fc.offset, fc.leaderEpoch
 		if fc.offset >= 0 {
 			p.loss.expect = fc.offset
 		}
@@ -168,7 +168,7 @@ func (o *owner) onFetched(commits map[topicPartition]fetchedCommit) {
 			ignored = append(ignored, fmt.Sprintf("%s/%d: delivered ranges without a valid %s= leader epoch", tp.topic, tp.partition, fieldLastEpoch))
 			continue
 		}
-		p.resume.skip, p.resume.skipEpoch = m.Delivered, int32(last)
+		p.resume.skip, p.resume.skipLeaderEpoch = m.Delivered, int32(last)
 		p.resume.inherited = m.Delivered
 		p.resume.skippedRanges = len(m.Delivered)
 	}

@@ -103,14 +103,14 @@ func memberName(clientID string) string {
 // epochs that ended leave it, whether or not replays are enabled.
 func (o *owner) checkStalls(now time.Time) {
 	var due []*partState
-	o.lists.stalled.keep(func(p *partState) bool {
+	o.lists.failed.keep(func(p *partState) bool {
 		if !p.live() {
 			return false
 		}
 		if o.conf.StallReplayAfter <= 0 || o.closed || p.draining {
 			return true
 		}
-		since, _ := p.led.stalledSince()
+		since, _ := p.led.failedSince()
 		wait := o.conf.StallReplayAfter
 		if base, _ := p.commitBase(); p.replay.state.count > 0 && p.replay.state.offset == base {
 			wait <<= min(p.replay.state.count, maxReplayShift)

@@ -52,12 +52,12 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 	// The epoch of the record before base is the old log's, which the new
 	// one holds unchanged below at; with none known, the new log's epoch
 	// at at (a rewind below at) stands in.
-	np.resume.fetched, np.resume.fetchedEpoch = base, p.led.epochAt(base-1)
-	if np.resume.fetchedEpoch < 0 && base == p.resume.fetched {
-		np.resume.fetchedEpoch = p.resume.fetchedEpoch
+	np.resume.fetched, np.resume.fetchedLeaderEpoch = base, p.led.leaderEpochAt(base-1)
+	if np.resume.fetchedLeaderEpoch < 0 && base == p.resume.fetched {
+		np.resume.fetchedLeaderEpoch = p.resume.fetchedLeaderEpoch
 	}
-	if np.resume.fetchedEpoch < 0 {
-		np.resume.fetchedEpoch = epoch
+	if np.resume.fetchedLeaderEpoch < 0 {
+		np.resume.fetchedLeaderEpoch = epoch
 	}
 	np.loss.expect = base
 	np.commits.exposure, np.queue.highWatermark = p.commits.exposure, p.queue.highWatermark
@@ -66,7 +66,7 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 	np.replay.state = p.replay.state
 	if len(kept) > 0 {
 		np.resume.skip, np.resume.inherited = kept, kept
-		np.resume.skipEpoch = p.led.epochAt(kept[len(kept)-1].To - 1)
+		np.resume.skipLeaderEpoch = p.led.leaderEpochAt(kept[len(kept)-1].To - 1)
 		np.resume.skippedRanges = len(kept)
 	}
 	np.loss.truncatedAt = at
@@ -110,7 +110,7 @@ func (o *owner) goOnAfterTruncation(np *partState, at, base int64, seq uint64) *
 	if base == at {
 		return np
 	}
-	np.replay.rewindTo = kgo.EpochOffset{Epoch: np.resume.fetchedEpoch, Offset: base}
+	np.replay.rewindTo = kgo.EpochOffset{Epoch: np.resume.fetchedLeaderEpoch, Offset: base}
 	o.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{np.tp.topic: {np.tp.partition: np.replay.rewindTo}})
 	np.replay.minPoll = seq + 1
 	return nil

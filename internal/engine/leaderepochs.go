@@ -1,6 +1,6 @@
 package engine
 
-// epochLog remembers the leader epochs of one partition's queued and pending
+// leaderEpochLog remembers the leader epochs of one partition's queued and pending
 // records, so that a commit can carry the leader epoch of the record just
 // before the committed offset. A restarted consumer hands that epoch to the
 // broker, which detects a log truncated by an unclean leader election
@@ -14,27 +14,27 @@ package engine
 //
 // Invariants: from strictly increases along changes; trim keeps the entry
 // that covers the oldest offset still needed. Owned by the owner goroutine.
-type epochLog struct {
-	changes []epochChange
+type leaderEpochLog struct {
+	changes []leaderEpochChange
 }
 
-type epochChange struct {
+type leaderEpochChange struct {
 	from  int64
 	epoch int32
 }
 
 // note records that the record at offset, queued after every offset noted
 // before, has leader epoch epoch.
-func (l *epochLog) note(offset int64, epoch int32) {
+func (l *leaderEpochLog) note(offset int64, epoch int32) {
 	if n := len(l.changes); n > 0 && l.changes[n-1].epoch == epoch {
 		return
 	}
-	l.changes = append(l.changes, epochChange{from: offset, epoch: epoch})
+	l.changes = append(l.changes, leaderEpochChange{from: offset, epoch: epoch})
 }
 
 // at returns the leader epoch of the record at offset, or -1 (unknown: the
 // broker skips the truncation check) when no noted record covers it.
-func (l *epochLog) at(offset int64) int32 {
+func (l *leaderEpochLog) at(offset int64) int32 {
 	for i := len(l.changes) - 1; i >= 0; i-- {
 		if l.changes[i].from <= offset {
 			return l.changes[i].epoch
@@ -45,7 +45,7 @@ func (l *epochLog) at(offset int64) int32 {
 
 // trim forgets the changes no offset at or above offset needs: every entry
 // before the one that covers offset.
-func (l *epochLog) trim(offset int64) {
+func (l *leaderEpochLog) trim(offset int64) {
 	i := 0
 	for i+1 < len(l.changes) && l.changes[i+1].from <= offset {
 		i++
