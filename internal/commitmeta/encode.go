@@ -141,15 +141,17 @@ func checkExtra(extra string) error {
 	}
 }
 
-// decimalLen returns the length of strconv.FormatInt(v, 10).
+// decimalLen returns the length of strconv.FormatInt(v, 10), for any v:
+// the numbers of a Stall or a Loss are written as they are, in bounds or
+// not.
 func decimalLen(v int64) int {
-	n := 1
+	n, u := 1, uint64(v)
 	if v < 0 {
 		n++
-		v = -v // v >= -1 here (an epoch), so this cannot overflow
+		u = -u // the magnitude, also of math.MinInt64
 	}
-	for v >= 10 {
-		v /= 10
+	for u >= 10 {
+		u /= 10
 		n++
 	}
 	return n
