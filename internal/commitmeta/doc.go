@@ -17,7 +17,7 @@
 //
 // Metadata is printable ASCII (0x20-0x7E), readable in any admin tool:
 //
-//	wm1 o=1200 e=3 d=10.50,20.40
+//	wm1 o=1200 e=3 d=10.50,20.40 l=4
 //
 // Byte by byte:
 //
@@ -27,7 +27,8 @@
 //   - Then fields separated by single spaces, no leading, trailing or double
 //     space. A field is key=value: the key is one or more of [a-z], the value
 //     zero or more of 0x21-0x7E (no space). Each key appears at most once;
-//     fields may come in any order (the encoder writes o, e, d, then extra).
+//     fields may come in any order (Encode writes o, e, d, then extra; the
+//     input's extra is the stall provenance, the loss report, then l).
 //   - o=<base>: required. The committed offset, a decimal int64 >= 0.
 //   - e=<epoch>: required. The leader epoch of the record before the base, a
 //     decimal int32 >= 0, or -1 when unknown.
@@ -38,22 +39,33 @@
 //     non-adjacent (the writer merges adjacent ranges before Encode, which
 //     panics on them). The example means base 1200, epoch 3, delivered [1210,1260)
 //     and [1280,1320).
+//   - l=<epoch>: required with ranges, absent without. The leader epoch of
+//     the last record of the last range (the record at its To-1), a decimal
+//     int32 >= 0, or -1 when unknown, in the same form as e. A record in or
+//     below the ranges whose leader epoch is higher was written after the
+//     metadata, by a leader that rewrote the log the ranges describe (an
+//     unclean election): the reader skips nothing from it on. The example's
+//     record 1319 was written in epoch 4. Ranges without a valid l= are
+//     left out by DecodeCommit (see LastEpochError); without ranges, l= is
+//     ignored whatever its value.
 //   - Any other key is ignored by Decode and returned by DecodeFields: room
 //     for later fields (such as the stall provenance and the loss report)
-//     without a new version.
+//     without a new version. Decode and DecodeFields also treat l as such a
+//     field; DecodeCommit reads l and both reports.
 //     At most MaxUnknownFields such fields are accepted.
 //
-// Numbers are decimal with no sign (except e=-1), no leading zeros (except
-// "0" itself) and no overflow: a value past int64 (int32 for e), or a gap or
-// length that carries an offset past math.MaxInt64, is malformed. So every
-// Meta has exactly one encoding of o, e and d.
+// Numbers are decimal with no sign (except e=-1 and l=-1), no leading zeros
+// (except "0" itself) and no overflow: a value past int64 (int32 for e and
+// l), or a gap or length that carries an offset past math.MaxInt64, is
+// malformed. So every Meta has exactly one encoding of o, e and d, and every
+// last epoch one of l.
 //
 // While a partition is stalled (the batch at its watermark was nacked and is
 // not yet delivered), its commits also carry the stall provenance, six
 // fields that Stall.Fields writes and StallFromFields reads back from
 // DecodeFields:
 //
-//	wm1 o=1200 e=3 d=10.50 sf=1200 sl=1209 ss=1767225600000 sa=3 sm=orders-sink%40pod-7 sr=http+503
+//	wm1 o=1200 e=3 d=10.50 sf=1200 sl=1209 ss=1767225600000 sa=3 sm=orders-sink%40pod-7 sr=http+503 l=3
 //
 // Field by field:
 //
@@ -96,8 +108,8 @@
 //     delivered), "truncation" (an unclean leader election rewrote them) or
 //     "unknown" (CauseRetention, CauseTruncation, CauseUnknown).
 //
-// The key l= is another field: the leader epoch of the last delivered range,
-// which the input writes next to the ranges. The example says that 1100 of
+// The key l= is another field (above), not part of the report. The example
+// says that 1100 of
 // the offsets 100 to 1499 were lost to retention, first on 2026-01-01 at
 // 00:00 UTC. The writer carries the report for a configured time
 // (lost_records_report_for, 24h by default) after ls, then drops it with its
@@ -138,12 +150,23 @@
 // offset.metadata.max.bytes (4096 by default), so the maxBytes given to
 // Encode must not exceed it.
 //
+// # Guarantees of a Decoded
+//
+// DecodeCommit fails where Decode fails. When it does not, its Meta keeps
+// the guarantees above, and:
+//
+//   - LastEpoch >= -1, and LastEpoch == -1 when Delivered is empty;
+//   - Delivered is empty when RangesErr is set: ranges are never returned
+//     without their l=;
+//   - Stall and Loss keep the bounds that StallFromFields and
+//     LossFromFields guarantee, and are nil when StallErr or LossErr is set.
+//
 // # Concurrency
 //
 // Meta and Range are values with no hidden state. A Meta is safe for
 // concurrent use by readers once built; its Delivered slice must not be
-// modified while others read it. Stall and Loss are values. Encode,
-// AppendEncode, Decode, DecodeFields, Stall.Fields, StallFromFields,
-// Loss.Fields, LossFromFields and MergeLoss are pure functions, safe to call
-// from any goroutine.
+// modified while others read it. Stall, Loss and Decoded are values. Encode,
+// AppendEncode, Decode, DecodeFields, DecodeCommit, Stall.Fields,
+// StallFromFields, Loss.Fields, LossFromFields and MergeLoss are pure
+// functions, safe to call from any goroutine.
 package commitmeta
