@@ -60,9 +60,10 @@ func (e *LastEpochError) Error() string {
 // Unwrap returns the detail, so errors.Is(err, ErrMissingField) works.
 func (e *LastEpochError) Unwrap() error { return e.Err }
 
-// DecodeCommit reads back a whole commit's metadata: the header, the
-// delivered ranges with the l= that goes with them, and the stall
-// provenance and the loss report, each typed.
+// DecodeCommit reads back what EncodeCommit wrote: for a string s =
+// EncodeCommit(c, maxBytes) that is not "", it returns c's Base, Epoch and
+// the ranges kept, the l= that goes with them, and c's Stall and Loss if
+// they were written.
 //
 // It fails exactly where DecodeFields fails, with the same error and a zero
 // Decoded. Beyond that, the fields DecodeFields returns as unknown that

@@ -18,7 +18,9 @@ import (
 //     in the one form the format allows; every l= it accepts, the plugin's
 //     strconv check of 23d44c0 accepted with the same value;
 //   - Stall and Loss, and their errors, are what StallFromFields and
-//     LossFromFields make of the fields.
+//     LossFromFields make of the fields;
+//   - a Decoded without errors encodes again, whole, with EncodeCommit to
+//     metadata that decodes to the same Decoded.
 func checkDecodeCommit(t *testing.T, s string, m Meta, fields map[string]string, err error) {
 	t.Helper()
 	d, derr := DecodeCommit(s)
@@ -71,6 +73,16 @@ func checkDecodeCommit(t *testing.T, s string, m Meta, fields map[string]string,
 		t.Fatalf("DecodeCommit(%q) loss %+v, %v, want %+v, %v, %v", s, d.Loss, d.LossErr, l, lost, lossErr)
 	}
 
+	if d.RangesErr != nil || d.StallErr != nil || d.LossErr != nil {
+		return
+	}
+	c := Commit{Base: d.Base, Epoch: d.Epoch, Stall: d.Stall, Loss: d.Loss, Delivered: d.Delivered,
+		EpochOf: func(int64) int32 { return d.LastEpoch }}
+	enc, cut, _ := EncodeCommit(c, math.MaxInt)
+	back, err := DecodeCommit(enc)
+	if cut != 0 || err != nil || !sameDecoded(back, d) {
+		t.Fatalf("DecodeCommit(EncodeCommit(DecodeCommit(%q))) = %+v, %v (%q, cut %d), want %+v", s, back, err, enc, cut, d)
+	}
 }
 
 func sameError(a, b error) bool {

@@ -27,8 +27,9 @@
 //   - Then fields separated by single spaces, no leading, trailing or double
 //     space. A field is key=value: the key is one or more of [a-z], the value
 //     zero or more of 0x21-0x7E (no space). Each key appears at most once;
-//     fields may come in any order (Encode writes o, e, d, then extra; the
-//     input's extra is the stall provenance, the loss report, then l).
+//     fields may come in any order (EncodeCommit writes o, e, d, the stall
+//     provenance, the loss report, then l; Encode writes o, e, d, then
+//     extra).
 //   - o=<base>: required. The committed offset, a decimal int64 >= 0.
 //   - e=<epoch>: required. The leader epoch of the record before the base, a
 //     decimal int32 >= 0, or -1 when unknown.
@@ -36,9 +37,9 @@
 //     ranges in order. The first gap is From - base, each later gap is From
 //     minus the previous To; len is To - From. Gaps and lengths are >= 1, so
 //     ranges are strictly above the base, sorted, non-overlapping and
-//     non-adjacent (the writer merges adjacent ranges before Encode, which
-//     panics on them). The example means base 1200, epoch 3, delivered [1210,1260)
-//     and [1280,1320).
+//     non-adjacent (the writer merges adjacent ranges before EncodeCommit or
+//     Encode, which panic on them). The example means base 1200, epoch 3,
+//     delivered [1210,1260) and [1280,1320).
 //   - l=<epoch>: required with ranges, absent without. The leader epoch of
 //     the last record of the last range (the record at its To-1), a decimal
 //     int32 >= 0, or -1 when unknown, in the same form as e. A record in or
@@ -80,11 +81,10 @@
 //   - sr=<reason>: the error class, at most MaxReasonLen bytes of printable
 //     ASCII, escaped the same way.
 //
-// The provenance is at most MaxStallFieldsLen bytes and a writer passes it as
-// Encode's extra, whose room is taken before any range: when the budget is
-// short the ranges are cut, never the provenance (a budget below the header
-// and the provenance together gets no metadata at all). Like the ranges it
-// is meaningful only when o equals the committed offset.
+// The provenance is at most MaxStallFieldsLen bytes. Its room is taken right
+// after the header's (see Priority): when the budget is short, the ranges
+// and the loss report are cut before it is. Like the ranges it is
+// meaningful only when o equals the committed offset.
 //
 // After records were lost, deleted by retention or rewritten by an unclean
 // leader election before the input delivered them, its commits also carry
@@ -115,10 +115,37 @@
 // (lost_records_report_for, 24h by default) after ls, then drops it with its
 // next commit; while no member commits the partition (the pipeline is
 // stopped) the broker keeps the last commit, report included. The report is
-// at most MaxLossFieldsLen bytes and, like the stall provenance, a writer
-// passes it as Encode's extra (both together when a stalled partition also
-// lost records), so that its room is taken before any range; it too is
-// meaningful only when o equals the committed offset.
+// at most MaxLossFieldsLen bytes; its room is taken after the stall
+// provenance's and before any range's (see Priority). It too is meaningful
+// only when o equals the committed offset.
+//
+// # Priority
+//
+// The broker keeps at most offset.metadata.max.bytes of metadata (4096 by
+// default), and a writer may choose less. EncodeCommit gives the room to the
+// parts of a commit in this order, each part only if it fits together with
+// every part before it (the first that does not ends the metadata):
+//
+//  1. the header: Prefix, o= and e=; when it does not fit there is no
+//     metadata at all ("");
+//  2. the stall provenance, when the partition is stalled: what holds it
+//     is what an operator needs first;
+//  3. the loss report, when one is carried;
+//  4. attempts: reserved for the delivery attempts a later dead-letter
+//     feature will write; nothing is written there yet;
+//  5. the delivered ranges: the longest prefix (the ranges nearest the
+//     base) that fits together with the l= of its last range, l= included.
+//
+// EncodeCommit plans this in one pass, so the l= it writes is always that
+// of the last range it keeps, and one more range would not fit. The order
+// of the bytes (the Format above) is not the order of priority: the ranges
+// come before the reports in the string, and are cut first. A cut range is
+// only delivered again after a restart, never lost; a cut report is only
+// missing from that commit.
+//
+// Encode, which writes a Meta and a string of extra fields, gives the room
+// to the header and all of extra together (none of it when they do not fit
+// together), then to the ranges, without l=.
 //
 // # Guarantees of a decoded Meta
 //
@@ -148,7 +175,7 @@
 //
 // The broker rejects a commit whose metadata exceeds its
 // offset.metadata.max.bytes (4096 by default), so the maxBytes given to
-// Encode must not exceed it.
+// EncodeCommit or Encode must not exceed it.
 //
 // # Guarantees of a Decoded
 //
@@ -165,8 +192,10 @@
 //
 // Meta and Range are values with no hidden state. A Meta is safe for
 // concurrent use by readers once built; its Delivered slice must not be
-// modified while others read it. Stall, Loss and Decoded are values. Encode,
-// AppendEncode, Decode, DecodeFields, DecodeCommit, Stall.Fields,
-// StallFromFields, Loss.Fields, LossFromFields and MergeLoss are pure
-// functions, safe to call from any goroutine.
+// modified while others read it. Stall, Loss and Decoded are values; a Commit
+// is one too, but for what its pointers, slice and EpochOf share.
+// EncodeCommit, AppendCommit, DecodeCommit, Encode, AppendEncode, Decode,
+// DecodeFields, Stall.Fields, StallFromFields, Loss.Fields, LossFromFields
+// and MergeLoss are pure functions (but for the EpochOf they call), safe to
+// call from any goroutine.
 package commitmeta

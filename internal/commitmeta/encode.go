@@ -21,8 +21,10 @@ const Prefix = "wm1 "
 // redelivered after a restart, never lost.
 //
 // extra is "" or further key=value fields separated by single spaces, written
-// verbatim after the ranges (the stall provenance uses it); its keys must be
-// [a-z]+, distinct, not o, e or d, and at most MaxUnknownFields of them.
+// verbatim after the ranges; its keys must be [a-z]+, distinct, not o, e or
+// d, and at most MaxUnknownFields of them. A writer of a whole commit (the
+// reports and l=) uses EncodeCommit instead, which gives each part its room
+// in the priority order and writes the l= that goes with the ranges kept.
 //
 // Encode panics (a driver bug) if m breaks the invariants of Meta (unsorted,
 // overlapping, adjacent, empty, not above Base, negative Base, Epoch < -1) or

@@ -37,8 +37,8 @@ var (
 //
 // Only states where that code's answer is self-consistent are here: l= is
 // the epoch of the last range kept, and no more ranges would fit. Near some
-// limits its retry loop (up to three Encodes) answers otherwise; those
-// states are pinned where the code that replaces the loop lands.
+// limits its retry loop (up to three Encodes) answers otherwise: see
+// commitFixes.
 var goldenCommits = []struct {
 	name     string
 	base     int64
@@ -137,5 +137,90 @@ func TestGoldenEncode(t *testing.T) {
 		if got != tc.want || cut != tc.cut || keptTo != tc.keptTo {
 			t.Errorf("%s: Encode = %q, cut %d, keptTo %d, want %q, cut %d, keptTo %d", tc.name, got, cut, keptTo, tc.want, tc.cut, tc.keptTo)
 		}
+	}
+}
+
+// goldenCommit returns the Commit of a golden row and the epochs of its ranges.
+func goldenCommit(base int64, epoch int32, ranges []epochRange, stall *Stall, loss *Loss) (Commit, []int32) {
+	m := goldenMeta(base, epoch, ranges)
+	epochs := make([]int32, len(ranges))
+	for i, r := range ranges {
+		epochs[i] = r.epoch
+	}
+	return Commit{Base: base, Epoch: epoch, Stall: stall, Loss: loss, Delivered: m.Delivered}, epochs
+}
+
+// TestGoldenEncodeCommit holds EncodeCommit to the bytes the plugin wrote,
+// and each golden commit to checkEncodeCommit.
+func TestGoldenEncodeCommit(t *testing.T) {
+	for _, tc := range goldenCommits {
+		c, epochs := goldenCommit(tc.base, tc.epoch, tc.ranges, tc.stall, tc.loss)
+		var calls int
+		c.EpochOf = epochsOf(t, c.Delivered, epochs, &calls)
+		got, cut, keptTo := EncodeCommit(c, tc.maxBytes)
+		if got != tc.want || cut != tc.cut || keptTo != tc.keptTo {
+			t.Errorf("%s: EncodeCommit = %q, cut %d, keptTo %d, want %q, cut %d, keptTo %d", tc.name, got, cut, keptTo, tc.want, tc.cut, tc.keptTo)
+		}
+		checkEncodeCommit(t, tc.name, c, epochs, tc.maxBytes)
+	}
+}
+
+// commitFixes are the states for which the plugin's encodeMeta, at
+// 23d44c0, wrote what today holds (printed by running it, as the golden
+// strings were), and what EncodeCommit writes instead. encodeMeta encoded
+// with the l= of the ranges it kept the time before, up to three times, and
+// kept the third answer whether or not it had settled. So near a budget's
+// limit, where the length of l= decides whether a range fits:
+//
+//   - it wrote the l= of a range it then cut, higher than the epoch of the
+//     last range kept (l of a cut range): the reader's check then misses a
+//     record of the kept ranges rewritten in any epoch up to that l=;
+//   - it wrote ranges with no l= at all, which the reader refuses, so the
+//     commit skipped nothing after a restart (ranges without l);
+//   - it kept fewer ranges than fit, when -1 (two bytes) stood before a
+//     one-digit epoch (fewer ranges than fit);
+//   - it wrote l= with no ranges (l without ranges), or nothing at all
+//     where the header fits (nothing, though the header fits).
+//
+// And it gave the header and all the reports their room together, so a
+// budget too small for the stall and the loss got no metadata at all; the
+// priority order writes the header, then the stall, then the loss, each
+// while it fits (the rows whose today is "").
+var commitFixes = []struct {
+	name     string
+	base     int64
+	epoch    int32
+	ranges   []epochRange
+	stall    *Stall
+	loss     *Loss
+	maxBytes int
+	want     string
+	cut      int
+	keptTo   int64
+	today    string // what encodeMeta wrote
+}{
+	{"ranges: l of a cut range", 1200, 3, []epochRange{{1210, 1260, 3}, {1280, 1320, 4}, {1400, 1500, 4}, {2000, 2001, 12}}, nil, nil, 45, "wm1 o=1200 e=3 d=10.50,20.40,80.100 l=4", 1, 1500, "wm1 o=1200 e=3 d=10.50,20.40,80.100 l=12"},
+	{"epoch crosses a digit: l of a cut range", 1200, 9, []epochRange{{1210, 1260, 9}, {1280, 1320, 10}}, nil, nil, 32, "wm1 o=1200 e=9 d=10.50 l=9", 1, 1260, "wm1 o=1200 e=9 d=10.50 l=10"},
+	{"unknown then known epoch: ranges without l", 1200, -1, []epochRange{{1210, 1260, -1}, {1280, 1320, 5}, {1330, 1340, 5}}, nil, nil, 27, "wm1 o=1200 e=-1", 3, 1200, "wm1 o=1200 e=-1 d=10.50"},
+	{"unknown then two-digit epoch: fewer ranges than fit", 1200, -1, []epochRange{{1210, 1260, -1}, {1280, 1320, 5}, {1330, 1340, 50}}, nil, nil, 33, "wm1 o=1200 e=-1 d=10.50,20.40 l=5", 1, 1320, "wm1 o=1200 e=-1 d=10.50 l=-1"},
+	{"ranges: l without ranges", 1200, 3, []epochRange{{1210, 1260, 3}, {1280, 1320, 4}, {1400, 1500, 4}, {2000, 2001, 12}}, nil, nil, 22, "wm1 o=1200 e=3", 4, 1200, "wm1 o=1200 e=3 l=3"},
+	{"a stall: the header fits, the stall does not", 1200, 3, []epochRange{{1210, 1260, 3}, {1280, 1320, 4}, {1400, 1500, 4}, {2000, 2001, 12}}, &plainStall, nil, 50, "wm1 o=1200 e=3", 4, 1200, ""},
+	{"a stall and a loss, nothing above the base: the stall fits, the loss does not", 1200, 3, []epochRange{}, &plainStall, &plainLoss, 139, "wm1 o=1200 e=3 sf=1200 sl=1209 ss=1767225600000 sa=3 sm=orders-sink%40pod-7 sr=http+503", 0, 1200, ""},
+	{"a stall and a loss: the stall fits, the loss does not", 1200, 3, []epochRange{{1210, 1260, 3}, {1280, 1320, 4}, {1400, 1500, 4}, {2000, 2001, 12}}, &plainStall, &plainLoss, 100, "wm1 o=1200 e=3 sf=1200 sl=1209 ss=1767225600000 sa=3 sm=orders-sink%40pod-7 sr=http+503", 4, 1200, ""},
+	{"a stall and a loss: l of a cut range", 1200, 3, []epochRange{{1210, 1260, 3}, {1280, 1320, 4}, {1400, 1500, 4}, {2000, 2001, 12}}, &plainStall, &plainLoss, 171, "wm1 o=1200 e=3 d=10.50,20.40,80.100 sf=1200 sl=1209 ss=1767225600000 sa=3 sm=orders-sink%40pod-7 sr=http+503 lf=100 ll=1199 ln=1100 ls=1767225600000 lc=retention l=4", 1, 1500, "wm1 o=1200 e=3 d=10.50,20.40,80.100 sf=1200 sl=1209 ss=1767225600000 sa=3 sm=orders-sink%40pod-7 sr=http+503 lf=100 ll=1199 ln=1100 ls=1767225600000 lc=retention l=12"},
+	{"largest numbers: nothing, though the header fits", top - 10, math.MaxInt32, []epochRange{{top - 9, top - 5, math.MaxInt32}, {top - 2, top, math.MaxInt32}}, nil, nil, 50, "wm1 o=9223372036854775797 e=2147483647", 2, top - 10, ""},
+}
+
+func TestEncodeCommitFixes(t *testing.T) {
+	for _, tc := range commitFixes {
+		c, epochs := goldenCommit(tc.base, tc.epoch, tc.ranges, tc.stall, tc.loss)
+		var calls int
+		c.EpochOf = epochsOf(t, c.Delivered, epochs, &calls)
+		got, cut, keptTo := EncodeCommit(c, tc.maxBytes)
+		if got != tc.want || cut != tc.cut || keptTo != tc.keptTo {
+			t.Errorf("%s: EncodeCommit = %q, cut %d, keptTo %d, want %q, cut %d, keptTo %d (encodeMeta wrote %q)",
+				tc.name, got, cut, keptTo, tc.want, tc.cut, tc.keptTo, tc.today)
+		}
+		checkEncodeCommit(t, tc.name, c, epochs, tc.maxBytes)
 	}
 }
