@@ -17,7 +17,7 @@
 //
 // Metadata is printable ASCII (0x20-0x7E), readable in any admin tool:
 //
-//	wm1 o=1200 e=3 d=10.50,20.40
+//	wm1 o=1200 e=3 d=10.50,20.40 l=4
 //
 // Byte by byte:
 //
@@ -27,7 +27,9 @@
 //   - Then fields separated by single spaces, no leading, trailing or double
 //     space. A field is key=value: the key is one or more of [a-z], the value
 //     zero or more of 0x21-0x7E (no space). Each key appears at most once;
-//     fields may come in any order (the encoder writes o, e, d, then extra).
+//     fields may come in any order (EncodeCommit writes o, e, d, the stall
+//     provenance, the loss report, then l; Encode writes o, e, d, then
+//     extra).
 //   - o=<base>: required. The committed offset, a decimal int64 >= 0.
 //   - e=<epoch>: required. The leader epoch of the record before the base, a
 //     decimal int32 >= 0, or -1 when unknown.
@@ -35,25 +37,36 @@
 //     ranges in order. The first gap is From - base, each later gap is From
 //     minus the previous To; len is To - From. Gaps and lengths are >= 1, so
 //     ranges are strictly above the base, sorted, non-overlapping and
-//     non-adjacent (the writer merges adjacent ranges before Encode, which
-//     panics on them). The example means base 1200, epoch 3, delivered [1210,1260)
-//     and [1280,1320).
+//     non-adjacent (the writer merges adjacent ranges before EncodeCommit or
+//     Encode, which panic on them). The example means base 1200, epoch 3,
+//     delivered [1210,1260) and [1280,1320).
+//   - l=<epoch>: required with ranges, absent without. The leader epoch of
+//     the last record of the last range (the record at its To-1), a decimal
+//     int32 >= 0, or -1 when unknown, in the same form as e. A record in or
+//     below the ranges whose leader epoch is higher was written after the
+//     metadata, by a leader that rewrote the log the ranges describe (an
+//     unclean election): the reader skips nothing from it on. The example's
+//     record 1319 was written in epoch 4. Ranges without a valid l= are
+//     left out by DecodeCommit (see LastEpochError); without ranges, l= is
+//     ignored whatever its value.
 //   - Any other key is ignored by Decode and returned by DecodeFields: room
 //     for later fields (such as the stall provenance and the loss report)
-//     without a new version.
+//     without a new version. Decode and DecodeFields also treat l as such a
+//     field; DecodeCommit reads l and both reports.
 //     At most MaxUnknownFields such fields are accepted.
 //
-// Numbers are decimal with no sign (except e=-1), no leading zeros (except
-// "0" itself) and no overflow: a value past int64 (int32 for e), or a gap or
-// length that carries an offset past math.MaxInt64, is malformed. So every
-// Meta has exactly one encoding of o, e and d.
+// Numbers are decimal with no sign (except e=-1 and l=-1), no leading zeros
+// (except "0" itself) and no overflow: a value past int64 (int32 for e and
+// l), or a gap or length that carries an offset past math.MaxInt64, is
+// malformed. So every Meta has exactly one encoding of o, e and d, and every
+// last epoch one of l.
 //
 // While a partition is stalled (the batch at its watermark was nacked and is
 // not yet delivered), its commits also carry the stall provenance, six
 // fields that Stall.Fields writes and StallFromFields reads back from
 // DecodeFields:
 //
-//	wm1 o=1200 e=3 d=10.50 sf=1200 sl=1209 ss=1767225600000 sa=3 sm=orders-sink%40pod-7 sr=http+503
+//	wm1 o=1200 e=3 d=10.50 sf=1200 sl=1209 ss=1767225600000 sa=3 sm=orders-sink%40pod-7 sr=http+503 l=3
 //
 // Field by field:
 //
@@ -68,11 +81,10 @@
 //   - sr=<reason>: the error class, at most MaxReasonLen bytes of printable
 //     ASCII, escaped the same way.
 //
-// The provenance is at most MaxStallFieldsLen bytes and a writer passes it as
-// Encode's extra, whose room is taken before any range: when the budget is
-// short the ranges are cut, never the provenance (a budget below the header
-// and the provenance together gets no metadata at all). Like the ranges it
-// is meaningful only when o equals the committed offset.
+// The provenance is at most MaxStallFieldsLen bytes. Its room is taken right
+// after the header's (see Priority): when the budget is short, the ranges
+// and the loss report are cut before it is. Like the ranges it is
+// meaningful only when o equals the committed offset.
 //
 // After records were lost, deleted by retention or rewritten by an unclean
 // leader election before the input delivered them, its commits also carry
@@ -96,17 +108,44 @@
 //     delivered), "truncation" (an unclean leader election rewrote them) or
 //     "unknown" (CauseRetention, CauseTruncation, CauseUnknown).
 //
-// The key l= is another field: the leader epoch of the last delivered range,
-// which the input writes next to the ranges. The example says that 1100 of
+// The key l= is another field (above), not part of the report. The example
+// says that 1100 of
 // the offsets 100 to 1499 were lost to retention, first on 2026-01-01 at
 // 00:00 UTC. The writer carries the report for a configured time
 // (lost_records_report_for, 24h by default) after ls, then drops it with its
 // next commit; while no member commits the partition (the pipeline is
 // stopped) the broker keeps the last commit, report included. The report is
-// at most MaxLossFieldsLen bytes and, like the stall provenance, a writer
-// passes it as Encode's extra (both together when a stalled partition also
-// lost records), so that its room is taken before any range; it too is
-// meaningful only when o equals the committed offset.
+// at most MaxLossFieldsLen bytes; its room is taken after the stall
+// provenance's and before any range's (see Priority). It too is meaningful
+// only when o equals the committed offset.
+//
+// # Priority
+//
+// The broker keeps at most offset.metadata.max.bytes of metadata (4096 by
+// default), and a writer may choose less. EncodeCommit gives the room to the
+// parts of a commit in this order, each part only if it fits together with
+// every part before it (the first that does not ends the metadata):
+//
+//  1. the header: Prefix, o= and e=; when it does not fit there is no
+//     metadata at all ("");
+//  2. the stall provenance, when the partition is stalled: what holds it
+//     is what an operator needs first;
+//  3. the loss report, when one is carried;
+//  4. attempts: reserved for the delivery attempts a later dead-letter
+//     feature will write; nothing is written there yet;
+//  5. the delivered ranges: the longest prefix (the ranges nearest the
+//     base) that fits together with the l= of its last range, l= included.
+//
+// EncodeCommit plans this in one pass, so the l= it writes is always that
+// of the last range it keeps, and one more range would not fit. The order
+// of the bytes (the Format above) is not the order of priority: the ranges
+// come before the reports in the string, and are cut first. A cut range is
+// only delivered again after a restart, never lost; a cut report is only
+// missing from that commit.
+//
+// Encode, which writes a Meta and a string of extra fields, gives the room
+// to the header and all of extra together (none of it when they do not fit
+// together), then to the ranges, without l=.
 //
 // # Guarantees of a decoded Meta
 //
@@ -136,14 +175,27 @@
 //
 // The broker rejects a commit whose metadata exceeds its
 // offset.metadata.max.bytes (4096 by default), so the maxBytes given to
-// Encode must not exceed it.
+// EncodeCommit or Encode must not exceed it.
+//
+// # Guarantees of a Decoded
+//
+// DecodeCommit fails where Decode fails. When it does not, its Meta keeps
+// the guarantees above, and:
+//
+//   - LastEpoch >= -1, and LastEpoch == -1 when Delivered is empty;
+//   - Delivered is empty when RangesErr is set: ranges are never returned
+//     without their l=;
+//   - Stall and Loss keep the bounds that StallFromFields and
+//     LossFromFields guarantee, and are nil when StallErr or LossErr is set.
 //
 // # Concurrency
 //
 // Meta and Range are values with no hidden state. A Meta is safe for
 // concurrent use by readers once built; its Delivered slice must not be
-// modified while others read it. Stall and Loss are values. Encode,
-// AppendEncode, Decode, DecodeFields, Stall.Fields, StallFromFields,
-// Loss.Fields, LossFromFields and MergeLoss are pure functions, safe to call
-// from any goroutine.
+// modified while others read it. Stall, Loss and Decoded are values; a Commit
+// is one too, but for what its pointers, slice and EpochOf share.
+// EncodeCommit, AppendCommit, DecodeCommit, Encode, AppendEncode, Decode,
+// DecodeFields, Stall.Fields, StallFromFields, Loss.Fields, LossFromFields
+// and MergeLoss are pure functions (but for the EpochOf they call), safe to
+// call from any goroutine.
 package commitmeta

@@ -3,6 +3,7 @@ package commitmeta
 import (
 	"fmt"
 	"strconv"
+	"unsafe"
 )
 
 // Prefix starts every metadata string this version writes: magic "wm",
@@ -20,8 +21,10 @@ const Prefix = "wm1 "
 // redelivered after a restart, never lost.
 //
 // extra is "" or further key=value fields separated by single spaces, written
-// verbatim after the ranges (the stall provenance uses it); its keys must be
-// [a-z]+, distinct, not o, e or d, and at most MaxUnknownFields of them.
+// verbatim after the ranges; its keys must be [a-z]+, distinct, not o, e or
+// d, and at most MaxUnknownFields of them. A writer of a whole commit (the
+// reports and l=) uses EncodeCommit instead, which gives each part its room
+// in the priority order and writes the l= that goes with the ranges kept.
 //
 // Encode panics (a driver bug) if m breaks the invariants of Meta (unsorted,
 // overlapping, adjacent, empty, not above Base, negative Base, Epoch < -1) or
@@ -31,8 +34,7 @@ func Encode(m Meta, extra string, maxBytes int) (s string, cut int) {
 	if kept < 0 {
 		return "", len(m.Delivered)
 	}
-	b := write(make([]byte, 0, size), m, kept, extra)
-	return string(b), len(m.Delivered) - kept
+	return ownString(write(make([]byte, 0, size), m, kept, extra)), len(m.Delivered) - kept
 }
 
 // AppendEncode is Encode that appends to dst and returns the extended slice;
@@ -57,7 +59,7 @@ func plan(m Meta, extra string, maxBytes int) (kept, size int) {
 	if err := checkExtra(extra); err != nil {
 		panic("commitmeta: Encode with invalid extra fields: " + err.Error())
 	}
-	size = len(Prefix) + len("o=") + decimalLen(m.Base) + len(" e=") + decimalLen(int64(m.Epoch))
+	size = headerLen(m.Base, m.Epoch)
 	if extra != "" {
 		size += 1 + len(extra)
 	}
@@ -66,11 +68,7 @@ func plan(m Meta, extra string, maxBytes int) (kept, size int) {
 	}
 	prev := m.Base
 	for i, r := range m.Delivered {
-		cost := len(",") // between ranges
-		if i == 0 {
-			cost = len(" d=")
-		}
-		cost += decimalLen(r.From-prev) + len(".") + decimalLen(r.To-r.From)
+		cost := rangeCost(i == 0, prev, r)
 		if cost > maxBytes-size {
 			break
 		}
@@ -84,13 +82,50 @@ func plan(m Meta, extra string, maxBytes int) (kept, size int) {
 // write appends the encoding of m with its first kept ranges. m must have
 // passed plan.
 func write(b []byte, m Meta, kept int, extra string) []byte {
-	b = append(b, Prefix...)
-	b = append(b, "o="...)
-	b = strconv.AppendInt(b, m.Base, 10)
+	b = appendHeader(b, m.Base, m.Epoch)
+	b = appendRanges(b, m.Base, m.Delivered[:kept])
+	if extra != "" {
+		b = append(b, ' ')
+		b = append(b, extra...)
+	}
+	return b
+}
+
+// ownString returns b as a string without copying it, as strings.Builder
+// does: the string is the one allocation an encoding makes. The caller must
+// not touch b afterwards; b is a buffer just made for this string.
+func ownString(b []byte) string {
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// headerLen returns the length of appendHeader's output.
+func headerLen(base int64, epoch int32) int {
+	return len(Prefix+"o=") + decimalLen(base) + len(" e=") + decimalLen(int64(epoch))
+}
+
+// appendHeader appends the prefix, o= and e=.
+func appendHeader(b []byte, base int64, epoch int32) []byte {
+	b = append(b, Prefix+"o="...)
+	b = strconv.AppendInt(b, base, 10)
 	b = append(b, " e="...)
-	b = strconv.AppendInt(b, int64(m.Epoch), 10)
-	prev := m.Base
-	for i, r := range m.Delivered[:kept] {
+	return strconv.AppendInt(b, int64(epoch), 10)
+}
+
+// rangeCost returns the bytes r adds to d= after a range ending at prev (or
+// after base, for the first): " d=" or ",", then gap.len.
+func rangeCost(first bool, prev int64, r Range) int {
+	cost := len(",")
+	if first {
+		cost = len(" d=")
+	}
+	return cost + decimalLen(r.From-prev) + len(".") + decimalLen(r.To-r.From)
+}
+
+// appendRanges appends d= with ranges, which lie above base; nothing when
+// there are none.
+func appendRanges(b []byte, base int64, ranges []Range) []byte {
+	prev := base
+	for i, r := range ranges {
 		if i == 0 {
 			b = append(b, " d="...)
 		} else {
@@ -100,10 +135,6 @@ func write(b []byte, m Meta, kept int, extra string) []byte {
 		b = append(b, '.')
 		b = strconv.AppendInt(b, r.To-r.From, 10)
 		prev = r.To
-	}
-	if extra != "" {
-		b = append(b, ' ')
-		b = append(b, extra...)
 	}
 	return b
 }
@@ -141,15 +172,17 @@ func checkExtra(extra string) error {
 	}
 }
 
-// decimalLen returns the length of strconv.FormatInt(v, 10).
+// decimalLen returns the length of strconv.FormatInt(v, 10), for any v:
+// the numbers of a Stall or a Loss are written as they are, in bounds or
+// not.
 func decimalLen(v int64) int {
-	n := 1
+	n, u := 1, uint64(v)
 	if v < 0 {
 		n++
-		v = -v // v >= -1 here (an epoch), so this cannot overflow
+		u = -u // the magnitude, also of math.MinInt64
 	}
-	for v >= 10 {
-		v /= 10
+	for u >= 10 {
+		u /= 10
 		n++
 	}
 	return n

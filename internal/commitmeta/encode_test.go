@@ -102,7 +102,7 @@ func TestEncodePanicsOnDriverBug(t *testing.T) {
 }
 
 func TestDecimalLen(t *testing.T) {
-	for _, v := range []int64{-1, 0, 1, 9, 10, 99, 100, 1 << 32, math.MaxInt64 - 1, math.MaxInt64} {
+	for _, v := range []int64{math.MinInt64, math.MinInt64 + 1, -10, -9, -1, 0, 1, 9, 10, 99, 100, 1 << 32, math.MaxInt64 - 1, math.MaxInt64} {
 		if got, want := decimalLen(v), len(fmt.Sprint(v)); got != want {
 			t.Errorf("decimalLen(%d) = %d, want %d", v, got, want)
 		}

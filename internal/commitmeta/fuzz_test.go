@@ -22,7 +22,9 @@ import (
 //     or saturate;
 //   - Covered holds at both ends of every range and not just outside them;
 //   - Encode(m, the unknown fields, len(s)) cuts nothing, is no longer than
-//     s, and decodes to the same Meta and fields.
+//     s, and decodes to the same Meta and fields;
+//   - DecodeCommit agrees with them and keeps its guarantees (see
+//     checkDecodeCommit), l= included.
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{
 		"wm1 o=1200 e=3 d=10.50,20.40",
@@ -42,6 +44,18 @@ func FuzzDecode(f *testing.F) {
 		"wm1",
 		"",
 		"watermark-connect-0d5c1a2e-6c1f-4e0b-9a7e-1f2d3c4b5a69",
+		"wm1 o=1200 e=3 d=10.50,20.40 l=4",
+		"wm1 o=5 e=-1 d=2.1 l=-1",
+		"wm1 o=5 e=1 d=2.1 l=2147483647",
+		"wm1 o=5 e=1 d=2.1 l=2147483648",
+		"wm1 o=5 e=1 d=2.1 l=+1",
+		"wm1 o=5 e=1 d=2.1 l=01",
+		"wm1 o=5 e=1 d=2.1 l=-2",
+		"wm1 o=5 e=1 d=2.1 l=",
+		"wm1 o=5 e=1 d=2.1",
+		"wm1 o=5 e=1 l=x",
+		"wm1 o=1200 e=3 d=10.50 sf=1200 sl=1209 ss=1767225600000 sa=3 sm=orders-sink%40pod-7 sr=http+503 lf=100 ll=1199 ln=1100 ls=1767225600000 lc=retention l=3",
+		"wm1 o=1200 e=3 d=10.50 sf=1200 lf=100 l=3",
 	} {
 		f.Add(s)
 	}
@@ -51,6 +65,7 @@ func FuzzDecode(f *testing.F) {
 		if !sameMeta(m, m2) || (err == nil) != (err2 == nil) || err != nil && err.Error() != err2.Error() {
 			t.Fatalf("Decode(%q) = %+v, %v, but DecodeFields = %+v, %v", s, m2, err2, m, err)
 		}
+		checkDecodeCommit(t, s, m, fields, err)
 		if err != nil {
 			checkDecodeError(t, s, m, fields, err)
 			return

@@ -74,7 +74,13 @@ type Loss struct {
 // fields encodes, and LossFromFields then reports the broken field. For a
 // Loss within them the result is at most MaxLossFieldsLen bytes.
 func (l Loss) Fields() string {
-	b := make([]byte, 0, MaxLossFieldsLen)
+	return string(l.appendFields(make([]byte, 0, l.fieldsLen())))
+}
+
+// appendFields appends l.Fields() to b. It allocates nothing when b has
+// room for fieldsLen() more bytes: the encoder of a commit writes the
+// report straight into its buffer.
+func (l Loss) appendFields(b []byte) []byte {
 	b = append(b, keyLossFirst+"="...)
 	b = strconv.AppendInt(b, l.First, 10)
 	b = append(b, " "+keyLossLast+"="...)
@@ -85,8 +91,17 @@ func (l Loss) Fields() string {
 	b = strconv.AppendInt(b, l.Since.UnixMilli(), 10)
 	b = append(b, " "+keyLossCause+"="...)
 	cause, _ := knownCause(l.Cause)
-	b = append(b, cause...)
-	return string(b)
+	return append(b, cause...)
+}
+
+// fieldsLen returns len(l.Fields()) without building it.
+func (l Loss) fieldsLen() int {
+	cause, _ := knownCause(l.Cause)
+	return len(keyLossFirst+"=") + decimalLen(l.First) +
+		len(" "+keyLossLast+"=") + decimalLen(l.Last) +
+		len(" "+keyLossCount+"=") + decimalLen(l.Count) +
+		len(" "+keyLossSince+"=") + decimalLen(l.Since.UnixMilli()) +
+		len(" "+keyLossCause+"=") + len(cause)
 }
 
 // knownCause returns the constant equal to cause and true, or CauseUnknown

@@ -66,7 +66,13 @@ type Stall struct {
 // fields encodes, and StallFromFields then reports the broken field. For a
 // Stall within them the result is at most MaxStallFieldsLen bytes.
 func (s Stall) Fields() string {
-	b := make([]byte, 0, 96+len(s.Member)+len(s.Reason))
+	return string(s.appendFields(make([]byte, 0, s.fieldsLen())))
+}
+
+// appendFields appends s.Fields() to b. It allocates nothing when b has
+// room for fieldsLen() more bytes: the encoder of a commit writes the
+// provenance straight into its buffer.
+func (s Stall) appendFields(b []byte) []byte {
 	b = append(b, keyStallFirst+"="...)
 	b = strconv.AppendInt(b, s.First, 10)
 	b = append(b, " "+keyStallLast+"="...)
@@ -76,10 +82,74 @@ func (s Stall) Fields() string {
 	b = append(b, " "+keyStallAttempts+"="...)
 	b = strconv.AppendInt(b, int64(s.Attempts), 10)
 	b = append(b, " "+keyStallMember+"="...)
-	b = append(b, url.QueryEscape(printable(s.Member, MaxMemberLen))...)
+	b = appendText(b, s.Member, MaxMemberLen)
 	b = append(b, " "+keyStallReason+"="...)
-	b = append(b, url.QueryEscape(printable(s.Reason, MaxReasonLen))...)
-	return string(b)
+	return appendText(b, s.Reason, MaxReasonLen)
+}
+
+// fieldsLen returns len(s.Fields()) without building it.
+func (s Stall) fieldsLen() int {
+	return len(keyStallFirst+"=") + decimalLen(s.First) +
+		len(" "+keyStallLast+"=") + decimalLen(s.Last) +
+		len(" "+keyStallSince+"=") + decimalLen(s.Since.UnixMilli()) +
+		len(" "+keyStallAttempts+"=") + decimalLen(int64(s.Attempts)) +
+		len(" "+keyStallMember+"=") + textLen(s.Member, MaxMemberLen) +
+		len(" "+keyStallReason+"=") + textLen(s.Reason, MaxReasonLen)
+}
+
+// appendText appends url.QueryEscape(printable(s, n)) to b without building
+// either string: each byte of s up to n is made printable as printable
+// does, then written as itself (A-Z, a-z, 0-9 and -_.~), '+' (a space) or
+// %XX, as QueryEscape writes it.
+func appendText(b []byte, s string, n int) []byte {
+	if len(s) > n {
+		s = s[:n]
+	}
+	for i := 0; i < len(s); i++ {
+		c := printableByte(s[i])
+		switch {
+		case unreserved(c):
+			b = append(b, c)
+		case c == ' ':
+			b = append(b, '+')
+		default:
+			b = append(b, '%', upperHex[c>>4], upperHex[c&15])
+		}
+	}
+	return b
+}
+
+// textLen returns len(appendText(nil, s, n)).
+func textLen(s string, n int) int {
+	if len(s) > n {
+		s = s[:n]
+	}
+	l := len(s)
+	for i := 0; i < len(s); i++ {
+		if c := printableByte(s[i]); c != ' ' && !unreserved(c) {
+			l += 2
+		}
+	}
+	return l
+}
+
+const upperHex = "0123456789ABCDEF"
+
+// unreserved reports whether url.QueryEscape writes c as itself.
+func unreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '_' || c == '.' || c == '~'
+}
+
+// printableByte is what printable makes of c.
+func printableByte(c byte) byte {
+	switch {
+	case c < ' ' || c == 0x7f:
+		return ' '
+	case c > '~':
+		return '?'
+	}
+	return c
 }
 
 // printable returns s with every byte outside printable ASCII replaced (a
@@ -101,12 +171,7 @@ func printable(s string, n int) string {
 	}
 	b := []byte(s)
 	for i, c := range b {
-		switch {
-		case c < ' ' || c == 0x7f:
-			b[i] = ' '
-		case c > '~':
-			b[i] = '?'
-		}
+		b[i] = printableByte(c)
 	}
 	return string(b)
 }

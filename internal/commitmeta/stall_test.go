@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -297,5 +298,68 @@ func TestStallWorstCaseFitsTheBroker(t *testing.T) {
 	}
 	if back, ok, err := StallFromFields(got); err != nil || !ok || !sameStall(back, worst) {
 		t.Errorf("StallFromFields = %+v, %v, %v, want %+v", back, ok, err, worst)
+	}
+}
+
+// TestAppendTextIsQueryEscape checks that appendText, which writes the
+// stall's text straight into a commit's buffer, writes what Fields wrote
+// before it existed, url.QueryEscape(printable(s, n)), for every byte and
+// for random strings cut at random lengths, and that textLen is its length.
+func TestAppendTextIsQueryEscape(t *testing.T) {
+	check := func(s string, n int) {
+		t.Helper()
+		want := url.QueryEscape(printable(s, n))
+		if got := string(appendText(nil, s, n)); got != want {
+			t.Fatalf("appendText(%q, %d) = %q, want %q", s, n, got, want)
+		}
+		if got := textLen(s, n); got != len(want) {
+			t.Fatalf("textLen(%q, %d) = %d, want %d", s, n, got, len(want))
+		}
+	}
+	for c := range 256 {
+		check(string([]byte{byte(c)}), 1)
+	}
+	r := rand.New(rand.NewPCG(propertySeed, 7))
+	for range 2000 {
+		b := make([]byte, r.IntN(300))
+		for i := range b {
+			b[i] = byte(r.IntN(256))
+		}
+		check(string(b), r.IntN(MaxReasonLen+1))
+	}
+}
+
+// TestFieldsLen checks that the lengths the commit encoder plans with are
+// those of Fields, for reports within their bounds and outside them (the
+// numbers are written as they are, negative ones too).
+func TestFieldsLen(t *testing.T) {
+	r := rand.New(rand.NewPCG(propertySeed, 8))
+	num := func() int64 {
+		switch r.IntN(4) {
+		case 0:
+			return math.MinInt64 + r.Int64N(3)
+		case 1:
+			return math.MaxInt64 - r.Int64N(3)
+		case 2:
+			return r.Int64N(2000) - 1000
+		}
+		return r.Int64()
+	}
+	text := func() string {
+		b := make([]byte, r.IntN(3*MaxReasonLen))
+		for i := range b {
+			b[i] = byte(r.IntN(256))
+		}
+		return string(b)
+	}
+	for range 2000 {
+		s := Stall{num(), num(), time.UnixMilli(num()), int(num()), text(), text()}
+		if got, want := s.fieldsLen(), len(s.Fields()); got != want {
+			t.Fatalf("%+v: fieldsLen = %d, want len(Fields()) = %d", s, got, want)
+		}
+		l := Loss{num(), num(), num(), time.UnixMilli(num()), []string{CauseRetention, CauseTruncation, CauseUnknown, "", "x"}[r.IntN(5)]}
+		if got, want := l.fieldsLen(), len(l.Fields()); got != want {
+			t.Fatalf("%+v: fieldsLen = %d, want len(Fields()) = %d", l, got, want)
+		}
 	}
 }

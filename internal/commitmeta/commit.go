@@ -1,0 +1,205 @@
+package commitmeta
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Commit is the whole state one commit's metadata is written from: the
+// header, the reports, and the delivered ranges with what l= needs.
+//
+// A Commit is a value that EncodeCommit reads and does not keep. It is safe
+// for concurrent use by readers as long as nothing modifies Delivered,
+// *Stall or *Loss and EpochOf is safe to call concurrently.
+type Commit struct {
+	Base  int64 // the committed offset; >= 0
+	Epoch int32 // leader epoch of the record before Base; >= 0, or -1 when unknown
+
+	// Stall is the provenance of the failed batch at the watermark, or nil
+	// when the partition is not stalled. It is written as Stall.Fields
+	// writes it.
+	Stall *Stall
+
+	// Loss is the report of records lost before delivery that the commit
+	// carries, or nil. A Loss with Count 0 (the zero Loss, which is no
+	// loss) is not written either; any other is written as Loss.Fields
+	// writes it.
+	Loss *Loss
+
+	// Delivered holds the delivered ranges above Base, with the invariants
+	// of Meta.Delivered: sorted, each Base < From < To, each From greater
+	// than the previous To.
+	Delivered []Range
+
+	// EpochOf returns the leader epoch of the record at offset, or -1 when
+	// unknown (a value below -1 is written as -1). EncodeCommit calls it
+	// with the last offset (To-1) of the ranges that could be the last one
+	// kept, from the last that might fit backwards: once when l= fits with
+	// the first candidate, a few more times when it does not. Required
+	// when Delivered is not empty.
+	EpochOf func(offset int64) int32
+}
+
+// The parts of a commit's metadata, in the order they get room (see
+// "Priority" in the package doc). A part is written only when it fits
+// together with every part before it; the first that does not ends the
+// metadata.
+const (
+	partHeader   = iota // "wm1 ", o=, e=
+	partStall           // the stall provenance
+	partLoss            // the loss report
+	partAttempts        // reserved for a later dead-letter feature's attempts field: nothing yet
+	partRanges          // d= and l=: the most ranges that fit with the l of the last
+	numParts
+)
+
+// layout is what EncodeCommit writes of a Commit within its budget.
+type layout struct {
+	parts int   // how many parts fit, in order; 0: not even the header
+	kept  int   // ranges written: the first kept of Delivered
+	last  int32 // the l= written when kept > 0
+	size  int   // bytes in all
+}
+
+// EncodeCommit returns c as metadata of at most maxBytes bytes, the number
+// of ranges it cut, and the To of the last range it kept (c.Base when it
+// kept none): the offset below which a restart skips what was delivered.
+//
+// It plans every field in one pass, in the priority order of the package
+// doc: the header, the stall provenance, the loss report, the room reserved
+// for attempts, then the longest prefix of c.Delivered that fits together
+// with the l= of its last range. When not even the header fits it returns
+// "" and cut = len(c.Delivered): commit without metadata, which skips
+// nothing. A cut range is only redelivered after a restart, never lost.
+//
+// It allocates the returned string only. It panics (a driver bug) if c's
+// header and ranges break the invariants of Meta, or if c.Delivered is not
+// empty and c.EpochOf is nil.
+func EncodeCommit(c Commit, maxBytes int) (meta string, cut int, keptTo int64) {
+	lay := planCommit(c, maxBytes)
+	if lay.parts == 0 {
+		return "", len(c.Delivered), c.Base
+	}
+	b := appendCommit(make([]byte, 0, lay.size), c, lay)
+	return ownString(b), len(c.Delivered) - lay.kept, lay.keptTo(c)
+}
+
+// AppendCommit is EncodeCommit that appends to dst and returns the extended
+// slice; maxBytes bounds what it appends. When nothing fits it returns dst
+// unchanged. It allocates nothing when dst has room for maxBytes more
+// bytes, so a caller that encodes every commit can reuse one buffer.
+func AppendCommit(dst []byte, c Commit, maxBytes int) (b []byte, cut int, keptTo int64) {
+	lay := planCommit(c, maxBytes)
+	return appendCommit(dst, c, lay), len(c.Delivered) - lay.kept, lay.keptTo(c)
+}
+
+// hasLoss reports whether c carries a loss report.
+func (c Commit) hasLoss() bool { return c.Loss != nil && c.Loss.Count != 0 }
+
+// planCommit checks c (panicking on a driver bug) and returns what of it
+// fits in maxBytes.
+func planCommit(c Commit, maxBytes int) layout {
+	m := Meta{Base: c.Base, Epoch: c.Epoch, Delivered: c.Delivered}
+	if err := m.check(); err != nil {
+		panic("commitmeta: EncodeCommit of an invalid Commit: " + err.Error())
+	}
+	if len(c.Delivered) > 0 && c.EpochOf == nil {
+		panic("commitmeta: EncodeCommit of a Commit with ranges and no EpochOf")
+	}
+	var need [partRanges]int // the fixed parts' sizes; 0 when absent
+	need[partHeader] = headerLen(c.Base, c.Epoch)
+	if c.Stall != nil {
+		need[partStall] = len(" ") + c.Stall.fieldsLen()
+	}
+	if c.hasLoss() {
+		need[partLoss] = len(" ") + c.Loss.fieldsLen()
+	}
+	// need[partAttempts] stays 0 until attempts are written.
+	var lay layout
+	for _, n := range need {
+		if n > maxBytes-lay.size {
+			return lay
+		}
+		lay.size += n
+		lay.parts++
+	}
+	var n int
+	lay.kept, lay.last, n = planRanges(c.Delivered, c.Base, maxBytes-lay.size, c.EpochOf)
+	lay.size += n
+	lay.parts++
+	return lay
+}
+
+// planRanges returns how many of d (ranges above base) fit in room bytes
+// together with the l= of the last one kept, that l, and the bytes the
+// ranges and l= take.
+//
+// The count is the most that fit for any EpochOf, with no retry: the first
+// loop finds how many could fit with the shortest l= (one digit), a bound
+// no longer prefix can meet, as each range costs bytes; the second walks
+// back from there to the first count whose own l= fits. Epochs do not
+// decrease along a log, so walking back shortens l= or keeps its length
+// (but for -1, one byte longer than 0-9), and a step frees at least four
+// bytes: for a real log it stops after at most three steps, and EpochOf is
+// called at most four times.
+func planRanges(d []Range, base int64, room int, epochOf func(int64) int32) (kept int, last int32, size int) {
+	const shortest = len(" l=") + 1
+	prev := base
+	for i, r := range d {
+		cost := rangeCost(i == 0, prev, r)
+		if cost > room-shortest-size {
+			break
+		}
+		size += cost
+		kept++
+		prev = r.To
+	}
+	for ; kept > 0; kept-- {
+		last = max(epochOf(d[kept-1].To-1), -1)
+		if n := len(" l=") + decimalLen(int64(last)); n <= room-size {
+			return kept, last, size + n
+		}
+		prev = base
+		if kept > 1 {
+			prev = d[kept-2].To
+		}
+		size -= rangeCost(kept == 1, prev, d[kept-1])
+	}
+	return 0, 0, 0
+}
+
+// keptTo returns the To of the last range lay keeps, or c.Base.
+func (lay layout) keptTo(c Commit) int64 {
+	if lay.kept == 0 {
+		return c.Base
+	}
+	return c.Delivered[lay.kept-1].To
+}
+
+// appendCommit appends c as lay planned it. The bytes come in the order of
+// the Format section, which is not the order of priority: the ranges follow
+// the header, the reports follow the ranges, and l= ends the metadata.
+func appendCommit(b []byte, c Commit, lay layout) []byte {
+	if lay.parts == 0 {
+		return b
+	}
+	start := len(b)
+	b = appendHeader(b, c.Base, c.Epoch)
+	b = appendRanges(b, c.Base, c.Delivered[:lay.kept])
+	if lay.parts > partStall && c.Stall != nil {
+		b = c.Stall.appendFields(append(b, ' '))
+	}
+	if lay.parts > partLoss && c.hasLoss() {
+		b = c.Loss.appendFields(append(b, ' '))
+	}
+	// partAttempts: nothing is written yet.
+	if lay.kept > 0 {
+		b = append(b, " l="...)
+		b = strconv.AppendInt(b, int64(lay.last), 10)
+	}
+	if len(b)-start != lay.size {
+		// The plan is what keeps the metadata within maxBytes.
+		panic(fmt.Sprintf("commitmeta: planned %d bytes, wrote %d: %q", lay.size, len(b)-start, b[start:]))
+	}
+	return b
+}

@@ -1,0 +1,426 @@
+package commitmeta
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// epochsOf returns an EpochOf for ranges whose last records have the given
+// epochs, as the plugin's answers them, that fails t when asked about an
+// offset that is not the last of a range (the contract) and counts its
+// calls in *calls.
+func epochsOf(t testing.TB, ranges []Range, epochs []int32, calls *int) func(int64) int32 {
+	return func(offset int64) int32 {
+		*calls++
+		i, found := slices.BinarySearchFunc(ranges, offset, func(r Range, off int64) int {
+			switch {
+			case r.To-1 < off:
+				return -1
+			case r.To-1 > off:
+				return 1
+			}
+			return 0
+		})
+		if !found {
+			t.Fatalf("EpochOf(%d): not the last offset of a range", offset)
+		}
+		return epochs[i]
+	}
+}
+
+// encodeParts returns what Encode writes for the header and ranges of c
+// with the reports and l given, each "" when absent: the bytes EncodeCommit
+// must write, by the older code path.
+func encodeParts(c Commit, kept int, stall, loss, l string) string {
+	var extra []string
+	for _, f := range []string{stall, loss, l} {
+		if f != "" {
+			extra = append(extra, f)
+		}
+	}
+	s, _ := Encode(Meta{c.Base, c.Epoch, c.Delivered[:kept]}, strings.Join(extra, " "), math.MaxInt)
+	return s
+}
+
+// checkEncodeCommit encodes c within maxBytes and checks what the package
+// promises of it:
+//   - the metadata is at most maxBytes, and "" only when the header does not
+//     fit, with every range cut;
+//   - AppendCommit appends the same bytes and reports the same cut and To;
+//   - DecodeCommit reads back the header, exactly the ranges kept, the l=
+//     of the last one (EpochOf of its To-1, -1 for anything lower), and the
+//     reports written, with no error on any part;
+//   - the bytes are those Encode writes for the same parts, l= last;
+//   - the parts written follow the priority order: a report left out did
+//     not fit after the parts before it, and nothing after it is written;
+//     with every report written, one more range (with its own l=) would
+//     not fit, nor any longer prefix;
+//   - with epochs that do not decrease, EpochOf is called at most 4 times.
+//
+// It returns the metadata and how many ranges were cut.
+func checkEncodeCommit(t testing.TB, name string, c Commit, epochs []int32, maxBytes int) (string, int) {
+	t.Helper()
+	var calls int
+	c.EpochOf = epochsOf(t, c.Delivered, epochs, &calls)
+	s, cut, keptTo := EncodeCommit(c, maxBytes)
+	kept := len(c.Delivered) - cut
+	if len(s) > max(maxBytes, 0) || cut < 0 || kept < 0 {
+		t.Fatalf("%s: EncodeCommit(%d) = %q, cut %d: longer than maxBytes or cut out of range", name, maxBytes, s, cut)
+	}
+	if slices.IsSorted(epochs) && calls > 4 {
+		t.Fatalf("%s: EncodeCommit(%d) called EpochOf %d times, want at most 4 for epochs that do not decrease", name, maxBytes, calls)
+	}
+	wantTo := c.Base
+	if kept > 0 {
+		wantTo = c.Delivered[kept-1].To
+	}
+	if keptTo != wantTo {
+		t.Fatalf("%s: EncodeCommit(%d) = %q, keptTo %d, want %d", name, maxBytes, s, keptTo, wantTo)
+	}
+	app, appCut, appTo := AppendCommit([]byte("x"), c, maxBytes)
+	if string(app) != "x"+s || appCut != cut || appTo != keptTo {
+		t.Fatalf("%s: AppendCommit(\"x\", %d) = %q, %d, %d, want %q, %d, %d", name, maxBytes, app, appCut, appTo, "x"+s, cut, keptTo)
+	}
+
+	header := encodeParts(c, 0, "", "", "")
+	if s == "" {
+		if len(header) <= maxBytes || cut != len(c.Delivered) {
+			t.Fatalf("%s: EncodeCommit(%d) = \"\", cut %d, but the header %q fits", name, maxBytes, cut, header)
+		}
+		return s, cut
+	}
+
+	d, err := DecodeCommit(s)
+	if err != nil || d.RangesErr != nil || d.StallErr != nil || d.LossErr != nil {
+		t.Fatalf("%s: DecodeCommit(%q) = %v, errors %v, %v, %v", name, s, err, d.RangesErr, d.StallErr, d.LossErr)
+	}
+	if !sameMeta(d.Meta, Meta{c.Base, c.Epoch, c.Delivered[:kept]}) {
+		t.Fatalf("%s: DecodeCommit(%q) = %+v, want the first %d ranges of %+v", name, s, d.Meta, kept, c.Delivered)
+	}
+	l := ""
+	if kept > 0 {
+		want := max(epochs[kept-1], -1)
+		if d.LastEpoch != want {
+			t.Fatalf("%s: DecodeCommit(%q).LastEpoch = %d, want %d", name, s, d.LastEpoch, want)
+		}
+		l = "l=" + strconv.Itoa(int(want))
+	} else if d.LastEpoch != -1 {
+		t.Fatalf("%s: DecodeCommit(%q).LastEpoch = %d without ranges, want -1", name, s, d.LastEpoch)
+	}
+
+	stalled, lost := c.Stall != nil, c.Loss != nil && c.Loss.Count != 0
+	var stallFields, lossFields string
+	if stalled {
+		stallFields = c.Stall.Fields()
+	}
+	if lost {
+		lossFields = c.Loss.Fields()
+	}
+	if d.Stall != nil && (!stalled || d.Stall.Fields() != stallFields) || d.Loss != nil && (!lost || d.Loss.Fields() != lossFields) {
+		t.Fatalf("%s: DecodeCommit(%q) = stall %+v, loss %+v, want those of %+v, %+v", name, s, d.Stall, d.Loss, c.Stall, c.Loss)
+	}
+	wroteStall, wroteLoss := d.Stall != nil, d.Loss != nil
+	if !wroteStall {
+		stallFields = ""
+	}
+	if !wroteLoss {
+		lossFields = ""
+	}
+	if want := encodeParts(c, kept, stallFields, lossFields, l); s != want {
+		t.Fatalf("%s: EncodeCommit(%d) = %q, want %q, as Encode writes the same parts", name, maxBytes, s, want)
+	}
+
+	switch {
+	case stalled && !wroteStall:
+		if wroteLoss || kept > 0 {
+			t.Fatalf("%s: EncodeCommit(%d) = %q: a part after the stall is written without it", name, maxBytes, s)
+		}
+		if more := encodeParts(c, 0, c.Stall.Fields(), "", ""); len(more) <= maxBytes {
+			t.Fatalf("%s: EncodeCommit(%d) = %q, but %q with the stall fits", name, maxBytes, s, more)
+		}
+	case lost && !wroteLoss:
+		if kept > 0 {
+			t.Fatalf("%s: EncodeCommit(%d) = %q: ranges are written without the loss", name, maxBytes, s)
+		}
+		if more := encodeParts(c, 0, stallFields, c.Loss.Fields(), ""); len(more) <= maxBytes {
+			t.Fatalf("%s: EncodeCommit(%d) = %q, but %q with the loss fits", name, maxBytes, s, more)
+		}
+	default:
+		for k := kept + 1; k <= len(c.Delivered); k++ {
+			if bare := encodeParts(c, k, "", "", ""); len(bare) > maxBytes {
+				break // so is every longer prefix, with reports and l= or not
+			}
+			more := encodeParts(c, k, stallFields, lossFields, "l="+strconv.Itoa(int(max(epochs[k-1], -1))))
+			if len(more) <= maxBytes {
+				t.Fatalf("%s: EncodeCommit(%d) = %q, keeps %d ranges, but %q with %d fits", name, maxBytes, s, kept, more, k)
+			}
+		}
+	}
+	return s, cut
+}
+
+// randEpochs returns the epochs of the last records of n ranges: most often
+// not decreasing along the log, as a real log's, with steps that cross
+// decimal digits and start at -1; sometimes arbitrary, below -1 too, for an
+// EpochOf that breaks the rule.
+func randEpochs(r *rand.Rand, n int) []int32 {
+	epochs := make([]int32, n)
+	if r.IntN(4) == 0 {
+		for i := range epochs {
+			epochs[i] = int32(r.Int64N(math.MaxInt32+4) - 3)
+		}
+		return epochs
+	}
+	e := []int64{-1, 0, 9, 99, math.MaxInt32 - 3}[r.IntN(5)]
+	for i := range epochs {
+		switch r.IntN(6) {
+		case 0:
+			e += 1
+		case 1:
+			e += r.Int64N(1000)
+		case 2:
+			e += r.Int64N(math.MaxInt32 / 4)
+		}
+		e = min(e, math.MaxInt32)
+		epochs[i] = int32(e)
+	}
+	return epochs
+}
+
+// randText returns up to 2n bytes of anything: Fields makes it printable,
+// cuts and escapes it.
+func randText(r *rand.Rand, n int) string {
+	b := make([]byte, r.IntN(2*n+1))
+	for i := range b {
+		if r.IntN(4) == 0 {
+			b[i] = byte(r.IntN(256))
+		} else {
+			b[i] = byte('a' + r.IntN(26))
+		}
+	}
+	return string(b)
+}
+
+// randReports returns a stall and a loss within their bounds, each nil
+// half of the time; a Loss with Count 0, which is not written, stands for
+// none some of the time.
+func randReports(r *rand.Rand) (*Stall, *Loss) {
+	var s *Stall
+	var l *Loss
+	if r.IntN(2) == 0 {
+		first := r.Int64N(math.MaxInt64)
+		s = &Stall{
+			First:    first,
+			Last:     first + r.Int64N(math.MaxInt64-first),
+			Since:    time.UnixMilli(r.Int64N(1 << 42)).UTC(),
+			Attempts: 1 + r.IntN(math.MaxInt32),
+			Reason:   randText(r, MaxReasonLen),
+			Member:   randText(r, MaxMemberLen),
+		}
+	}
+	switch r.IntN(4) {
+	case 0:
+		l = &Loss{}
+	case 1, 2:
+		first := r.Int64N(1 << 40)
+		last := first + r.Int64N(1<<40)
+		l = &Loss{
+			First: first, Last: last, Count: 1 + r.Int64N(last-first+1),
+			Since: time.UnixMilli(r.Int64N(1 << 42)).UTC(),
+			Cause: []string{CauseRetention, CauseTruncation, CauseUnknown, "", "other"}[r.IntN(5)],
+		}
+	}
+	return s, l
+}
+
+// TestEncodeCommitProperty encodes 5,000 random commits (randMeta's ranges,
+// randEpochs, randReports) within random budgets, exact ones and ones at
+// the edges of the reports, and holds each to checkEncodeCommit.
+func TestEncodeCommitProperty(t *testing.T) {
+	r := rand.New(rand.NewPCG(propertySeed, 3))
+	var none, headerOnly, reportsCut, rangesCut, whole int // outcomes seen, so the test cannot pass vacuously
+	for i := range 5000 {
+		m := randMeta(r)
+		c := Commit{Base: m.Base, Epoch: m.Epoch, Delivered: m.Delivered}
+		c.Stall, c.Loss = randReports(r)
+		epochs := randEpochs(r, len(c.Delivered))
+		var calls int
+		c.EpochOf = epochsOf(t, c.Delivered, epochs, &calls)
+		full, _, _ := EncodeCommit(c, math.MaxInt)
+		maxBytes := r.IntN(len(full)+16) - 4
+		switch r.IntN(8) {
+		case 0:
+			maxBytes = len(full)
+		case 1:
+			maxBytes = len(full) - 1
+		case 2:
+			maxBytes = headerLen(c.Base, c.Epoch) + r.IntN(MaxStallFieldsLen+MaxLossFieldsLen)
+		}
+		name := fmt.Sprintf("seed %d case %d", propertySeed, i)
+		s, cut := checkEncodeCommit(t, name, c, epochs, maxBytes)
+		switch d, _ := DecodeCommit(s); {
+		case s == "":
+			none++
+		case s == encodeParts(c, 0, "", "", ""):
+			headerOnly++
+		case c.Stall != nil && d.Stall == nil || c.hasLoss() && d.Loss == nil:
+			reportsCut++
+		case cut > 0:
+			rangesCut++
+		default:
+			whole++
+		}
+	}
+	if none < 100 || headerOnly < 100 || reportsCut < 100 || rangesCut < 100 || whole < 100 {
+		t.Fatalf("seed %d: outcomes none %d, header only %d, reports cut %d, ranges cut %d, whole %d, want at least 100 of each",
+			propertySeed, none, headerOnly, reportsCut, rangesCut, whole)
+	}
+}
+
+// FuzzEncodeCommit builds a commit from arbitrary numbers (each 8 bytes of
+// data is a gap, a length and an epoch step, scaled by shifts so magnitudes
+// up to MaxInt64 and MaxInt32 occur; bit 7 of the last byte makes the epoch
+// arbitrary instead of a step up), a stall and a loss present or not
+// (reports), with arbitrary text in the stall, and an arbitrary budget, and
+// holds it to checkEncodeCommit: never over maxBytes, the kept ranges, l=,
+// stall and loss read back, the parts in priority order, and no longer
+// prefix of ranges that fits.
+func FuzzEncodeCommit(f *testing.F) {
+	f.Add(int64(1200), int32(3), []byte{9, 0, 0, 49, 0, 0, 0, 0, 19, 0, 0, 39, 0, 0, 1, 0}, uint8(3), "http 503", 4096)
+	f.Add(int64(1200), int32(9), []byte{9, 0, 0, 49, 0, 0, 0, 0, 19, 0, 0, 39, 0, 0, 1, 0}, uint8(0), "", 32)
+	f.Add(int64(1200), int32(-1), []byte{9, 0, 0, 49, 0, 0, 0, 0, 19, 0, 0, 39, 0, 0, 6, 0, 9, 0, 0, 9, 0, 0, 45, 0}, uint8(0), "", 33)
+	f.Add(int64(math.MaxInt64-100), int32(math.MaxInt32), []byte{0, 0, 60, 0, 0, 60, 255, 255}, uint8(1), "caf\u00e9 \x00%", 60)
+	f.Add(int64(0), int32(0), []byte{}, uint8(3), "", 139)
+	f.Fuzz(func(t *testing.T, base int64, epoch int32, data []byte, reports uint8, text string, maxBytes int) {
+		c := Commit{Base: base, Epoch: max(epoch, -1)}
+		if c.Base < 0 {
+			c.Base = -(c.Base + 1)
+		}
+		var epochs []int32
+		e := int64(c.Epoch)
+		prev := c.Base
+		for ; len(data) >= 8; data = data[8:] {
+			gap := 1 + int64(uint64(data[0])|uint64(data[1])<<8)<<(data[2]%48)
+			n := 1 + int64(uint64(data[3])|uint64(data[4])<<8)<<(data[5]%48)
+			if gap <= 0 || n <= 0 || gap >= math.MaxInt64-prev || n > math.MaxInt64-prev-gap {
+				break
+			}
+			step := int64(data[6]) << (data[7] % 32)
+			if data[7]&0x80 != 0 {
+				e = int64(int32(uint32(data[6]) | uint32(data[7])<<24))
+			} else {
+				e = min(e+step, math.MaxInt32)
+			}
+			c.Delivered = append(c.Delivered, Range{prev + gap, prev + gap + n})
+			epochs = append(epochs, int32(e))
+			prev += gap + n
+		}
+		if reports&1 != 0 {
+			c.Stall = &Stall{First: c.Base, Last: c.Base + int64(reports>>2), Since: since, Attempts: 1 + int(reports>>2), Reason: text, Member: text}
+			c.Stall.Last = max(c.Stall.Last, c.Stall.First) // past MaxInt64
+		}
+		if reports&2 != 0 {
+			c.Loss = &Loss{First: 0, Last: c.Base, Count: 1 + c.Base/2, Since: since, Cause: text}
+		}
+		checkEncodeCommit(t, "fuzz", c, epochs, maxBytes%8192)
+	})
+}
+
+// benchCommit is benchMeta's ranges with epochs that grow along them, a
+// stall whose text needs escaping, and a loss.
+func benchCommit(n int) (Commit, []int32) {
+	m := benchMeta(n)
+	epochs := make([]int32, n)
+	for i := range epochs {
+		epochs[i] = int32(5 + i/10)
+	}
+	c := Commit{
+		Base: m.Base, Epoch: m.Epoch, Delivered: m.Delivered,
+		Stall: &Stall{First: m.Base, Last: m.Base + 99, Since: since, Attempts: 4, Reason: "http 503: service unavailable", Member: "orders-sink@pod-7"},
+		Loss:  &Loss{First: 100, Last: 1199, Count: 1100, Since: since, Cause: CauseRetention},
+	}
+	return c, epochs
+}
+
+// TestEncodeCommitAllocs holds EncodeCommit to one allocation, the string
+// it returns, and AppendCommit into a buffer with room to none, with both
+// reports written (the stall's text escaped) and ranges cut. Like
+// AllocsPerRun it counts the whole process, so it takes the least of a few
+// measurements.
+func TestEncodeCommitAllocs(t *testing.T) {
+	c, epochs := benchCommit(600)
+	var calls int
+	c.EpochOf = epochsOf(t, c.Delivered, epochs, &calls)
+	least := func(f func()) float64 {
+		n := testing.AllocsPerRun(100, f)
+		for range 4 {
+			n = min(n, testing.AllocsPerRun(100, f))
+		}
+		return n
+	}
+	var s string
+	var cut int
+	if n := least(func() { s, cut, _ = EncodeCommit(c, 4096) }); n != 1 {
+		t.Errorf("EncodeCommit allocates %v times, want 1 (the string)", n)
+	}
+	if cut == 0 || !strings.Contains(s, "sr=http+503%3A+service+unavailable") {
+		t.Fatalf("EncodeCommit = %q, cut %d: want a stall written and ranges cut", s, cut)
+	}
+	buf := make([]byte, 0, 4096)
+	if n := least(func() { buf, _, _ = AppendCommit(buf[:0], c, 4096) }); n != 0 {
+		t.Errorf("AppendCommit into a buffer with room allocates %v times, want 0", n)
+	}
+}
+
+func TestEncodeCommitPanicsOnDriverBug(t *testing.T) {
+	epochOf := func(int64) int32 { return 0 }
+	for _, tc := range []struct {
+		c    Commit
+		want string // a part of the panic message
+	}{
+		{Commit{Base: -1}, "base -1 is negative"},
+		{Commit{Epoch: -2}, "epoch -2 is below -1"},
+		{Commit{Base: 10, Delivered: []Range{{10, 12}}, EpochOf: epochOf}, "not above base"},
+		{Commit{Base: 10, Delivered: []Range{{12, 14}, {14, 16}}, EpochOf: epochOf}, "adjacent"},
+		{Commit{Base: 10, Delivered: []Range{{12, 16}, {14, 18}}, EpochOf: epochOf}, "overlaps"},
+		{Commit{Base: 10, Delivered: []Range{{12, 14}}}, "no EpochOf"},
+	} {
+		msg := func() (msg string) {
+			defer func() { msg = fmt.Sprint(recover()) }()
+			EncodeCommit(tc.c, 4096)
+			return ""
+		}()
+		if !strings.Contains(msg, tc.want) {
+			t.Errorf("EncodeCommit(%+v, 4096) panics with %q, want a panic naming %q", tc.c, msg, tc.want)
+		}
+	}
+}
+
+func BenchmarkEncodeCommit100Ranges(b *testing.B) {
+	c, epochs := benchCommit(100)
+	var calls int
+	c.EpochOf = epochsOf(b, c.Delivered, epochs, &calls)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, cut, _ := EncodeCommit(c, 4096); cut != 0 {
+			b.Fatalf("EncodeCommit cut %d ranges, want 0", cut)
+		}
+	}
+}
+
+func BenchmarkAppendCommit600RangesCut(b *testing.B) {
+	c, epochs := benchCommit(600)
+	var calls int
+	c.EpochOf = epochsOf(b, c.Delivered, epochs, &calls)
+	buf := make([]byte, 0, 4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		buf, _, _ = AppendCommit(buf[:0], c, 4096)
+	}
+}
