@@ -72,7 +72,7 @@ type layout struct {
 // "" and cut = len(c.Delivered): commit without metadata, which skips
 // nothing. A cut range is only redelivered after a restart, never lost.
 //
-// It allocates the returned string only. It panics (a driver bug) if c's
+// It allocates a buffer and the returned string. It panics (a driver bug) if c's
 // header and ranges break the invariants of Meta, or if c.Delivered is not
 // empty and c.EpochOf is nil.
 func EncodeCommit(c Commit, maxBytes int) (meta string, cut int, keptTo int64) {
