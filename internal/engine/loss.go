@@ -169,11 +169,11 @@ func (o *owner) sayLost(p *partState, gone []commitmeta.Range, logStart int64, c
 // is not older than lost_records_report_for: p's commits go on carrying it
 // for what is left of that time, and the offsets it spans count as
 // reported, so that no member reports them again.
-func (o *owner) inheritLoss(p *partState, fields map[string]string) {
-	l, ok, err := commitmeta.LossFromFields(fields)
-	if err != nil || !ok {
-		return // a malformed report is no report: nothing to carry or skip
+func (o *owner) inheritLoss(p *partState, loss *commitmeta.Loss) {
+	if loss == nil {
+		return // none, or malformed (DecodeCommit's LossErr): a malformed report is no report
 	}
+	l := *loss
 	if l.Count == l.Last-l.First+1 && l.Cause != causeTruncation {
 		// Every offset of the span was lost. A report that merged events
 		// with offsets between them not lost (held in memory then, say)
@@ -187,17 +187,6 @@ func (o *owner) inheritLoss(p *partState, fields map[string]string) {
 		p.loss.carried = l
 		o.lists.losses.add(p)
 	}
-}
-
-// joinFields joins two strings of extra metadata fields.
-func joinFields(a, b string) string {
-	switch {
-	case a == "":
-		return b
-	case b == "":
-		return a
-	}
-	return a + " " + b
 }
 
 // carryLoss adds l to what p's commits carry, for lost_records_report_for.

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -62,11 +61,12 @@ func (c commitSet) empty() bool { return len(c.offsets) == 0 }
 type planned struct {
 	eo        kgo.EpochOffset
 	meta      string
-	stall     string // the stall provenance and loss fields, or ""
-	ranges    int    // ranges the metadata carries
-	cut       int    // ranges left out for want of room
-	exposure  int64  // the replay exposure if it succeeds
-	delivered int64  // records delivered above the watermark
+	stall     *commitmeta.Stall // the stall provenance, or nil
+	loss      *commitmeta.Loss  // the loss report carried, or nil
+	ranges    int               // ranges the metadata carries
+	cut       int               // ranges left out for want of room
+	exposure  int64             // the replay exposure if it succeeds
+	delivered int64             // records delivered above the watermark
 }
 
 // plan computes the next commit of p: its offset, and its metadata within
@@ -82,20 +82,22 @@ func (o *owner) plan(p *partState, maxBytes int) (c planned, ok bool) {
 	c.eo = kgo.EpochOffset{Epoch: p.positionLeaderEpoch(base), Offset: base}
 	keptTo := base
 	if o.conf.CommitMetadata {
-		m := commitmeta.Meta{Base: base, Epoch: c.eo.Epoch, Delivered: p.deliveredRanges(base)}
-		stall, stalled := o.stall(p)
-		if stalled {
-			c.stall = stall.Fields()
+		delivered := p.deliveredRanges(base)
+		if stall, stalled := o.stall(p); stalled {
+			c.stall = &stall
 		}
-		carrying := p.loss.carried.Count > 0
-		if carrying {
-			c.stall = joinFields(c.stall, p.loss.carried.Fields())
+		if p.loss.carried.Count > 0 {
+			loss := p.loss.carried
+			c.loss = &loss
 		}
-		c.meta, c.cut, keptTo = encodeMeta(m, p.leaderEpochOf, c.stall, maxBytes)
-		m.Delivered = m.Delivered[:len(m.Delivered)-c.cut]
-		c.ranges = len(m.Delivered)
-		c.delivered = m.Records()
-		if !moved && len(m.Delivered) == 0 && !stalled && !carrying {
+		c.meta, c.cut, keptTo = commitmeta.EncodeCommit(commitmeta.Commit{
+			Base: base, Epoch: c.eo.Epoch, Stall: c.stall, Loss: c.loss,
+			Delivered: delivered, EpochOf: p.leaderEpochOf,
+		}, maxBytes)
+		kept := commitmeta.Meta{Base: base, Epoch: c.eo.Epoch, Delivered: delivered[:len(delivered)-c.cut]}
+		c.ranges = len(kept.Delivered)
+		c.delivered = kept.Records()
+		if !moved && c.ranges == 0 && c.stall == nil && c.loss == nil {
 			return c, false
 		}
 	} else if !moved {
@@ -103,44 +105,6 @@ func (o *owner) plan(p *partState, maxBytes int) (c planned, ok bool) {
 	}
 	c.exposure = p.led.exposure(keptTo)
 	return c, true
-}
-
-// fieldLastEpoch is the metadata field that carries the leader epoch of the
-// last delivered record the ranges cover. A record in a range whose leader
-// epoch is higher was written after the metadata, by a leader that
-// truncated the log the ranges describe (an unclean election): it is not
-// skipped, and neither is anything after it.
-const fieldLastEpoch = "l"
-
-// encodeMeta encodes m with the stall provenance stall (extra fields, or
-// "") and the leader epoch of its last kept range, and returns the ranges
-// cut and the To of the last one kept (m.Base when none). The provenance's
-// room is reserved first: ranges are cut before it is.
-// Leader epochs do not decrease along the log, so the epoch of the last
-// kept record is the highest any kept range holds; cutting ranges can only
-// lower it, and a lower epoch can be one byte longer (-1 against 0), so it
-// encodes again until the cut is stable.
-func encodeMeta(m commitmeta.Meta, leaderEpochOf func(offset int64) int32, stall string, maxBytes int) (meta string, cut int, keptTo int64) {
-	keptTo = m.Base
-	kept := len(m.Delivered)
-	for range 3 {
-		extra := stall
-		if kept > 0 {
-			if extra != "" {
-				extra += " "
-			}
-			extra += fmt.Sprintf("%s=%d", fieldLastEpoch, leaderEpochOf(m.Delivered[kept-1].To-1))
-		}
-		meta, cut = commitmeta.Encode(m, extra, maxBytes)
-		if len(m.Delivered)-cut == kept {
-			break
-		}
-		kept = len(m.Delivered) - cut
-	}
-	if kept = len(m.Delivered) - cut; kept > 0 {
-		keptTo = m.Delivered[kept-1].To
-	}
-	return meta, cut, keptTo
 }
 
 // deliveredRanges returns the delivered ranges above base: those of the
@@ -253,7 +217,7 @@ func (o *owner) budgetMeta(plans map[topicPartition]*planned) {
 			used += len(c.meta)
 			continue
 		}
-		header, _, _ := encodeMeta(commitmeta.Meta{Base: c.eo.Offset, Epoch: c.eo.Epoch}, nil, c.stall, o.commits.metaMax)
+		header, _, _ := commitmeta.EncodeCommit(commitmeta.Commit{Base: c.eo.Offset, Epoch: c.eo.Epoch, Stall: c.stall, Loss: c.loss}, o.commits.metaMax)
 		c.cut += c.ranges
 		c.ranges = 0
 		c.meta = header

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -61,7 +60,7 @@ func (r *resume) distrust() {
 // below r are passed for good. A record at or below the ranges with a
 // leader epoch above the one they were written under proves them stale: the
 // log was rewritten below their end after they were written (see
-// fieldLastEpoch), so none of them is skipped, in or past a range. Checking
+// l= in commitmeta's Format), so none of them is skipped, in or past a range. Checking
 // only the records inside a range would let a new log's records between
 // the ranges, or below the first, pass unseen and the old ranges skip the
 // new records they cover.
@@ -150,10 +149,9 @@ func (o *owner) onFetched(commits map[topicPartition]fetchedCommit) {
 		if !o.conf.CommitMetadata || fc.offset < 0 || fc.meta == "" {
 			continue
 		}
-		m, fields, err := commitmeta.DecodeFields(fc.meta)
-		last, lastErr := strconv.ParseInt(fields[fieldLastEpoch], 10, 32)
-		if err == nil && m.Base == fc.offset {
-			o.inheritLoss(p, fields)
+		d, err := commitmeta.DecodeCommit(fc.meta)
+		if err == nil && d.Base == fc.offset {
+			o.inheritLoss(p, d.Loss)
 		}
 		switch {
 		case errors.Is(err, commitmeta.ErrNotOurs) && memberIDLike.MatchString(fc.meta):
@@ -161,16 +159,14 @@ func (o *owner) onFetched(commits map[topicPartition]fetchedCommit) {
 		case err != nil:
 			ignored = append(ignored, fmt.Sprintf("%s/%d: %v", tp.topic, tp.partition, err))
 			continue
-		case m.Base != fc.offset:
-			ignored = append(ignored, fmt.Sprintf("%s/%d: written for offset %d, committed offset is %d", tp.topic, tp.partition, m.Base, fc.offset))
+		case d.Base != fc.offset:
+			ignored = append(ignored, fmt.Sprintf("%s/%d: written for offset %d, committed offset is %d", tp.topic, tp.partition, d.Base, fc.offset))
 			continue
-		case len(m.Delivered) > 0 && (lastErr != nil || last < -1):
-			ignored = append(ignored, fmt.Sprintf("%s/%d: delivered ranges without a valid %s= leader epoch", tp.topic, tp.partition, fieldLastEpoch))
+		case d.RangesErr != nil:
+			ignored = append(ignored, fmt.Sprintf("%s/%d: delivered ranges without a valid l= leader epoch: %v", tp.topic, tp.partition, d.RangesErr))
 			continue
 		}
-		p.resume.skip, p.resume.skipLeaderEpoch = m.Delivered, int32(last)
-		p.resume.inherited = m.Delivered
-		p.resume.skippedRanges = len(m.Delivered)
+		p.resume.inherit(d.Delivered, d.LastEpoch)
 	}
 	if len(ignored) > 0 {
 		slices.Sort(ignored)
