@@ -163,37 +163,11 @@ func (f *fakeClient) committed(tp topicPartition) []kgo.EpochOffset {
 	return out
 }
 
-// testStores holds the gauge store of each testMetrics call by its id: the
-// exporter registered below is global (Benthos's ResourceBuilder builds from
-// the global environment) and picks its store by id.
-var testStores sync.Map
-
-func init() {
-	if err := service.RegisterMetricsExporter("owner_test_metrics", service.NewConfigSpec().Field(service.NewStringField("id")),
-		func(pc *service.ParsedConfig, _ *service.Logger) (service.MetricsExporter, error) {
-			id, err := pc.FieldString("id")
-			if err != nil {
-				return nil, err
-			}
-			g, ok := testStores.Load(id)
-			if !ok {
-				return nil, fmt.Errorf("no store %q", id)
-			}
-			return g.(*memmetrics.Store), nil
-		}); err != nil {
-		panic(err)
-	}
-}
-
 // testMetrics returns the input's metrics, reporting to a gauge store. Call
-// it outside the bubble: Benthos resources are built there.
+// it outside a synctest bubble: Benthos resources are built there.
 func testMetrics(t *testing.T) (*Metrics, *memmetrics.Store) {
 	t.Helper()
-	g := memmetrics.New()
-	testStores.Store(t.Name(), g)
-	b := service.NewResourceBuilder()
-	require.NoError(t, b.SetMetricsYAML(fmt.Sprintf("owner_test_metrics: { id: %q }", t.Name())))
-	res, closeRes, err := b.Build()
+	res, g, closeRes, err := memmetrics.Resources()
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = closeRes(context.Background()) })
 	return NewMetrics(res.Metrics()), g
