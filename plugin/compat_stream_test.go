@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/watermark-connect/watermark-connect/internal/engine"
 )
 

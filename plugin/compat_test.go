@@ -19,6 +19,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/watermark-connect/watermark-connect/internal/engine"
 )
 

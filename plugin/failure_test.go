@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
 	"github.com/watermark-connect/watermark-connect/internal/engine"
 )
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/require"
+
 	"github.com/watermark-connect/watermark-connect/internal/engine"
 )
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/watermark-connect/watermark-connect/internal/errclass"
 
 	"github.com/watermark-connect/watermark-connect/tracker"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/watermark-connect/watermark-connect/internal/kafkamsg"
 )
 

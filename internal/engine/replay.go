@@ -84,9 +84,8 @@ func (o *owner) rewind(old *partState) {
 	// commit, the exposure, the log end, and the watermark's age (a
 	// replay does not move the watermark).
 	np := newPartState(old.tp, old.led.lastMoved)
-	np.commits.committed, np.commits.hasCommitted, np.commits.committedMeta = old.commits.committed, old.commits.hasCommitted, old.commits.committedMeta
+	np.commits.inheritFrom(old.commits)
 	np.resume.fetched, np.resume.fetchedLeaderEpoch = base, old.positionLeaderEpoch(base)
-	np.commits.exposure = old.commits.exposure
 	np.queue.highWatermark = old.queue.highWatermark
 	np.replay.minPoll = noPoll
 	np.replay.rewindTo = kgo.EpochOffset{Epoch: np.resume.fetchedLeaderEpoch, Offset: base}
@@ -95,9 +94,7 @@ func (o *owner) rewind(old *partState) {
 		np.replay.firstAtMost = stalled.First
 	}
 	if ranges := old.knownDelivered(base); len(ranges) > 0 {
-		np.resume.skip, np.resume.inherited = ranges, ranges
-		np.resume.skipLeaderEpoch = old.leaderEpochOf(ranges[len(ranges)-1].To - 1)
-		np.resume.skippedRanges = len(ranges)
+		np.resume.inherit(ranges, old.leaderEpochOf(ranges[len(ranges)-1].To-1))
 	}
 	np.loss.expect = base
 	np.loss.carried = old.loss.carried

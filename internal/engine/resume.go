@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
 )
 
@@ -184,5 +185,5 @@ func (o *owner) dropSkipsPastEnd(p *partState, logEnd int64) {
 	}
 	o.log.Warnf("kafka_watermark: ignored the delivered ranges of %s/%d: they reach offset %d, past the log end %d; everything above the committed offset is replayed",
 		p.tp.topic, p.tp.partition, p.resume.skip[len(p.resume.skip)-1].To, logEnd)
-	p.resume.skip, p.resume.inherited, p.resume.skippedRanges = nil, nil, 0
+	p.resume.distrust()
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
 )
 
@@ -44,7 +45,7 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 	}
 	base := min(wm, at)
 	np := newPartState(p.tp, p.led.lastMoved)
-	np.commits.committed, np.commits.hasCommitted, np.commits.committedMeta = p.commits.committed, p.commits.hasCommitted, p.commits.committedMeta
+	np.commits.inheritFrom(p.commits)
 	if p.commits.hasCommitted && base < p.commits.committed {
 		// The one commit that goes back: to where the logs diverged.
 		np.commits.hasCommitted, np.commits.committedMeta = false, ""
@@ -60,14 +61,12 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 		np.resume.fetchedLeaderEpoch = epoch
 	}
 	np.loss.expect = base
-	np.commits.exposure, np.queue.highWatermark = p.commits.exposure, p.queue.highWatermark
+	np.queue.highWatermark = p.queue.highWatermark
 	np.loss.carried = p.loss.carried
 	np.loss.retentionMs = p.loss.retentionMs
 	np.replay.state = p.replay.state
 	if len(kept) > 0 {
-		np.resume.skip, np.resume.inherited = kept, kept
-		np.resume.skipLeaderEpoch = p.led.leaderEpochAt(kept[len(kept)-1].To - 1)
-		np.resume.skippedRanges = len(kept)
+		np.resume.inherit(kept, p.led.leaderEpochAt(kept[len(kept)-1].To-1))
 	}
 	np.loss.truncatedAt = at
 	np.dirty = true
