@@ -3,7 +3,9 @@ package plugin
 import (
 	"context"
 	"testing"
+	"time"
 
+	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/require"
 
 	"github.com/watermark-connect/watermark-connect/internal/engine"
@@ -48,4 +50,26 @@ func TestEngineConfigDefaults(t *testing.T) {
 	require.Equal(t, want, got, "keep internal/engine's testDefaults in step")
 	require.Equal(t, fieldCommitMetadataMaxBytes, engine.FieldCommitMetadataMaxBytes, "a field the engine's log lines name")
 	require.Equal(t, fieldSessionTimeout, engine.FieldSessionTimeout, "a field the engine's log lines name")
+}
+
+// directInput builds an Input from the test config (inputYAML's fields,
+// without the kafka_watermark key), without a stream, for tests that drive
+// ReadBatch and acks by hand.
+func directInput(t *testing.T, addr, topic, group, extra string) *Input {
+	t.Helper()
+	pc, err := ConfigSpec().ParseYAML(inputYAML(addr, topic, group, extra)[len("\nkafka_watermark:\n"):], nil)
+	require.NoError(t, err)
+	conf, err := parseConfig(pc)
+	require.NoError(t, err)
+	return newInput(conf, service.MockResources())
+}
+
+// connectedInput is directInput, connected, with a context for the test.
+func connectedInput(t *testing.T, addr, topic, group, extra string) (*Input, context.Context) {
+	t.Helper()
+	in := directInput(t, addr, topic, group, extra)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	require.NoError(t, in.Connect(ctx))
+	return in, ctx
 }
