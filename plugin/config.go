@@ -12,6 +12,8 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/watermark-connect/watermark-connect/internal/kafkaconn"
 )
 
 // config is the parsed and validated configuration of one input.
@@ -35,7 +37,7 @@ type config struct {
 	isolation              string
 	readCommitted          bool
 	tls                    *tls.Config // nil when disabled
-	sasl                   []saslConfig
+	sasl                   []kafkaconn.SASL
 	commitPeriod           time.Duration
 	maxPending             int
 	batchMaxRecords        int
@@ -63,10 +65,20 @@ type config struct {
 	redpanda redpandaSeen // the redpanda input's fields that are mapped or rejected
 }
 
-type saslConfig struct {
-	mechanism, username, password, token string
-	extensions                           map[string]string // OAUTHBEARER
-	aws                                  bool              // sasl[].aws is set: rejected
+// conn is the connection's part of the config, which kafkaconn turns into
+// the client's connection options.
+func (c *config) conn() kafkaconn.Config {
+	return kafkaconn.Config{
+		SeedBrokers:            c.seedBrokers,
+		ClientID:               c.clientID,
+		TLS:                    c.tls,
+		SASL:                   c.sasl,
+		Dialer:                 c.dialer,
+		SessionTimeout:         c.sessionTimeout,
+		MetadataMaxAge:         c.metadataMaxAge,
+		RequestTimeoutOverhead: c.requestTimeoutOverhead,
+		ConnIdleTimeout:        c.connIdleTimeout,
+	}
 }
 
 // splitEntries splits list entries at commas and trims them, dropping empty
@@ -157,17 +169,17 @@ func parseConfig(pc *service.ParsedConfig) (*config, error) {
 		list, err := pc.FieldObjectList(fieldSASL)
 		errs = append(errs, err)
 		for _, s := range list {
-			var sc saslConfig
-			sc.mechanism, err = s.FieldString(fieldSASLMechanism)
+			var sc kafkaconn.SASL
+			sc.Mechanism, err = s.FieldString(fieldSASLMechanism)
 			errs = append(errs, err)
-			sc.username, _ = s.FieldString(fieldSASLUsername)
-			sc.password, _ = s.FieldString(fieldSASLPassword)
-			sc.token, _ = s.FieldString(fieldSASLToken)
+			sc.Username, _ = s.FieldString(fieldSASLUsername)
+			sc.Password, _ = s.FieldString(fieldSASLPassword)
+			sc.Token, _ = s.FieldString(fieldSASLToken)
 			if s.Contains(fieldSASLExtensions) {
-				sc.extensions, err = s.FieldStringMap(fieldSASLExtensions)
+				sc.Extensions, err = s.FieldStringMap(fieldSASLExtensions)
 				errs = append(errs, err)
 			}
-			sc.aws = s.Contains(fieldSASLAWS)
+			sc.AWS = s.Contains(fieldSASLAWS)
 			c.sasl = append(c.sasl, sc)
 		}
 	}
@@ -305,20 +317,20 @@ func (c *config) validate() error {
 		bad("%s.%s (%d) must be -1 (unlimited) or at least 0", fieldNackRetry, fieldNackMaxRetries, c.nackRetries)
 	}
 	for i, s := range c.sasl {
-		switch s.mechanism {
+		switch s.Mechanism {
 		case saslPlain, saslScram256, saslScram512:
-			if s.username == "" {
-				bad("%s[%d].%s: %s needs a user name", fieldSASL, i, fieldSASLUsername, s.mechanism)
+			if s.Username == "" {
+				bad("%s[%d].%s: %s needs a user name", fieldSASL, i, fieldSASLUsername, s.Mechanism)
 			}
 		case saslOAuthBearer:
-			if s.token == "" {
-				bad("%s[%d].%s: %s needs a token", fieldSASL, i, fieldSASLToken, s.mechanism)
+			if s.Token == "" {
+				bad("%s[%d].%s: %s needs a token", fieldSASL, i, fieldSASLToken, s.Mechanism)
 			}
 		case saslNone:
 		case saslAWSMSKIAM, saslRedpandaCloudSA:
-			errs = append(errs, saslRejected(i, s.mechanism))
+			errs = append(errs, saslRejected(i, s.Mechanism))
 		default:
-			bad("%s[%d].%s (%q) must be one of %s, %s, %s, %s", fieldSASL, i, fieldSASLMechanism, s.mechanism, saslPlain, saslScram256, saslScram512, saslOAuthBearer)
+			bad("%s[%d].%s (%q) must be one of %s, %s, %s, %s", fieldSASL, i, fieldSASLMechanism, s.Mechanism, saslPlain, saslScram256, saslScram512, saslOAuthBearer)
 		}
 	}
 	return errors.Join(errs...)

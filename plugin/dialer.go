@@ -1,14 +1,13 @@
 package plugin
 
 import (
-	"context"
-	"crypto/tls"
 	"fmt"
 	"net"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/redpanda-data/benthos/v4/public/utils/netutil"
-	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/kafkaconn"
 )
 
 // The tcp block's fields: the names netutil.DialerConfigFromParsed reads.
@@ -64,8 +63,8 @@ func tcpFieldSpec() *service.ConfigField {
 // decorates it, with two departures:
 //
 //   - a connect_timeout of 0s, the default, is kgo's own dial timeout
-//     (kgoDialTimeout), not none: kgo applies its timeout only to the dialer
-//     it makes itself, and dialOpt always gives it this one. Without a bound
+//     (kafkaconn.DefaultDialTimeout), not none: kgo applies its timeout only to
+//     the dialer it makes itself, and kafkaconn always gives it this one. Without a bound
 //     a dial of a host that drops SYNs waits for the OS (minutes on Linux).
 //   - a negative keep_alive.idle turns keep-alive probes off, as netutil
 //     describes it: netutil only clears KeepAliveConfig.Enable, which a
@@ -85,9 +84,9 @@ func parseDialer(pc *service.ParsedConfig) (*net.Dialer, error) {
 	}
 	switch {
 	case dc.Timeout < 0:
-		return nil, fmt.Errorf("%s: %s (%s) must not be negative: 0s is kgo's %s", fieldTCP, fieldTCPConnectTimeout, dc.Timeout, kgoDialTimeout)
+		return nil, fmt.Errorf("%s: %s (%s) must not be negative: 0s is kgo's %s", fieldTCP, fieldTCPConnectTimeout, dc.Timeout, kafkaconn.DefaultDialTimeout)
 	case dc.Timeout == 0:
-		dc.Timeout = kgoDialTimeout
+		dc.Timeout = kafkaconn.DefaultDialTimeout
 	}
 	d := &net.Dialer{}
 	if err := netutil.DecorateDialer(d, dc); err != nil {
@@ -97,40 +96,4 @@ func parseDialer(pc *service.ParsedConfig) (*net.Dialer, error) {
 		d.KeepAlive = -1
 	}
 	return d, nil
-}
-
-// dialOpt returns the kgo option that dials brokers: over the tcp block's
-// dialer, or without one (a parsed config always has one) over a net.Dialer
-// with kgo's dial timeout, as kgo's own (kgo client.go:524-526), with refused
-// connections reported as retriable (retriableRefusals: a broker restart
-// must not end a classic member's session).
-//
-// kgo refuses a Dialer together with DialTLSConfig, so with TLS set the TLS
-// handshake is dialled here, over that dialer, as DialTLSConfig would: the
-// config is cloned per dial, and its ServerName, when empty, is the host of
-// the broker being dialled.
-func dialOpt(d *net.Dialer, tlsConf *tls.Config) kgo.Opt {
-	if d == nil {
-		d = &net.Dialer{Timeout: kgoDialTimeout}
-	}
-	dial := d.DialContext
-	if tlsConf != nil {
-		dial = tlsDial(d, tlsConf)
-	}
-	return kgo.Dialer(retriableRefusals(dial))
-}
-
-// tlsDial dials TLS over d as kgo's DialTLSConfig does over its own dialer.
-func tlsDial(d *net.Dialer, tlsConf *tls.Config) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c := tlsConf.Clone()
-		if c.ServerName == "" {
-			host, _, err := net.SplitHostPort(addr)
-			if err != nil {
-				return nil, fmt.Errorf("unable to split host:port for dialing: %w", err)
-			}
-			c.ServerName = host
-		}
-		return (&tls.Dialer{NetDialer: d, Config: c}).DialContext(ctx, network, addr)
-	}
 }

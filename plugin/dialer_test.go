@@ -11,6 +11,8 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/redpanda-data/benthos/v4/public/utils/netutil"
 	"github.com/stretchr/testify/require"
+
+	"github.com/watermark-connect/watermark-connect/internal/kafkaconn"
 )
 
 // Benthos fills the tcp block in with its defaults when a config leaves it
@@ -26,9 +28,9 @@ func TestTCPDialerTimeout(t *testing.T) {
 		timeout      time.Duration
 		keepAlive    net.KeepAliveConfig
 	}{
-		{"no tcp block", minimal, kgoDialTimeout, defaultKeepAlive},
-		{"empty tcp block", minimal + "tcp: {}\n", kgoDialTimeout, defaultKeepAlive},
-		{"connect_timeout 0s", minimal + "tcp: { connect_timeout: 0s }\n", kgoDialTimeout, defaultKeepAlive},
+		{"no tcp block", minimal, kafkaconn.DefaultDialTimeout, defaultKeepAlive},
+		{"empty tcp block", minimal + "tcp: {}\n", kafkaconn.DefaultDialTimeout, defaultKeepAlive},
+		{"connect_timeout 0s", minimal + "tcp: { connect_timeout: 0s }\n", kafkaconn.DefaultDialTimeout, defaultKeepAlive},
 		{"connect_timeout 3s", minimal + "tcp: { connect_timeout: 3s }\n", 3 * time.Second, defaultKeepAlive},
 		{"connect_timeout 30s", minimal + "tcp: { connect_timeout: 30s }\n", 30 * time.Second, defaultKeepAlive},
 		{"keep_alive set", minimal + "tcp: { connect_timeout: 3s, keep_alive: { idle: 20s, interval: 5s, count: 4 } }\n",
