@@ -81,8 +81,17 @@ func (c *config) conn() kafkaconn.Config {
 	}
 }
 
+// setConn sets the connection's fields from kafkaconn.Parse; conn gives
+// them back.
+func (c *config) setConn(conn kafkaconn.Config) {
+	c.seedBrokers, c.clientID = conn.SeedBrokers, conn.ClientID
+	c.tls, c.sasl, c.dialer = conn.TLS, conn.SASL, conn.Dialer
+	c.sessionTimeout, c.metadataMaxAge = conn.SessionTimeout, conn.MetadataMaxAge
+	c.requestTimeoutOverhead, c.connIdleTimeout = conn.RequestTimeoutOverhead, conn.ConnIdleTimeout
+}
+
 // splitEntries splits list entries at commas and trims them, dropping empty
-// ones, as the redpanda input reads seed_brokers and topics.
+// ones, as the redpanda input reads topics (kafkaconn reads seed_brokers so).
 func splitEntries(list []string) []string {
 	var out []string
 	for _, e := range list {
@@ -133,56 +142,28 @@ func parseConfig(pc *service.ParsedConfig) (*config, error) {
 		}
 		return v
 	}
-	c.seedBrokers = list(fieldSeedBrokers, true)
+	// The connection's fields: kafkaconn reads them, for status too.
+	conn, err := kafkaconn.Parse(pc)
+	errs = append(errs, err)
+	c.setConn(conn)
 	c.topics = list(fieldTopics, true)
 	c.regexpInclude = list(fieldRegexpTopicsInclude, true)
 	c.regexpExclude = list(fieldRegexpTopicsExclude, false)
-	var err error
 	c.regexpTopics, err = pc.FieldBool(fieldRegexpTopics)
 	errs = append(errs, err)
 	str(&c.group, fieldConsumerGroup)
-	str(&c.clientID, fieldClientID)
 	str(&c.rackID, fieldRackID)
 	str(&c.instanceID, fieldInstanceID)
 	str(&c.startOffset, fieldStartOffset)
-	dur(&c.sessionTimeout, fieldSessionTimeout)
 	dur(&c.rebalanceTimeout, fieldRebalanceTimeout)
 	dur(&c.heartbeat, fieldHeartbeatInterval)
 	size(&c.fetchMaxBytes, fieldFetchMaxBytes)
 	size(&c.fetchMaxPartitionBytes, fieldFetchMaxPartitionBytes)
 	dur(&c.fetchMaxWait, fieldFetchMaxWait)
-	dur(&c.metadataMaxAge, fieldMetadataMaxAge)
 	dur(&c.topicLagRefresh, fieldTopicLagRefreshPeriod)
 	size(&c.fetchMinBytes, fieldFetchMinBytes)
-	dur(&c.requestTimeoutOverhead, fieldRequestTimeoutOverhead)
-	dur(&c.connIdleTimeout, fieldConnIdleTimeout)
-	c.dialer, err = parseDialer(pc)
-	errs = append(errs, err)
 	str(&c.isolation, fieldIsolationLevel)
 	c.readCommitted = c.isolation == isolationCommitted
-	tlsConf, tlsOn, err := pc.FieldTLSToggled(fieldTLS)
-	errs = append(errs, err)
-	if tlsOn {
-		c.tls = tlsConf
-	}
-	if pc.Contains(fieldSASL) {
-		list, err := pc.FieldObjectList(fieldSASL)
-		errs = append(errs, err)
-		for _, s := range list {
-			var sc kafkaconn.SASL
-			sc.Mechanism, err = s.FieldString(fieldSASLMechanism)
-			errs = append(errs, err)
-			sc.Username, _ = s.FieldString(fieldSASLUsername)
-			sc.Password, _ = s.FieldString(fieldSASLPassword)
-			sc.Token, _ = s.FieldString(fieldSASLToken)
-			if s.Contains(fieldSASLExtensions) {
-				sc.Extensions, err = s.FieldStringMap(fieldSASLExtensions)
-				errs = append(errs, err)
-			}
-			sc.AWS = s.Contains(fieldSASLAWS)
-			c.sasl = append(c.sasl, sc)
-		}
-	}
 	dur(&c.commitPeriod, fieldCommitPeriod)
 	num(&c.maxPending, fieldMaxPendingBatches)
 	num(&c.batchMaxRecords, fieldBatchMaxRecords)
@@ -316,22 +297,13 @@ func (c *config) validate() error {
 	if c.nackRetries < -1 {
 		bad("%s.%s (%d) must be -1 (unlimited) or at least 0", fieldNackRetry, fieldNackMaxRetries, c.nackRetries)
 	}
-	for i, s := range c.sasl {
-		switch s.Mechanism {
-		case saslPlain, saslScram256, saslScram512:
-			if s.Username == "" {
-				bad("%s[%d].%s: %s needs a user name", fieldSASL, i, fieldSASLUsername, s.Mechanism)
-			}
-		case saslOAuthBearer:
-			if s.Token == "" {
-				bad("%s[%d].%s: %s needs a token", fieldSASL, i, fieldSASLToken, s.Mechanism)
-			}
-		case saslNone:
-		case saslAWSMSKIAM, saslRedpandaCloudSA:
-			errs = append(errs, saslRejected(i, s.Mechanism))
-		default:
-			bad("%s[%d].%s (%q) must be one of %s, %s, %s, %s", fieldSASL, i, fieldSASLMechanism, s.Mechanism, saslPlain, saslScram256, saslScram512, saslOAuthBearer)
+	for _, err := range kafkaconn.ValidateSASL(c.sasl) {
+		// The enum takes these names only to say what to use instead.
+		var unknown *kafkaconn.UnknownMechanismError
+		if errors.As(err, &unknown) && (unknown.Mechanism == saslAWSMSKIAM || unknown.Mechanism == saslRedpandaCloudSA) {
+			err = saslRejected(unknown.Index, unknown.Mechanism)
 		}
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

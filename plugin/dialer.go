@@ -1,13 +1,7 @@
 package plugin
 
 import (
-	"fmt"
-	"net"
-
 	"github.com/redpanda-data/benthos/v4/public/service"
-	"github.com/redpanda-data/benthos/v4/public/utils/netutil"
-
-	"github.com/watermark-connect/watermark-connect/internal/kafkaconn"
 )
 
 // The tcp block's fields: the names netutil.DialerConfigFromParsed reads.
@@ -24,7 +18,7 @@ const (
 // types, defaults, nesting: TestTCPSpecMatchesNetutil holds it to them), so that
 // netutil.DialerConfigFromParsed parses it, but described as this input
 // dials. netutil's own descriptions are wrong here: its connect_timeout "Zero
-// disables", where 0s is kgo's 10s here (parseDialer).
+// disables", where 0s is kgo's 10s here (kafkaconn.Parse reads the block).
 func tcpFieldSpec() *service.ConfigField {
 	return service.NewObjectField(fieldTCP,
 		service.NewDurationField(fieldTCPConnectTimeout).
@@ -57,43 +51,4 @@ func tcpFieldSpec() *service.ConfigField {
 			"With TLS on, the TLS handshake runs over this dialer (the server name is each broker's host unless the TLS settings name one).").
 		Optional().
 		Advanced()
-}
-
-// parseDialer builds the dialer of the tcp block as Benthos's netutil
-// decorates it, with two departures:
-//
-//   - a connect_timeout of 0s, the default, is kgo's own dial timeout
-//     (kafkaconn.DefaultDialTimeout), not none: kgo applies its timeout only to
-//     the dialer it makes itself, and kafkaconn always gives it this one. Without a bound
-//     a dial of a host that drops SYNs waits for the OS (minutes on Linux).
-//   - a negative keep_alive.idle turns keep-alive probes off, as netutil
-//     describes it: netutil only clears KeepAliveConfig.Enable, which a
-//     net.Dialer with KeepAlive 0 reads as "probes at Go's defaults".
-//
-// Benthos fills the block in with its defaults when a config leaves it out,
-// so it is always there; nil is returned only for a parsed config without it.
-// Unlike the redpanda input, which logs a bad tcp block and dials without it,
-// a bad block is a config error.
-func parseDialer(pc *service.ParsedConfig) (*net.Dialer, error) {
-	if !pc.Contains(fieldTCP) {
-		return nil, nil
-	}
-	dc, err := netutil.DialerConfigFromParsed(pc.Namespace(fieldTCP))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", fieldTCP, err)
-	}
-	switch {
-	case dc.Timeout < 0:
-		return nil, fmt.Errorf("%s: %s (%s) must not be negative: 0s is kgo's %s", fieldTCP, fieldTCPConnectTimeout, dc.Timeout, kafkaconn.DefaultDialTimeout)
-	case dc.Timeout == 0:
-		dc.Timeout = kafkaconn.DefaultDialTimeout
-	}
-	d := &net.Dialer{}
-	if err := netutil.DecorateDialer(d, dc); err != nil {
-		return nil, fmt.Errorf("%s: %w", fieldTCP, err)
-	}
-	if dc.KeepAliveConfig.Idle < 0 {
-		d.KeepAlive = -1
-	}
-	return d, nil
 }

@@ -7,6 +7,8 @@ import (
 	"net"
 	"time"
 
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/redpanda-data/benthos/v4/public/utils/netutil"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -14,6 +16,46 @@ import (
 // the connect timeout of a tcp block that says 0s: kgo applies its timeout
 // only to its own dialer, which dialOpt replaces.
 const DefaultDialTimeout = 10 * time.Second
+
+// parseDialer builds the dialer of the tcp block as Benthos's netutil
+// decorates it, with two departures:
+//
+//   - a connect_timeout of 0s, the default, is kgo's own dial timeout
+//     (DefaultDialTimeout), not none: kgo applies its timeout only to the
+//     dialer it makes itself, and dialOpt always gives it this one. Without a
+//     bound a dial of a host that drops SYNs waits for the OS (minutes on
+//     Linux).
+//   - a negative keep_alive.idle turns keep-alive probes off, as netutil
+//     describes it: netutil only clears KeepAliveConfig.Enable, which a
+//     net.Dialer with KeepAlive 0 reads as "probes at Go's defaults".
+//
+// Benthos fills the block in with its defaults when a config leaves it out,
+// so it is always there; nil is returned only for a parsed config without it.
+// Unlike the redpanda input, which logs a bad tcp block and dials without it,
+// a bad block is a config error.
+func parseDialer(pc *service.ParsedConfig) (*net.Dialer, error) {
+	if !pc.Contains(fieldTCP) {
+		return nil, nil
+	}
+	dc, err := netutil.DialerConfigFromParsed(pc.Namespace(fieldTCP))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", fieldTCP, err)
+	}
+	switch {
+	case dc.Timeout < 0:
+		return nil, fmt.Errorf("%s: %s (%s) must not be negative: 0s is kgo's %s", fieldTCP, fieldTCPConnectTimeout, dc.Timeout, DefaultDialTimeout)
+	case dc.Timeout == 0:
+		dc.Timeout = DefaultDialTimeout
+	}
+	d := &net.Dialer{}
+	if err := netutil.DecorateDialer(d, dc); err != nil {
+		return nil, fmt.Errorf("%s: %w", fieldTCP, err)
+	}
+	if dc.KeepAliveConfig.Idle < 0 {
+		d.KeepAlive = -1
+	}
+	return d, nil
+}
 
 // dialOpt returns the kgo option that dials brokers: over the tcp block's
 // dialer, or without one (a parsed config always has one) over a net.Dialer

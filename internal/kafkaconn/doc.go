@@ -1,9 +1,11 @@
 // Package kafkaconn is how watermark-connect connects to Kafka: the
 // connection settings of a kafka_watermark input (seed brokers, client ID,
-// TLS, SASL, the tcp block, and the retries and timeouts of requests) and
-// the franz-go (kgo) client options they make (Config.Opts). The input adds
-// its consumer group options to these; `watermark-connect status` uses them
-// as they are, so that both dial, authenticate and retry the same way.
+// TLS, SASL, the tcp block, and the retries and timeouts of requests), read
+// from the input's parsed config (Parse), and the franz-go (kgo) client
+// options they make (Config.Opts). The input adds its consumer group
+// options to these; `watermark-connect status` uses them as they are, so
+// that both read the same fields, and dial, authenticate and retry the same
+// way.
 //
 // What it adds to kgo's own connection handling, and why:
 //
@@ -18,12 +20,14 @@
 //   - How often and for how long kgo retries a request follows the group's
 //     session timeout (retry.go).
 //
-// Files: conn.go (Config and Opts), sasl.go (SASL mechanisms), dialer.go,
-// refused.go, retry.go.
+// Files: conn.go (Config and Opts), parse.go (Parse), sasl.go (SASL
+// mechanisms, ValidateSASL), dialer.go (the tcp block and TLS), refused.go,
+// retry.go.
 //
 // # Concurrency
 //
-// Config and SASL are values, safe for concurrent reads; Opts neither keeps
+// Parse and ValidateSASL keep no state. Config, SASL and
+// UnknownMechanismError are values, safe for concurrent reads; Opts neither keeps
 // nor modifies its Config. The options share the Config's *tls.Config and
 // *net.Dialer, which must not be modified once Opts has been called. The
 // dial function in the options is safe for concurrent use, as kgo needs (it

@@ -2,8 +2,10 @@ package kafkaconn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -71,4 +73,73 @@ func (u unbuilt) Name() string { return string(u) }
 
 func (u unbuilt) Authenticate(context.Context, string) (sasl.Session, []byte, error) {
 	return nil, nil, fmt.Errorf("SASL mechanism %q is not built in", string(u))
+}
+
+// parseSASL reads the sasl list, nil when the config has none.
+func parseSASL(pc *service.ParsedConfig) ([]SASL, error) {
+	if !pc.Contains(fieldSASL) {
+		return nil, nil
+	}
+	list, err := pc.FieldObjectList(fieldSASL)
+	if err != nil {
+		return nil, err
+	}
+	var out []SASL
+	var errs []error
+	for _, e := range list {
+		var s SASL
+		s.Mechanism, err = e.FieldString(fieldSASLMechanism)
+		errs = append(errs, err)
+		s.Username, _ = e.FieldString(fieldSASLUsername)
+		s.Password, _ = e.FieldString(fieldSASLPassword)
+		s.Token, _ = e.FieldString(fieldSASLToken)
+		if e.Contains(fieldSASLExtensions) {
+			ext, err := e.FieldStringMap(fieldSASLExtensions)
+			errs = append(errs, err)
+			if len(ext) > 0 { // Benthos gives an absent map as empty
+				s.Extensions = ext
+			}
+		}
+		s.AWS = e.Contains(fieldSASLAWS)
+		out = append(out, s)
+	}
+	return out, errors.Join(errs...)
+}
+
+// ValidateSASL checks each entry of list and returns an error for each
+// problem, naming the entry (sasl[i].field): PLAIN and SCRAM need a user
+// name, OAUTHBEARER a token; MechanismNone needs nothing; any other
+// mechanism is an *UnknownMechanismError. The aws block is not checked:
+// rejecting it is the input's business.
+func ValidateSASL(list []SASL) []error {
+	var errs []error
+	for i, s := range list {
+		switch s.Mechanism {
+		case MechanismPlain, MechanismScram256, MechanismScram512:
+			if s.Username == "" {
+				errs = append(errs, fmt.Errorf("%s[%d].%s: %s needs a user name", fieldSASL, i, fieldSASLUsername, s.Mechanism))
+			}
+		case MechanismOAuthBearer:
+			if s.Token == "" {
+				errs = append(errs, fmt.Errorf("%s[%d].%s: %s needs a token", fieldSASL, i, fieldSASLToken, s.Mechanism))
+			}
+		case MechanismNone:
+		default:
+			errs = append(errs, &UnknownMechanismError{Index: i, Mechanism: s.Mechanism})
+		}
+	}
+	return errs
+}
+
+// UnknownMechanismError is ValidateSASL's error for an entry whose
+// mechanism is not built in. It is a value, safe for concurrent use.
+type UnknownMechanismError struct {
+	Index     int    // the entry's index in the sasl list
+	Mechanism string // the name it gives
+}
+
+// Error names the entry, the mechanism and the mechanisms built in.
+func (e *UnknownMechanismError) Error() string {
+	return fmt.Sprintf("%s[%d].%s (%q) must be one of %s, %s, %s, %s, %s", fieldSASL, e.Index, fieldSASLMechanism, e.Mechanism,
+		MechanismPlain, MechanismScram256, MechanismScram512, MechanismOAuthBearer, MechanismNone)
 }
