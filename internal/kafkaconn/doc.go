@@ -27,9 +27,9 @@
 // # Concurrency
 //
 // Parse and ValidateSASL keep no state. Config, SASL and
-// UnknownMechanismError are values, safe for concurrent reads; Opts neither keeps
-// nor modifies its Config. The options share the Config's *tls.Config and
-// *net.Dialer, which must not be modified once Opts has been called. The
+// UnknownMechanismError are values, safe for concurrent reads; Opts neither
+// keeps nor modifies its Config. The options share the Config's *tls.Config
+// and *net.Dialer, which must not be modified once Opts has been called. The
 // dial function in the options is safe for concurrent use, as kgo needs (it
 // dials from many goroutines): it only reads the dialer and clones the TLS
 // config for each dial.
