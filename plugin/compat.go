@@ -251,7 +251,7 @@ func (c *config) validateRedpanda(bad func(format string, args ...any)) {
 		bad("%s.%s: %s", fieldUnordered, fieldUnorderedBatching, msgBatching)
 	}
 	for i, s := range c.sasl {
-		if s.aws {
+		if s.AWS {
 			bad("%s[%d].%s: %s", fieldSASL, i, fieldSASLAWS, msgSASLAWS)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -216,7 +215,7 @@ func redpandaCases() map[string]redpandaCase {
 	}
 	const minimal = "topics: [ orders ]\nconsumer_group: g\n"
 	mech := func(i int, want string) redpandaCase {
-		return same(func(t *testing.T, _ *service.ParsedConfig, c *config) { require.Equal(t, want, c.sasl[i].mechanism) })
+		return same(func(t *testing.T, _ *service.ParsedConfig, c *config) { require.Equal(t, want, c.sasl[i].Mechanism) })
 	}
 	return map[string]redpandaCase{
 		"`seed_brokers`": same(func(t *testing.T, _ *service.ParsedConfig, c *config) {
@@ -242,16 +241,16 @@ func redpandaCases() map[string]redpandaCase {
 		"`sasl[].mechanism: REDPANDA_CLOUD_SERVICE_ACCOUNT`": rejected(minimal+"sasl: [ { mechanism: REDPANDA_CLOUD_SERVICE_ACCOUNT } ]\n",
 			"sasl[0].mechanism: REDPANDA_CLOUD_SERVICE_ACCOUNT is not built into this input: use PLAIN"),
 		"`sasl[].username`": same(func(t *testing.T, _ *service.ParsedConfig, c *config) {
-			require.Equal(t, "plain-user", c.sasl[1].username)
+			require.Equal(t, "plain-user", c.sasl[1].Username)
 		}),
 		"`sasl[].password`": same(func(t *testing.T, _ *service.ParsedConfig, c *config) {
-			require.Equal(t, "scram-password", c.sasl[3].password)
+			require.Equal(t, "scram-password", c.sasl[3].Password)
 		}),
 		"`sasl[].token`": same(func(t *testing.T, _ *service.ParsedConfig, c *config) {
-			require.Equal(t, "bearer-token", c.sasl[4].token)
+			require.Equal(t, "bearer-token", c.sasl[4].Token)
 		}),
 		"`sasl[].extensions`": same(func(t *testing.T, _ *service.ParsedConfig, c *config) {
-			require.Equal(t, map[string]string{"traceability": "yes-please"}, c.sasl[4].extensions)
+			require.Equal(t, map[string]string{"traceability": "yes-please"}, c.sasl[4].Extensions)
 		}),
 		"`sasl[].aws.*`": rejected(minimal+"sasl: [ { mechanism: PLAIN, username: u, aws: { region: eu-west-1 } } ]\n",
 			"sasl[0].aws: AWS_MSK_IAM is not built into this input"),
@@ -511,7 +510,8 @@ func TestRedpandaFieldCombinations(t *testing.T) {
 
 // kgo refuses a Dialer together with DialTLSConfig: with TLS and a tcp
 // block the input dials TLS itself on the tcp dialer, and the client
-// options are valid.
+// options are valid. kafkaconn's TestTLSDialServerName checks the
+// handshake over that dialer.
 func TestTLSWithTCPBuildsAClient(t *testing.T) {
 	fields := variantBase + "topics: [ orders ]\nconsumer_group: g\ntls: { enabled: true }\ntcp: { connect_timeout: 5s, keep_alive: { idle: 10s } }\n"
 	_, c, err := parseFields(t, fields)
@@ -522,34 +522,4 @@ func TestTLSWithTCPBuildsAClient(t *testing.T) {
 	cl, err := kgo.NewClient(in.clientOpts(engine.New(c.engine(), in.log, in.m))...)
 	require.NoError(t, err, "kgo accepts the options")
 	cl.Close()
-
-	// The handshake runs over the tcp dialer with the broker's host as the
-	// server name: a TLS listener sees it.
-	certPEM, keyPEM, _, _ := testCert(t)
-	cert, err := tls.X509KeyPair([]byte(certPEM), []byte(keyPEM))
-	require.NoError(t, err)
-	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}})
-	require.NoError(t, err)
-	defer l.Close()
-	names := make(chan string, 1)
-	go func() {
-		conn, err := l.Accept()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		tc := conn.(*tls.Conn)
-		if tc.Handshake() == nil {
-			names <- tc.ConnectionState().ServerName
-		}
-	}()
-	_, port, err := net.SplitHostPort(l.Addr().String())
-	require.NoError(t, err)
-	pool := x509.NewCertPool()
-	require.True(t, pool.AppendCertsFromPEM([]byte(certPEM)))
-	dialer := &net.Dialer{Timeout: 5 * time.Second}
-	conn, err := tlsDial(dialer, &tls.Config{RootCAs: pool})(t.Context(), "tcp", net.JoinHostPort("localhost", port))
-	require.NoError(t, err, "the certificate is for localhost: the server name came from the address")
-	conn.Close()
-	require.Equal(t, "localhost", <-names)
 }

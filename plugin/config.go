@@ -14,6 +14,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 
 	"github.com/watermark-connect/watermark-connect/internal/engine"
+	"github.com/watermark-connect/watermark-connect/internal/kafkaconn"
 )
 
 // config is the parsed and validated configuration of one input.
@@ -37,7 +38,7 @@ type config struct {
 	isolation              string
 	readCommitted          bool
 	tls                    *tls.Config // nil when disabled
-	sasl                   []saslConfig
+	sasl                   []kafkaconn.SASL
 	commitPeriod           time.Duration
 	maxPending             int
 	batchMaxRecords        int
@@ -65,14 +66,33 @@ type config struct {
 	redpanda redpandaSeen // the redpanda input's fields that are mapped or rejected
 }
 
-type saslConfig struct {
-	mechanism, username, password, token string
-	extensions                           map[string]string // OAUTHBEARER
-	aws                                  bool              // sasl[].aws is set: rejected
+// conn is the connection's part of the config, which kafkaconn turns into
+// the client's connection options.
+func (c *config) conn() kafkaconn.Config {
+	return kafkaconn.Config{
+		SeedBrokers:            c.seedBrokers,
+		ClientID:               c.clientID,
+		TLS:                    c.tls,
+		SASL:                   c.sasl,
+		Dialer:                 c.dialer,
+		SessionTimeout:         c.sessionTimeout,
+		MetadataMaxAge:         c.metadataMaxAge,
+		RequestTimeoutOverhead: c.requestTimeoutOverhead,
+		ConnIdleTimeout:        c.connIdleTimeout,
+	}
+}
+
+// setConn sets the connection's fields from kafkaconn.Parse; conn gives
+// them back.
+func (c *config) setConn(conn kafkaconn.Config) {
+	c.seedBrokers, c.clientID = conn.SeedBrokers, conn.ClientID
+	c.tls, c.sasl, c.dialer = conn.TLS, conn.SASL, conn.Dialer
+	c.sessionTimeout, c.metadataMaxAge = conn.SessionTimeout, conn.MetadataMaxAge
+	c.requestTimeoutOverhead, c.connIdleTimeout = conn.RequestTimeoutOverhead, conn.ConnIdleTimeout
 }
 
 // splitEntries splits list entries at commas and trims them, dropping empty
-// ones, as the redpanda input reads seed_brokers and topics.
+// ones, as the redpanda input reads topics (kafkaconn reads seed_brokers so).
 func splitEntries(list []string) []string {
 	var out []string
 	for _, e := range list {
@@ -123,56 +143,28 @@ func parseConfig(pc *service.ParsedConfig) (*config, error) {
 		}
 		return v
 	}
-	c.seedBrokers = list(fieldSeedBrokers, true)
+	// The connection's fields: kafkaconn reads them, for status too.
+	conn, err := kafkaconn.Parse(pc)
+	errs = append(errs, err)
+	c.setConn(conn)
 	c.topics = list(fieldTopics, true)
 	c.regexpInclude = list(fieldRegexpTopicsInclude, true)
 	c.regexpExclude = list(fieldRegexpTopicsExclude, false)
-	var err error
 	c.regexpTopics, err = pc.FieldBool(fieldRegexpTopics)
 	errs = append(errs, err)
 	str(&c.group, fieldConsumerGroup)
-	str(&c.clientID, fieldClientID)
 	str(&c.rackID, fieldRackID)
 	str(&c.instanceID, fieldInstanceID)
 	str(&c.startOffset, fieldStartOffset)
-	dur(&c.sessionTimeout, fieldSessionTimeout)
 	dur(&c.rebalanceTimeout, fieldRebalanceTimeout)
 	dur(&c.heartbeat, fieldHeartbeatInterval)
 	size(&c.fetchMaxBytes, fieldFetchMaxBytes)
 	size(&c.fetchMaxPartitionBytes, fieldFetchMaxPartitionBytes)
 	dur(&c.fetchMaxWait, fieldFetchMaxWait)
-	dur(&c.metadataMaxAge, fieldMetadataMaxAge)
 	dur(&c.topicLagRefresh, fieldTopicLagRefreshPeriod)
 	size(&c.fetchMinBytes, fieldFetchMinBytes)
-	dur(&c.requestTimeoutOverhead, fieldRequestTimeoutOverhead)
-	dur(&c.connIdleTimeout, fieldConnIdleTimeout)
-	c.dialer, err = parseDialer(pc)
-	errs = append(errs, err)
 	str(&c.isolation, fieldIsolationLevel)
 	c.readCommitted = c.isolation == isolationCommitted
-	tlsConf, tlsOn, err := pc.FieldTLSToggled(fieldTLS)
-	errs = append(errs, err)
-	if tlsOn {
-		c.tls = tlsConf
-	}
-	if pc.Contains(fieldSASL) {
-		list, err := pc.FieldObjectList(fieldSASL)
-		errs = append(errs, err)
-		for _, s := range list {
-			var sc saslConfig
-			sc.mechanism, err = s.FieldString(fieldSASLMechanism)
-			errs = append(errs, err)
-			sc.username, _ = s.FieldString(fieldSASLUsername)
-			sc.password, _ = s.FieldString(fieldSASLPassword)
-			sc.token, _ = s.FieldString(fieldSASLToken)
-			if s.Contains(fieldSASLExtensions) {
-				sc.extensions, err = s.FieldStringMap(fieldSASLExtensions)
-				errs = append(errs, err)
-			}
-			sc.aws = s.Contains(fieldSASLAWS)
-			c.sasl = append(c.sasl, sc)
-		}
-	}
 	dur(&c.commitPeriod, fieldCommitPeriod)
 	num(&c.maxPending, fieldMaxPendingBatches)
 	num(&c.batchMaxRecords, fieldBatchMaxRecords)
@@ -306,22 +298,13 @@ func (c *config) validate() error {
 	if c.nackRetries < -1 {
 		bad("%s.%s (%d) must be -1 (unlimited) or at least 0", fieldNackRetry, fieldNackMaxRetries, c.nackRetries)
 	}
-	for i, s := range c.sasl {
-		switch s.mechanism {
-		case saslPlain, saslScram256, saslScram512:
-			if s.username == "" {
-				bad("%s[%d].%s: %s needs a user name", fieldSASL, i, fieldSASLUsername, s.mechanism)
-			}
-		case saslOAuthBearer:
-			if s.token == "" {
-				bad("%s[%d].%s: %s needs a token", fieldSASL, i, fieldSASLToken, s.mechanism)
-			}
-		case saslNone:
-		case saslAWSMSKIAM, saslRedpandaCloudSA:
-			errs = append(errs, saslRejected(i, s.mechanism))
-		default:
-			bad("%s[%d].%s (%q) must be one of %s, %s, %s, %s", fieldSASL, i, fieldSASLMechanism, s.mechanism, saslPlain, saslScram256, saslScram512, saslOAuthBearer)
+	for _, err := range kafkaconn.ValidateSASL(c.sasl) {
+		// The enum takes these names only to say what to use instead.
+		var unknown *kafkaconn.UnknownMechanismError
+		if errors.As(err, &unknown) && (unknown.Mechanism == saslAWSMSKIAM || unknown.Mechanism == saslRedpandaCloudSA) {
+			err = saslRejected(unknown.Index, unknown.Mechanism)
 		}
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -99,8 +99,8 @@ func (in *Input) authDescription() string {
 		parts = append(parts, "TLS")
 	}
 	for _, s := range in.conf.sasl {
-		if s.mechanism != saslNone {
-			parts = append(parts, "SASL "+s.mechanism)
+		if s.Mechanism != saslNone {
+			parts = append(parts, "SASL "+s.Mechanism)
 		}
 	}
 	if len(parts) == 0 {

@@ -86,11 +86,11 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 			return fail(err)
 		}
 	} else {
-		t.ClientID = "watermark-connect"
+		t.Conn.ClientID = "watermark-connect"
 	}
 	secrets = t.secrets()
 	if len(o.SeedBrokers) > 0 {
-		t.SeedBrokers = o.SeedBrokers
+		t.Conn.SeedBrokers = o.SeedBrokers
 	}
 	if o.Group != "" {
 		t.Group = o.Group
@@ -168,12 +168,13 @@ can read the group's offsets, while the pipeline runs or after it stopped.
   {{.BinaryName}} status -c ./config.yaml --format json
   {{.BinaryName}} status --seed-brokers localhost:9092 --consumer-group G --topics a,b
 
-With -c, the connection settings (seed_brokers, tls, sasl, consumer_group,
-topics, regexp_topics, client_id) are those of the config's kafka_watermark
-input, read as run reads them: environment variables interpolated (${VAR},
-${VAR:default}; the root flag -e loads an env file), the input found wherever
-it sits (input, or a broker's inputs) and linted. The config must hold one
-kafka_watermark input. Flags override its fields.
+With -c, consumer_group, topics, regexp_topics and the connection settings
+(seed_brokers, client_id, tls, sasl, tcp, and the request timeouts) are those
+of the config's kafka_watermark input, read as run reads them: environment
+variables interpolated (${VAR}, ${VAR:default}; the root flag -e loads an env
+file), the input found wherever it sits (input, or a broker's inputs) and
+linted. Status connects as the input does, with the same code. The config
+must hold one kafka_watermark input. Flags override its fields.
 
 Exit status: 0 when no partition is stalled and none lost records, 1 when any
 is stalled, 2 when it cannot tell (brokers unreachable, authentication failed,

@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/watermark-connect/watermark-connect/internal/kafkaconn"
 )
 
 // run is Run with the test's environment and a short timeout; it returns
@@ -269,13 +271,13 @@ func TestRunTimeout(t *testing.T) {
 // not an error.
 func TestNewClientSkipsNoneMechanism(t *testing.T) {
 	c := newCluster(t, 1, "orders")
-	tg := Target{SeedBrokers: []string{c.addr}, Group: "g", SASL: []SASL{{Mechanism: "none"}}}
+	tg := Target{Conn: kafkaconn.Config{SeedBrokers: []string{c.addr}, SASL: []kafkaconn.SASL{{Mechanism: "none"}}}, Group: "g"}
 	assert.Empty(t, tg.security())
 	cl, err := NewClient(testContext(t), tg)
 	require.NoError(t, err)
 	cl.Close()
 
-	tg.SASL = []SASL{{Mechanism: "GSSAPI"}}
+	tg.Conn.SASL = []kafkaconn.SASL{{Mechanism: "GSSAPI"}}
 	_, err = NewClient(testContext(t), tg)
 	assert.ErrorContains(t, err, `sasl[0].mechanism ("GSSAPI") must be one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, none`)
 }

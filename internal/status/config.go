@@ -2,7 +2,6 @@ package status
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,56 +10,41 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/watermark-connect/watermark-connect/internal/kafkaconn"
 	"github.com/watermark-connect/watermark-connect/plugin"
 )
 
-// Field names of the kafka_watermark input that status reads. They are the
-// plugin's (its ConfigSpec parses them); the plugin keeps its constants
-// unexported, so they are repeated here and TestConfigFieldsExist checks
-// them against the spec.
+// Field names of the kafka_watermark input that status reads besides the
+// connection's, which kafkaconn reads. They are the plugin's (its
+// ConfigSpec parses them); the plugin keeps its constants unexported, so
+// they are repeated here and TestConfigFieldsExist checks them against the
+// spec.
 const (
-	fieldSeedBrokers    = "seed_brokers"
-	fieldTopics         = "topics"
-	fieldRegexpTopics   = "regexp_topics"
-	fieldConsumerGroup  = "consumer_group"
-	fieldClientID       = "client_id"
-	fieldTLS            = "tls"
-	fieldSASL           = "sasl"
-	fieldSASLMechanism  = "mechanism"
-	fieldSASLUsername   = "username"
-	fieldSASLPassword   = "password"
-	fieldSASLToken      = "token"
-	fieldSASLExtensions = "extensions" // read only where the spec has it
+	fieldSeedBrokers   = "seed_brokers" // named in messages only: kafkaconn reads it
+	fieldTopics        = "topics"
+	fieldRegexpTopics  = "regexp_topics"
+	fieldConsumerGroup = "consumer_group"
 )
 
 // Target is what status connects to and reads: the connection settings of a
 // kafka_watermark input and the group whose commits it reports.
 //
-// A Target is a value; it holds secrets (SASL passwords and tokens), which
-// nothing in this package prints.
+// A Target is a value, safe for concurrent reads; it holds secrets (SASL
+// passwords and tokens), which nothing in this package prints.
 type Target struct {
-	SeedBrokers  []string
+	// Conn is how the input connects, from its config (kafkaconn.Parse);
+	// without a config, the seed brokers and client ID only, and kgo's
+	// defaults for the rest.
+	Conn         kafkaconn.Config
 	Topics       []string // empty: every partition the group has a commit for
 	RegexpTopics bool     // Topics are regular expressions, as the input reads them
 	Group        string
-	ClientID     string
-	TLS          *tls.Config // nil: plaintext
-	SASL         []SASL      // tried in order
-}
-
-// SASL is one SASL mechanism and its credentials. A SASL is a value, safe
-// for concurrent use once built.
-type SASL struct {
-	Mechanism          string            // PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, or none (skipped)
-	Username, Password string            // PLAIN and SCRAM
-	Token              string            // OAUTHBEARER
-	Extensions         map[string]string // OAUTHBEARER, optional
 }
 
 // secrets returns the values output must never contain.
 func (t Target) secrets() []string {
 	var out []string
-	for _, s := range t.SASL {
+	for _, s := range t.Conn.SASL {
 		out = append(out, s.Password, s.Token)
 	}
 	return out
@@ -70,11 +54,11 @@ func (t Target) secrets() []string {
 // " with TLS and SASL SCRAM-SHA-512", or "" for plaintext.
 func (t Target) security() string {
 	var parts []string
-	if t.TLS != nil {
+	if t.Conn.TLS != nil {
 		parts = append(parts, "TLS")
 	}
-	for _, s := range t.SASL {
-		if s.Mechanism != "none" {
+	for _, s := range t.Conn.SASL {
+		if s.Mechanism != kafkaconn.MechanismNone {
 			parts = append(parts, "SASL "+s.Mechanism)
 		}
 	}
@@ -87,19 +71,13 @@ func (t Target) security() string {
 // validate checks what Collect and the client need, in one place.
 func (t Target) validate() error {
 	var errs []error
-	if len(t.SeedBrokers) == 0 {
+	if len(t.Conn.SeedBrokers) == 0 {
 		errs = append(errs, fmt.Errorf("%s: at least one broker address is required (--seed-brokers, or -c with a kafka_watermark input)", fieldSeedBrokers))
 	}
 	if t.Group == "" {
 		errs = append(errs, fmt.Errorf("%s: a group name is required (--consumer-group, or -c with a kafka_watermark input)", fieldConsumerGroup))
 	}
-	for i, s := range t.SASL {
-		switch s.Mechanism {
-		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "none":
-		default:
-			errs = append(errs, fmt.Errorf("%s[%d].%s (%q) must be one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, none", fieldSASL, i, fieldSASLMechanism, s.Mechanism))
-		}
-	}
+	errs = append(errs, kafkaconn.ValidateSASL(t.Conn.SASL)...) // as the input checks them
 	return errors.Join(errs...)
 }
 
@@ -212,49 +190,21 @@ func lintInput(env *service.Environment, component map[string]any) error {
 }
 
 // targetFromParsed reads the fields status needs from a parsed
-// kafka_watermark config, as the input's own parser does: seed_brokers
-// entries may hold comma-separated addresses. Connection fields it does not
-// read (a tcp dialer block, where the input has one) are left to kgo's
-// defaults.
+// kafka_watermark config: the connection's with the input's own code
+// (kafkaconn.Parse: seed_brokers, client_id, tls, sasl, the tcp block and
+// the request timeouts), then the group and its topics.
 func targetFromParsed(pc *service.ParsedConfig) (Target, error) {
 	var t Target
 	var errs []error
-	brokers, err := pc.FieldStringList(fieldSeedBrokers)
+	var err error
+	t.Conn, err = kafkaconn.Parse(pc)
 	errs = append(errs, err)
-	t.SeedBrokers = splitList(brokers...)
 	t.Topics, err = pc.FieldStringList(fieldTopics)
 	errs = append(errs, err)
 	t.RegexpTopics, err = pc.FieldBool(fieldRegexpTopics)
 	errs = append(errs, err)
 	t.Group, err = pc.FieldString(fieldConsumerGroup)
 	errs = append(errs, err)
-	t.ClientID, err = pc.FieldString(fieldClientID)
-	errs = append(errs, err)
-	tlsConf, tlsOn, err := pc.FieldTLSToggled(fieldTLS)
-	errs = append(errs, err)
-	if tlsOn {
-		t.TLS = tlsConf
-	}
-	if pc.Contains(fieldSASL) {
-		list, err := pc.FieldObjectList(fieldSASL)
-		errs = append(errs, err)
-		for _, s := range list {
-			var m SASL
-			m.Mechanism, err = s.FieldString(fieldSASLMechanism)
-			errs = append(errs, err)
-			m.Username, _ = s.FieldString(fieldSASLUsername)
-			m.Password, _ = s.FieldString(fieldSASLPassword)
-			m.Token, _ = s.FieldString(fieldSASLToken)
-			if s.Contains(fieldSASLExtensions) {
-				ext, err := s.FieldStringMap(fieldSASLExtensions)
-				errs = append(errs, err)
-				if len(ext) > 0 {
-					m.Extensions = ext
-				}
-			}
-			t.SASL = append(t.SASL, m)
-		}
-	}
 	return t, errors.Join(errs...)
 }
 

@@ -6,11 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/watermark-connect/watermark-connect/internal/kafkaconn"
 	"github.com/watermark-connect/watermark-connect/plugin"
 )
 
@@ -23,17 +25,14 @@ func writeConfig(t *testing.T, content string) string {
 }
 
 // The field names status reads are the input's: a name the spec does not
-// know would be a lint error.
+// know would be a lint error. (kafkaconn's TestParseEveryField holds the
+// connection's names, which kafkaconn reads, to the spec.)
 func TestConfigFieldsExist(t *testing.T) {
 	yaml := strings.Join([]string{
 		fieldSeedBrokers + ": [ x ]",
 		fieldTopics + ": [ t ]",
 		fieldRegexpTopics + ": false",
 		fieldConsumerGroup + ": g",
-		fieldClientID + ": c",
-		fieldTLS + ": { enabled: false }",
-		fieldSASL + ": [ { " + fieldSASLMechanism + ": PLAIN, " + fieldSASLUsername + ": u, " +
-			fieldSASLPassword + ": p, " + fieldSASLToken + ": t } ]",
 	}, "\n    ")
 	lints, err := service.GlobalEnvironment().NewComponentConfigLinter().LintYAML("input", []byte(plugin.InputName+":\n    "+yaml+"\n"))
 	require.NoError(t, err)
@@ -65,18 +64,18 @@ output:
 `)
 	tg, err := LoadConfig(path, lookupTest, nil)
 	require.NoError(t, err)
-	assert.Equal(t, []string{"kafka-0:9092", "kafka-1:9092", "kafka-2:9092"}, tg.SeedBrokers, "seed_brokers entries split on commas")
+	assert.Equal(t, []string{"kafka-0:9092", "kafka-1:9092", "kafka-2:9092"}, tg.Conn.SeedBrokers, "seed_brokers entries split on commas")
 	assert.Equal(t, []string{"orders"}, tg.Topics)
 	assert.False(t, tg.RegexpTopics)
 	assert.Equal(t, "orders-to-http", tg.Group)
-	assert.Equal(t, "watermark-connect", tg.ClientID, "the input's default client_id")
-	if assert.NotNil(t, tg.TLS) {
-		assert.True(t, tg.TLS.InsecureSkipVerify)
+	assert.Equal(t, "watermark-connect", tg.Conn.ClientID, "the input's default client_id")
+	if assert.NotNil(t, tg.Conn.TLS) {
+		assert.True(t, tg.Conn.TLS.InsecureSkipVerify)
 	}
-	assert.Equal(t, []SASL{
+	assert.Equal(t, []kafkaconn.SASL{
 		{Mechanism: "SCRAM-SHA-512", Username: "svc", Password: testEnv["PASSWORD"]},
 		{Mechanism: "OAUTHBEARER", Token: "literal-token"},
-	}, tg.SASL)
+	}, tg.Conn.SASL)
 	assert.Equal(t, " with TLS and SASL SCRAM-SHA-512 and SASL OAUTHBEARER", tg.security())
 	assert.ElementsMatch(t, []string{testEnv["PASSWORD"], "", "", "literal-token"}, tg.secrets())
 }
@@ -101,7 +100,17 @@ output:
 `)
 	tg, err := LoadConfig(path, lookupTest, nil)
 	require.NoError(t, err)
-	assert.Equal(t, Target{SeedBrokers: []string{"k:9092"}, Topics: []string{"a.*"}, RegexpTopics: true, Group: "nested", ClientID: "status-test"}, tg)
+	require.NotNil(t, tg.Conn.Dialer, "the tcp block's defaults")
+	tg.Conn.Dialer = nil
+	assert.Equal(t, Target{
+		Conn: kafkaconn.Config{
+			SeedBrokers: []string{"k:9092"}, ClientID: "status-test",
+			// The input's defaults.
+			SessionTimeout: time.Minute, MetadataMaxAge: 5 * time.Minute,
+			RequestTimeoutOverhead: 10 * time.Second, ConnIdleTimeout: 20 * time.Second,
+		},
+		Topics: []string{"a.*"}, RegexpTopics: true, Group: "nested",
+	}, tg)
 }
 
 func TestLoadConfigErrors(t *testing.T) {

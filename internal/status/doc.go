@@ -28,8 +28,9 @@
 //
 // Files: command.go (the command, Run and its exit statuses), config.go
 // (reading a Benthos config's kafka_watermark input), envvars.go (Benthos's
-// environment interpolation), client.go (the kgo client), report.go
-// (Collect and the Report), render.go (text and JSON).
+// environment interpolation), client.go (the kgo client, which connects as
+// the input does, with internal/kafkaconn), report.go (Collect and the
+// Report), render.go (text and JSON).
 //
 // # Concurrency
 //
