@@ -21,6 +21,12 @@ type Record struct {
 	V string `json:"v"` // value
 }
 
+// NoPartition is the partition of a record that has no place in a ledger:
+// a sink's Decode gives it to the records of an output that does not say
+// where they come from. A Ledger counts them (Records, ByInstance) and
+// nothing else.
+const NoPartition int32 = -1
+
 // Entry is what a Ledger knows of one offset of one partition. The zero
 // Entry is an offset never delivered.
 type Entry struct {
@@ -135,6 +141,9 @@ func (l *Ledger) Record(b Batch, ack int64) {
 	arrive := b.Arrived.UnixNano()
 	p0, first := recs[0].P, recs[0].O
 	for _, r := range recs {
+		if r.P == NoPartition {
+			continue
+		}
 		if (l.topic != "" && r.T != l.topic) || r.P < 0 || int(r.P) >= len(l.Parts) || r.O < 0 {
 			l.Note("record from an unexpected place: %+v", r)
 			continue

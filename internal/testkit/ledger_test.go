@@ -99,7 +99,7 @@ func TestLedgerBadRecords(t *testing.T) {
 	}{
 		{"other topic", []Record{{T: "u", P: 0, O: 0, V: val(0, 0)}}, 0, "unexpected place"},
 		{"partition out of range", []Record{{T: "t", P: 2, O: 0, V: val(2, 0)}}, 0, "unexpected place"},
-		{"negative partition", []Record{{T: "t", P: -1, O: 0}}, 0, "unexpected place"},
+		{"negative partition", []Record{{T: "t", P: -2, O: 0}}, 0, "unexpected place"},
 		{"negative offset", []Record{{T: "t", P: 0, O: -1}}, 0, "unexpected place"},
 		{"wrong value", []Record{{T: "t", P: 1, O: 3, V: "x"}}, 1, `has value "x", want "p1-o3"`},
 		{"two partitions", []Record{{T: "t", P: 0, O: 0, V: val(0, 0)}, {T: "t", P: 1, O: 0, V: val(1, 0)}}, 2, "holds partitions 0 and 1"},

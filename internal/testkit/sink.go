@@ -47,6 +47,12 @@ type SinkOptions struct {
 	Topic      string
 	Partitions int
 	Want       func(p int32, o int64) string
+	// Decode, when set, turns a request's body into its records, for an
+	// output that does not post the JSON array of Records (the content of
+	// one message, or of a batch's, one per line). Records it gives
+	// NoPartition are counted (Records, ByInstance) but have no place in
+	// the ledger. nil decodes the JSON array.
+	Decode func(body []byte) ([]Record, error)
 	// Each request waits a random delay in [MinDelay, MaxDelay) before it
 	// is judged, so that with many requests in flight batches are
 	// acknowledged out of order; with a rate set (SetRate), at least its
@@ -197,8 +203,8 @@ func (s *Sink) handle(w http.ResponseWriter, r *http.Request) {
 	s.inflight.Add(1)
 	defer s.inflight.Add(-1)
 	s.requests.Add(1)
-	var recs []Record
-	if err := json.NewDecoder(r.Body).Decode(&recs); err != nil {
+	recs, err := s.decode(r)
+	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || r.Context().Err() != nil {
 			// The client died mid-request (a test kills it): the batch was
 			// never acknowledged, so nothing is recorded.
@@ -246,6 +252,20 @@ func (s *Sink) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	s.answer(w, a)
+}
+
+// decode reads a request's records (SinkOptions.Decode).
+func (s *Sink) decode(r *http.Request) ([]Record, error) {
+	if s.opts.Decode == nil {
+		var recs []Record
+		err := json.NewDecoder(r.Body).Decode(&recs)
+		return recs, err
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, err
+	}
+	return s.opts.Decode(body)
 }
 
 // answer writes the HTTP answer a stands for.

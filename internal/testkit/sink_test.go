@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -220,4 +221,52 @@ func TestSinkDelays(t *testing.T) {
 	if took := time.Since(start); took < 60*time.Millisecond {
 		t.Errorf("a request took %v, want at least MinDelay 60ms", took)
 	}
+}
+
+// A sink for an output that posts raw lines: Decode gives them no place,
+// so they are counted and nothing else; Judge still sees every one.
+func TestSinkDecodesRawBodies(t *testing.T) {
+	var judged []string
+	s := newTestSink(t, SinkOptions{
+		Decode: func(body []byte) ([]Record, error) {
+			var recs []Record
+			for _, l := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+				recs = append(recs, Record{P: NoPartition, V: l})
+			}
+			return recs, nil
+		},
+		Judge: func(b Batch) Answer {
+			judged = append(judged, b.Records[0].V)
+			if b.Records[0].V == "poison" {
+				return Fail
+			}
+			return Accept
+		},
+	})
+	for _, c := range []struct {
+		body string
+		want int
+	}{
+		{"a\nb\nc\n", 200},
+		{"poison", 500},
+		{"", 200},
+	} {
+		resp, err := http.Post(s.URL(), "text/plain", strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("POST %q: status %d, want %d", c.body, resp.StatusCode, c.want)
+		}
+	}
+	l := s.Snapshot()
+	if s.Records() != 4 || l.BadCount != 0 || len(l.Parts) != 0 {
+		t.Errorf("Records() = %d, BadCount = %d, %d partitions; want 4, 0, 0", s.Records(), l.BadCount, len(l.Parts))
+	}
+	s.View(func(*Ledger) {
+		if want := []string{"a", "poison", ""}; !reflect.DeepEqual(judged, want) {
+			t.Errorf("judged %q, want %q", judged, want)
+		}
+	})
 }
