@@ -23,6 +23,8 @@ func TestParseMetricsLines(t *testing.T) {
 		{line: `a:b_c{} 3`, want: Sample{Name: "a:b_c", Value: 3}},
 		{line: `kafka_watermark_committed_offset{partition="3",topic="orders"} 42`,
 			want: Sample{Name: "kafka_watermark_committed_offset", Labels: map[string]string{"partition": "3", "topic": "orders"}, Value: 42}},
+		{line: `kafka_watermark_lost_records_total{label="",partition="7",path="root.input",topic="chaos-1"} 120`,
+			want: Sample{Name: "kafka_watermark_lost_records_total", Labels: map[string]string{"label": "", "partition": "7", "path": "root.input", "topic": "chaos-1"}, Value: 120}},
 		{line: `m{a="x,y}z",b="q\"uo\\te\n",} 1e3`,
 			want: Sample{Name: "m", Labels: map[string]string{"a": "x,y}z", "b": "q\"uo\\te\n"}, Value: 1000}},
 		{line: `m{ a = "1" , b="2" } -Inf`, want: Sample{Name: "m", Labels: map[string]string{"a": "1", "b": "2"}, Value: math.Inf(-1)}},

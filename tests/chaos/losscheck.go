@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // What the harness itself did to the log, and how the checker holds the
@@ -199,13 +200,13 @@ type lossResult struct {
 // the log read back. It returns the figures, and how many deleted visible
 // records were neither delivered nor reported (they count as lost), with
 // examples.
-func checkLosses(lg [][]logRec, ld ledgerData, facts *lossFacts, events []lossEvent, topic string) (lossResult, []string) {
+func checkLosses(lg [][]logRec, ld *testkit.Ledger, facts *lossFacts, events []lossEvent, topic string) (lossResult, []string) {
 	var r lossResult
 	if facts == nil {
 		facts = &lossFacts{}
 	}
 	received := func(p int32, o int64) bool {
-		return int(p) < len(ld.parts) && o >= 0 && o < int64(len(ld.parts[p])) && ld.parts[p][o].count > 0
+		return int(p) < len(ld.Parts) && o >= 0 && o < int64(len(ld.Parts[p])) && ld.Parts[p][o].Count > 0
 	}
 
 	// Expected: per partition, the union of what each deletion found
@@ -378,14 +379,14 @@ func checkLosses(lg [][]logRec, ld ledgerData, facts *lossFacts, events []lossEv
 				newHash, inNew = lg[t.P][o].hash, true
 			}
 			isOld := func(h uint32) bool { return !inNew || h != newHash }
-			e := entry{}
-			if int(t.P) < len(ld.parts) && o < int64(len(ld.parts[t.P])) {
-				e = ld.parts[t.P][o]
+			e := testkit.Entry{}
+			if int(t.P) < len(ld.Parts) && o < int64(len(ld.Parts[t.P])) {
+				e = ld.Parts[t.P][o]
 			}
-			old := e.count > 0 && isOld(e.hash)
+			old := e.Count > 0 && isOld(e.Hash)
 			if !old {
-				for _, a := range ld.alts {
-					if a.p == t.P && a.o == o && isOld(a.hash) {
+				for _, a := range ld.Alts {
+					if a.P == t.P && a.O == o && isOld(a.Hash) {
 						old = true
 						break
 					}

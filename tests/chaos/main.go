@@ -41,9 +41,10 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // options are the command line.
@@ -154,7 +155,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		os.Exit(2)
 	}
-	root, err := projectRoot()
+	root, err := testkit.ModuleRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		os.Exit(2)
@@ -180,24 +181,4 @@ func main() {
 	cancel()
 	stop()
 	os.Exit(code)
-}
-
-// projectRoot is the folder of the go.mod of this module, from the working
-// directory up.
-func projectRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.Contains(string(b), "module github.com/watermark-connect/watermark-connect\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("not inside the watermark-connect module: run from the project")
-		}
-		dir = parent
-	}
 }

@@ -153,8 +153,8 @@ func (h *harness) buildReport(acc *accounting, runErr error) *report {
 		h.txn.mu.Unlock()
 	}
 	if h.sink != nil {
-		r.SinkFailed, r.SinkAborted = h.sink.failed.Load(), h.sink.aborted.Load()
-		r.OutOfOrderAcks = h.sink.ledgerCopy().outOfOrder
+		r.SinkFailed, r.SinkAborted = h.sink.Failed(), h.sink.Aborted()
+		r.OutOfOrderAcks = h.sink.outOfOrder()
 	}
 	if h.fleet != nil {
 		r.Logs = h.fleet.scanLogs()

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // harness is one run.
@@ -313,7 +314,7 @@ func (h *harness) waitRecovered(ctx context.Context, fr *faultRun, timeout time.
 
 func (h *harness) progress() {
 	h.logf("progress: produced %d live + %d txn records, sink %d requests, %d deliveries, %d failed on purpose",
-		h.live.acked.Load(), h.txnRecords(), h.sink.requests.Load(), h.sink.records.Load(), h.sink.failed.Load())
+		h.live.acked.Load(), h.txnRecords(), h.sink.Requests(), h.sink.Records(), h.sink.Failed())
 }
 
 func (h *harness) txnRecords() int {
@@ -347,7 +348,7 @@ func (h *harness) drainAndCheck(ctx context.Context) (*accounting, error) {
 	for {
 		ok, c, e := h.poller.drained()
 		offs, ends = c, e
-		if ok && h.sink.inflight.Load() == 0 {
+		if ok && h.sink.InFlight() == 0 {
 			stable++
 		} else {
 			stable = 0
@@ -391,8 +392,8 @@ func (h *harness) drainAndCheck(ctx context.Context) (*accounting, error) {
 	if w := h.sink.lied.Load(); w != nil {
 		h.logf("self-check: the sink acknowledged %s without recording it; the checker must report it lost", *w)
 	}
-	ld := h.sink.ledgerCopy()
-	for _, b := range ld.bad {
+	ld := h.sink.Snapshot()
+	for _, b := range ld.Bad {
 		h.note("sink: %s", b)
 	}
 	if err := writeDuplicates(filepath.Join(o.out, "duplicates.csv"), ld); err != nil {
@@ -705,18 +706,32 @@ func reproduceCommand(o *options) string {
 	return strings.Join(args, " ")
 }
 
+// buildBinary builds ./cmd/watermark-connect into dir, from the working
+// tree (source "tree") or from git HEAD (source "head", a git archive copy
+// in dir/src).
+func buildBinary(ctx context.Context, root, source string, race bool, dir string) (string, error) {
+	src := root
+	if source == "head" {
+		src = filepath.Join(dir, "src")
+		if err := testkit.ExportRef(ctx, root, "HEAD", src); err != nil {
+			return "", err
+		}
+	}
+	return testkit.Build{Dir: src, Race: race, Out: filepath.Join(dir, "watermark-connect")}.Run(ctx)
+}
+
 // writeDuplicates writes every duplicate delivery: partition, offset, when
 // and by whom it came again, when and by whom it came first.
-func writeDuplicates(path string, ld ledgerData) error {
+func writeDuplicates(path string, ld *testkit.Ledger) error {
 	names := map[uint16]string{}
-	for n, i := range ld.instances {
+	for n, i := range ld.Instances {
 		names[i] = n
 	}
 	var b strings.Builder
 	b.WriteString("partition,offset,again_at,again_by,first_arrived_at,first_by\n")
-	for _, d := range ld.dups {
-		e := ld.parts[d.p][d.o]
-		fmt.Fprintf(&b, "%d,%d,%s,%s,%s,%s\n", d.p, d.o, fmtTime(d.at), names[d.inst], fmtTime(e.firstArrive), names[e.inst])
+	for _, d := range ld.Dups {
+		e := ld.Parts[d.P][d.O]
+		fmt.Fprintf(&b, "%d,%d,%s,%s,%s,%s\n", d.P, d.O, fmtTime(d.At), names[d.Inst], fmtTime(e.FirstArrive), names[e.Inst])
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // The unclean-election fault (--cluster 3): an unclean leader election
@@ -468,7 +470,7 @@ func produceTo(ctx context.Context, brokers, topic string, p int32, n int, tag s
 	}
 	out := make([]prodRec, n)
 	for i, r := range recs {
-		out[i] = prodRec{p: p, o: r.Offset, hash: hashValue(string(r.Value))}
+		out[i] = prodRec{p: p, o: r.Offset, hash: testkit.HashValue(string(r.Value))}
 	}
 	slices.SortFunc(out, func(a, b prodRec) int { return int(a.o - b.o) })
 	return out, nil
@@ -497,7 +499,7 @@ func readRange(ctx context.Context, brokers, topic string, p int32, from, to int
 		done := false
 		fs.EachRecord(func(r *kgo.Record) {
 			if r.Offset < to {
-				out[r.Offset] = hashValue(string(r.Value))
+				out[r.Offset] = testkit.HashValue(string(r.Value))
 			}
 			if r.Offset >= to-1 {
 				done = true

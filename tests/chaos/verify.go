@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // Kinds of offsets in the log, as read back after the run.
@@ -106,9 +107,9 @@ func readPass(ctx context.Context, brokers, topic string, starts, ends []int64, 
 			case r.Attrs.IsControl():
 				lr.kind = offMarker
 			case committed:
-				*lr = logRec{kind: offData, hash: hashValue(string(r.Value)), ts: r.Timestamp.UnixNano()}
+				*lr = logRec{kind: offData, hash: testkit.HashValue(string(r.Value)), ts: r.Timestamp.UnixNano()}
 			case lr.kind == offUnknown:
-				*lr = logRec{kind: offAborted, hash: hashValue(string(r.Value)), ts: r.Timestamp.UnixNano()}
+				*lr = logRec{kind: offAborted, hash: testkit.HashValue(string(r.Value)), ts: r.Timestamp.UnixNano()}
 			}
 			if r.Offset == ends[p]-1 && !done[p] {
 				done[p] = true
@@ -280,19 +281,19 @@ func (a *accounting) violation(format string, args ...any) {
 // the log: records it deleted are not expected to be delivered, and offsets
 // an unclean election rewrote hold an old record (delivered or not) and a
 // new one (which must be delivered).
-func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, audit []auditRec,
+func account(lg [][]logRec, ld *testkit.Ledger, hist [][]commitObs, backs []backObs, audit []auditRec,
 	outages []window, faults []*faultRun, paused []pausedObs, runEnd int64, facts *lossFacts) *accounting {
 	a := &accounting{}
-	ledger, dups := ld.parts, ld.dups
-	at := func(p int, o int64) entry {
+	ledger, dups := ld.Parts, ld.Dups
+	at := func(p int, o int64) testkit.Entry {
 		if p < len(ledger) && o >= 0 && o < int64(len(ledger[p])) {
 			return ledger[p][o]
 		}
-		return entry{}
+		return testkit.Entry{}
 	}
-	alts := map[[2]int64][]altDelivery{}
-	for _, d := range ld.alts {
-		k := [2]int64{int64(d.p), d.o}
+	alts := map[[2]int64][]testkit.Alt{}
+	for _, d := range ld.Alts {
+		k := [2]int64{int64(d.P), d.O}
 		alts[k] = append(alts[k], d)
 	}
 	// acked is when the value the log holds at p/o was first received
@@ -301,13 +302,13 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 	// rewrote).
 	acked := func(p int, o int64, hash uint32) int64 {
 		e := at(p, o)
-		if e.count > 0 && e.hash == hash {
-			return e.firstAck
+		if e.Count > 0 && e.Hash == hash {
+			return e.FirstAck
 		}
 		t := int64(math.MaxInt64)
 		for _, d := range alts[[2]int64{int64(p), o}] {
-			if d.hash == hash {
-				t = min(t, d.at)
+			if d.Hash == hash {
+				t = min(t, d.At)
 			}
 		}
 		return t
@@ -316,12 +317,12 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 	// onlyOld: every value delivered at p/o is a record of the old log that
 	// an unclean election rewrote (whatever the new log holds there now:
 	// even a marker or an aborted record).
-	onlyOld := func(p int, o int64, e entry) bool {
-		if e.count == 0 || !facts.oldValue(p, o, e.hash, e.firstArrive) {
+	onlyOld := func(p int, o int64, e testkit.Entry) bool {
+		if e.Count == 0 || !facts.oldValue(p, o, e.Hash, e.FirstArrive) {
 			return false
 		}
 		for _, d := range alts[[2]int64{int64(p), o}] {
-			if !facts.oldValue(p, o, d.hash, d.at) {
+			if !facts.oldValue(p, o, d.Hash, d.At) {
 				return false
 			}
 		}
@@ -339,7 +340,7 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 					a.Lost++
 					if len(a.LostExamples) < maxExamples {
 						what := fmt.Sprintf("%d/%d", p, o)
-						if e.count > 0 {
+						if e.Count > 0 {
 							what += " (only another value was delivered)"
 						}
 						a.LostExamples = append(a.LostExamples, what)
@@ -347,50 +348,50 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 				} else {
 					a.Received++
 				}
-				if e.count > 0 && e.hash != r.hash && !facts.oldValue(p, int64(o), e.hash, e.firstArrive) {
+				if e.Count > 0 && e.Hash != r.hash && !facts.oldValue(p, int64(o), e.Hash, e.FirstArrive) {
 					a.Corrupt++
 					a.bad("%d/%d received with another value than the log holds", p, o)
 				}
 				for _, d := range alts[[2]int64{int64(p), int64(o)}] {
-					if d.hash != r.hash && !facts.oldValue(p, int64(o), d.hash, d.at) {
+					if d.Hash != r.hash && !facts.oldValue(p, int64(o), d.Hash, d.At) {
 						a.Corrupt++
 						a.bad("%d/%d received again with another value than the log holds", p, o)
 					}
 				}
 			case offDeleted:
 				a.Deleted++
-				if e.count > 0 {
+				if e.Count > 0 {
 					a.DeletedReceived++
 				}
 			case offAborted:
 				a.Aborted++
-				if e.count > 0 && !onlyOld(p, int64(o), e) {
+				if e.Count > 0 && !onlyOld(p, int64(o), e) {
 					a.AbortedReceived++
-					a.bad("%d/%d is a record of an aborted transaction, received %d time(s)", p, o, e.count)
+					a.bad("%d/%d is a record of an aborted transaction, received %d time(s)", p, o, e.Count)
 				}
 			case offMarker:
 				a.Markers++
-				if e.count > 0 && !onlyOld(p, int64(o), e) {
+				if e.Count > 0 && !onlyOld(p, int64(o), e) {
 					a.Phantom++
-					a.bad("%d/%d is a transaction marker, received %d time(s)", p, o, e.count)
+					a.bad("%d/%d is a transaction marker, received %d time(s)", p, o, e.Count)
 				}
 			default:
-				if e.count > 0 && !onlyOld(p, int64(o), e) {
+				if e.Count > 0 && !onlyOld(p, int64(o), e) {
 					a.Phantom++
-					a.bad("%d/%d was not read back from the log, received %d time(s)", p, o, e.count)
+					a.bad("%d/%d was not read back from the log, received %d time(s)", p, o, e.Count)
 				}
 			}
 		}
 		if p < len(ledger) {
 			for o := int64(len(lg[p])); o < int64(len(ledger[p])); o++ {
-				if ledger[p][o].count > 0 && facts.rewritten(p, o) == nil {
+				if ledger[p][o].Count > 0 && facts.rewritten(p, o) == nil {
 					a.Phantom++
 					a.bad("%d/%d is past the log end %d, received", p, o, len(lg[p]))
 				}
 			}
 		}
 		for o := range ledger[p] {
-			a.Deliveries += int64(ledger[p][o].count)
+			a.Deliveries += int64(ledger[p][o].Count)
 		}
 	}
 
@@ -408,8 +409,8 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 				t = acked(p, int64(o), r.hash)
 			case r.kind == offDeleted && r.was == offData && r.gone > 0:
 				t = r.gone
-				if e := at(p, int64(o)); e.count > 0 {
-					t = min(t, e.firstAck)
+				if e := at(p, int64(o)); e.Count > 0 {
+					t = min(t, e.FirstAck)
 				}
 			}
 			c[o+1] = max(c[o], t)
@@ -428,10 +429,10 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 		n := complete[p][min(tr.Divergence, int64(len(lg[p])))]
 		for o := tr.Divergence; o < c; o++ {
 			e := at(p, o)
-			if e.count == 0 {
+			if e.Count == 0 {
 				return math.MaxInt64
 			}
-			n = max(n, e.firstAck)
+			n = max(n, e.FirstAck)
 		}
 		return n
 	}
@@ -442,11 +443,11 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 				continue
 			}
 			e := at(p, o)
-			ack := e.firstAck
+			ack := e.FirstAck
 			if ms {
 				ack /= 1e6
 			}
-			if e.count == 0 || ack > t {
+			if e.Count == 0 || ack > t {
 				return o
 			}
 		}
@@ -472,14 +473,14 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 					continue
 				}
 				e := at(p, o)
-				ack := e.firstAck
+				ack := e.FirstAck
 				if !oldRec {
 					ack = acked(p, o, lg[p][o].hash)
 				}
 				if ms && ack != math.MaxInt64 {
 					ack /= 1e6
 				}
-				if e.count == 0 || ack > t {
+				if e.Count == 0 || ack > t {
 					a.violation("%s: partition %d: commit %d claims [%d,%d) delivered, but offset %d was not received by then", who, p, offset, r.From, r.To, o)
 					break
 				}
@@ -603,7 +604,7 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 	// Per fault: the window from its start to the next one's.
 	a.Faults = make([]faultResult, len(faults))
 	names := map[uint16]string{0: "?"}
-	for n, i := range ld.instances {
+	for n, i := range ld.Instances {
 		names[i] = n
 	}
 	windowEnd := func(i int) int64 {
@@ -619,7 +620,7 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 		if f.Recovered > 0 && f.Recovered <= windowEnd(i) {
 			res.RecoveryS = float64(f.Recovered-f.At) / 1e9
 		}
-		cut, victim := exposureCut(f, ld.instances)
+		cut, victim := exposureCut(f, ld.Instances)
 		// The victim's own deliveries count until the group recovered
 		// (a cut-off member delivers until it learns it lost its
 		// partitions), at the latest until the next fault.
@@ -634,7 +635,7 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 			}
 			for o := base; o < int64(len(ledger[p])); o++ {
 				e := ledger[p][o]
-				if e.count > 0 && (e.firstArrive < cut || (victim != 0 && e.inst == victim && e.firstArrive < victimCut)) && !meta.Covered(o) {
+				if e.Count > 0 && (e.FirstArrive < cut || (victim != 0 && e.Inst == victim && e.FirstArrive < victimCut)) && !meta.Covered(o) {
 					res.Exposure++
 				}
 			}
@@ -648,29 +649,29 @@ func account(lg [][]logRec, ld ledgerData, hist [][]commitObs, backs []backObs, 
 		a.Exposure += res.Exposure
 	}
 	for _, d := range dups {
-		i := faultAt(faults, d.at)
+		i := faultAt(faults, d.At)
 		if i < 0 {
 			continue
 		}
 		res := &a.Faults[i]
 		res.Duplicates++
 		a.Duplicates++
-		base, meta := commitBase(faults[i].Before, int(d.p))
-		if d.o < base || meta.Covered(d.o) {
+		base, meta := commitBase(faults[i].Before, int(d.P))
+		if d.O < base || meta.Covered(d.O) {
 			res.Outside++
 		}
 		if res.Sources == nil {
 			res.Sources = map[string]int64{}
 		}
-		first := ledger[d.p][d.o]
+		first := ledger[d.P][d.O]
 		when := "before"
 		switch {
-		case first.firstArrive >= faults[i].End:
+		case first.FirstArrive >= faults[i].End:
 			when = "after"
-		case first.firstArrive >= faults[i].At:
+		case first.FirstArrive >= faults[i].At:
 			when = "during"
 		}
-		res.Sources[fmt.Sprintf("%s -> %s, first delivered %s the fault", names[first.inst], names[d.inst], when)]++
+		res.Sources[fmt.Sprintf("%s -> %s, first delivered %s the fault", names[first.Inst], names[d.Inst], when)]++
 	}
 
 	// Watermark age: how long a visible record waited above the commit.
