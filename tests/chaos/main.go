@@ -41,6 +41,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -181,4 +182,41 @@ func main() {
 	cancel()
 	stop()
 	os.Exit(code)
+}
+
+// reproduceCommand is the command line that runs o again: the seed, the
+// duration, and every option that differs from its default.
+func reproduceCommand(o *options) string {
+	args := []string{"go run ./tests/chaos", "--duration", o.duration.String(), "--seed", fmt.Sprint(o.seed)}
+	if o.protocol != "classic" {
+		args = append(args, "--protocol", o.protocol)
+	}
+	def, _ := parseOptions(nil)
+	add := func(name string, v, d any) {
+		if fmt.Sprint(v) != fmt.Sprint(d) {
+			args = append(args, "--"+name, fmt.Sprint(v))
+		}
+	}
+	add("cluster", o.cluster, def.cluster)
+	add("members", o.members, def.members)
+	add("partitions", o.partitions, def.partitions)
+	add("rate", o.rate, def.rate)
+	add("txn-rate", o.txnRate, def.txnRate)
+	add("abort-ratio", o.abortRatio, def.abortRatio)
+	add("fault-gap", o.faultGap, def.faultGap)
+	add("overlap", o.overlap, def.overlap)
+	if want := defaultWeights; o.cluster > 1 {
+		want += "," + clusterExtraWeights
+		add("weights", o.weights, want)
+	} else {
+		add("weights", o.weights, want)
+	}
+	add("source", o.source, def.source)
+	if o.selfCheck {
+		args = append(args, "--self-check")
+	}
+	if o.race {
+		args = append(args, "--race")
+	}
+	return strings.Join(args, " ")
 }
