@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -310,4 +311,15 @@ func readRange(ctx context.Context, brokers, topic string, p int32, from, to int
 			return out, nil
 		}
 	}
+}
+
+// seedList splits a comma-separated list of addresses.
+func seedList(s string) []string { return strings.Split(s, ",") }
+
+// errString is err's text, or "none".
+func errString(err error) string {
+	if err == nil {
+		return "none"
+	}
+	return err.Error()
 }
