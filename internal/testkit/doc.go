@@ -29,13 +29,16 @@
 // the ledger holds every record any member could have seen acknowledged.
 // A partition's prefix is the first offset never delivered: every offset
 // below it was delivered at least once, and a commit above it passes a
-// record no sink ever had.
+// record no sink ever had. An output that posts something else (a message's
+// content as it is, lines) gets a Decode of its own, whose records have no
+// place in the ledger (NoPartition) and are only counted.
 //
 // # Concurrency
 //
 // Each exported type says whether it is safe for concurrent use. Sink,
-// Pacer, Gate and Binary are; Ledger and Metrics are plain values (a Sink
-// guards its own ledger and hands out copies or views under its lock).
+// Pacer, Gate and Binary are; Ledger is not (a Sink guards its own and
+// hands out copies or views under its lock); Record, Batch, Metrics,
+// BrokerEnv and Build are plain values.
 // A Sink runs one goroutine per request (net/http's) and one that serves
 // its listener; Close ends both.
 package testkit

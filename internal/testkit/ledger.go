@@ -13,7 +13,8 @@ import (
 //	root = {"t": @kafka_topic, "p": @kafka_partition, "o": @kafka_offset, "v": content().string()}
 //
 // A pipeline that maps fewer fields (the replay benchmark sends only p and
-// o) leaves the others empty.
+// o) leaves the others empty. Like Entry, Dup and Alt, a Record is a plain
+// value, copied freely and safe to read from any goroutine.
 type Record struct {
 	T string `json:"t"` // topic
 	P int32  `json:"p"` // partition

@@ -11,7 +11,7 @@ import (
 )
 
 // Sample is one series of a scrape: a metric name, its labels and its
-// value.
+// value. It is a plain value: safe for concurrent reads.
 type Sample struct {
 	Name   string
 	Labels map[string]string

@@ -13,14 +13,17 @@ import (
 	"time"
 )
 
-// Batch is one decoded request: a batch of the pipeline's output.
+// Batch is one decoded request: a batch of the pipeline's output. The sink
+// hands a Batch to its hooks and does not change it afterwards; hooks must
+// not change it either, since the ledger records it after Judge.
 type Batch struct {
 	Records  []Record
 	Instance string    // the request's X-Instance header: which process posted it
 	Arrived  time.Time // when the request arrived, before its body was read
 }
 
-// Answer is what the sink does with a request, as a hook decides it.
+// Answer is what the sink does with a request, as a hook decides it (a
+// plain value).
 type Answer int
 
 const (
@@ -39,7 +42,9 @@ const (
 
 // SinkOptions shape a Sink. Each user keeps its own behaviour (holding
 // requests, failing some, modes) in Hold and Judge; the sink keeps the HTTP
-// handling, the decoding of the body, the ledger and the pacing.
+// handling, the decoding of the body, the ledger and the pacing. NewSink
+// copies the options; the hooks are called from many goroutines at once
+// (Hold) or one at a time (Judge), as each says.
 type SinkOptions struct {
 	// Addr is where to listen; "" is 127.0.0.1 on a port the kernel picks.
 	Addr string
