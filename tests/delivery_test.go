@@ -44,9 +44,7 @@ func TestOutOfOrderSink(t *testing.T) {
 	first := s.snapshot()
 	dups := first.coverage(t, end)
 	t.Logf("run 1: %s", s.stats())
-	s.mu.Lock()
-	ooo := s.outOfOrder
-	s.mu.Unlock()
+	ooo := s.outOfOrder()
 	if ooo == 0 {
 		t.Errorf("no batch was acknowledged out of order: the test did not exercise the watermark")
 	}
@@ -104,7 +102,7 @@ func testFailedBatchStallsPartition(t *testing.T, withMeta bool) {
 	s := newSink(t, topic, parts, 0, 10*time.Millisecond)
 	var failedFirst, failedLast atomic.Int64
 	failedFirst.Store(-1)
-	s.fail = func(recs []rec) bool { // called with s.mu held: one at a time
+	s.setFail(func(recs []rec) bool { // called one request at a time
 		if failedFirst.Load() >= 0 {
 			return false
 		}
@@ -116,7 +114,7 @@ func testFailedBatchStallsPartition(t *testing.T, withMeta bool) {
 			}
 		}
 		return false
-	}
+	})
 	failed := func() (int64, int64) { return failedFirst.Load(), failedLast.Load() }
 
 	// While run 1 lasts, no commit of the bad partition may pass the failed
@@ -302,7 +300,7 @@ func TestCrashRestart(t *testing.T) {
 	frac := 0.2 + 0.5*rand.Float64()
 	s.waitTotal(t, int64(frac*total), 3*time.Minute)
 	p.kill()
-	t.Logf("killed at %.0f%% of the records (%d acknowledged)", frac*100, s.total.Load())
+	t.Logf("killed at %.0f%% of the records (%d acknowledged)", frac*100, s.total())
 
 	// Requests the dead process left behind still finish (and count as
 	// delivered); a commit it sent just before dying may still land. Wait
@@ -330,8 +328,8 @@ func TestCrashRestart(t *testing.T) {
 	for pt := int32(0); pt < parts; pt++ {
 		c := atKill[pt]
 		committedTotal += c
-		for o := int64(0); o < int64(len(d1[pt])); o++ {
-			if d1[pt][o] == 0 {
+		for o := int64(0); o < d1.len(pt); o++ {
+			if d1.count(pt, o) == 0 {
 				if o < c {
 					t.Errorf("partition %d: committed %d at the kill but offset %d was never delivered", pt, c, o)
 				}

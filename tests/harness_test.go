@@ -9,16 +9,16 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // repoRoot is the module root: go test runs a package's tests in its folder.
@@ -34,17 +34,7 @@ var repoRoot = func() string {
 // The broker's environment.
 
 // brokerEnv is what resources/kafka/broker.sh start wrote to its env file.
-type brokerEnv struct {
-	Brokers     string // PLAINTEXT host:port
-	SASLBrokers string // SASL_SSL host:port
-	CA          string // PEM of the CA that signed the broker's certificate
-	UntrustedCA string // PEM of an unrelated CA
-	User        string // SCRAM user
-	Password    string // SCRAM password
-	RunDir      string // the broker's run dir
-	ServerLog   string
-	vars        map[string]string
-}
+type brokerEnv = testkit.BrokerEnv
 
 var (
 	envOnce sync.Once
@@ -53,13 +43,20 @@ var (
 )
 
 // needBroker returns the broker's environment, or skips the test (fails it
-// with CI=true) when no reachable broker is configured.
+// with CI=true) when no reachable broker is configured: $KAFKA_ENV_FILE,
+// else KAFKA_BROKERS and friends, else the env file of `make broker-start`
+// (testkit.LookupBrokerEnv).
 func needBroker(t *testing.T) *brokerEnv {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end test: skipped with -short")
 	}
-	envOnce.Do(func() { envVal, envErr = loadBrokerEnv() })
+	envOnce.Do(func() {
+		envVal, envErr = testkit.LookupBrokerEnv(filepath.Join(repoRoot, "resources", "kafka", "broker.sh"))
+		if envErr == nil {
+			envErr = envVal.Dial(3 * time.Second)
+		}
+	})
 	if envErr != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("CI=true but the end-to-end tests have no broker: %v (resources/test.sh starts one and exports KAFKA_ENV_FILE)", envErr)
@@ -69,148 +66,34 @@ func needBroker(t *testing.T) *brokerEnv {
 	return envVal
 }
 
-func loadBrokerEnv() (*brokerEnv, error) {
-	vars := map[string]string{}
-	path := os.Getenv("KAFKA_ENV_FILE")
-	switch {
-	case path != "":
-		if err := parseEnvFile(path, vars); err != nil {
-			return nil, err
-		}
-	case os.Getenv("KAFKA_BROKERS") != "":
-		for _, kv := range os.Environ() {
-			if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "KAFKA_") {
-				vars[k] = v
-			}
-		}
-	default:
-		// The env file of `make broker-start`: broker.sh's default run dir,
-		// which is this checkout's own.
-		out, err := exec.Command("bash", filepath.Join(repoRoot, "resources", "kafka", "broker.sh"), "run-dir").Output()
-		if err != nil {
-			return nil, fmt.Errorf("KAFKA_ENV_FILE and KAFKA_BROKERS are unset, and broker.sh run-dir failed: %w", err)
-		}
-		path = filepath.Join(strings.TrimSpace(string(out)), "env")
-		if err := parseEnvFile(path, vars); err != nil {
-			return nil, fmt.Errorf("KAFKA_ENV_FILE and KAFKA_BROKERS are unset and the default env file (of make broker-start) is unusable: %w", err)
-		}
-	}
-	e := &brokerEnv{
-		Brokers:     vars["KAFKA_BROKERS"],
-		SASLBrokers: vars["KAFKA_SASL_SSL_BROKERS"],
-		CA:          vars["KAFKA_TLS_CA"],
-		UntrustedCA: vars["KAFKA_TLS_UNTRUSTED_CA"],
-		User:        vars["KAFKA_SCRAM_USER"],
-		Password:    vars["KAFKA_SCRAM_PASSWORD"],
-		RunDir:      vars["KAFKA_RUN_DIR"],
-		ServerLog:   vars["KAFKA_SERVER_LOG"],
-		vars:        vars,
-	}
-	if e.Brokers == "" {
-		return nil, fmt.Errorf("KAFKA_BROKERS is not set (env file %q)", path)
-	}
-	conn, err := net.DialTimeout("tcp", strings.Split(e.Brokers, ",")[0], 3*time.Second)
-	if err != nil {
-		return nil, fmt.Errorf("broker %s from %q is not reachable: %w", e.Brokers, path, err)
-	}
-	conn.Close()
-	return e, nil
-}
-
-// parseEnvFile reads KEY=value lines, values bare or single-quoted the way
-// broker.sh writes them (a quote inside is written as quote, backslash,
-// quote, quote).
-func parseEnvFile(path string, into map[string]string) error {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(line, "=")
-		if !ok {
-			continue
-		}
-		into[k] = shellUnquote(v)
-	}
-	return nil
-}
-
-func shellUnquote(v string) string {
-	var out strings.Builder
-	for len(v) > 0 {
-		switch {
-		case v[0] == '\'':
-			end := strings.IndexByte(v[1:], '\'')
-			if end < 0 {
-				out.WriteString(v[1:])
-				return out.String()
-			}
-			out.WriteString(v[1 : end+1])
-			v = v[end+2:]
-		case v[0] == '\\' && len(v) > 1:
-			out.WriteByte(v[1])
-			v = v[2:]
-		default:
-			out.WriteByte(v[0])
-			v = v[1:]
-		}
-	}
-	return out.String()
-}
-
 // ---------------------------------------------------------------------------
 // The binary.
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-	binDir  string
-)
+// bin is ./cmd/watermark-connect, built once per test run: with -race when
+// WMC_E2E_RACE=1 (resources/test.sh sets it).
+var bin = &testkit.Binary{Build: testkit.Build{Dir: repoRoot, Race: os.Getenv("WMC_E2E_RACE") == "1"}}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	bin.Remove()
 	os.Exit(code)
 }
 
-// binary builds ./cmd/watermark-connect once per test run.
+var binOnce sync.Once
+
+// binary returns the binary under test: $WMC_E2E_BINARY, or bin.
 func binary(t *testing.T) string {
 	t.Helper()
-	binOnce.Do(func() {
-		if p := os.Getenv("WMC_E2E_BINARY"); p != "" {
-			binPath = p
-			return
-		}
-		binDir, binErr = os.MkdirTemp("", "wmc-e2e-bin-")
-		if binErr != nil {
-			return
-		}
-		binPath = filepath.Join(binDir, "watermark-connect")
-		args := []string{"build", "-o", binPath}
-		if os.Getenv("WMC_E2E_RACE") == "1" {
-			args = append(args, "-race")
-		}
-		args = append(args, "./cmd/watermark-connect")
-		cmd := exec.Command("go", args...)
-		cmd.Dir = repoRoot
-		start := time.Now()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
-			return
-		}
-		fmt.Printf("e2e: built %s in %v\n", binPath, time.Since(start).Round(time.Millisecond))
-	})
-	if binErr != nil {
-		t.Fatalf("cannot build the binary: %v", binErr)
+	if p := os.Getenv("WMC_E2E_BINARY"); p != "" {
+		return p
 	}
-	return binPath
+	start := time.Now()
+	path, err := bin.Path()
+	if err != nil {
+		t.Fatalf("cannot build the binary: %v", err)
+	}
+	binOnce.Do(func() { fmt.Printf("e2e: built %s in %v\n", path, time.Since(start).Round(time.Millisecond)) })
+	return path
 }
 
 // ---------------------------------------------------------------------------
@@ -488,106 +371,21 @@ func replaceYAML(t *testing.T, yaml, old, new string) string {
 	return strings.Replace(yaml, old, new, 1)
 }
 
-// metricSample is one series of a scrape.
-type metricSample struct {
-	labels map[string]string
-	value  float64
-}
-
-// metricSet is one scrape of a process's /metrics, by metric name.
-type metricSet map[string][]metricSample
+// metricSet is one scrape of a process's /metrics.
+type metricSet struct{ testkit.Metrics }
 
 // scrapeMetrics reads the Prometheus text format at http://addr/metrics.
 func scrapeMetrics(ctx context.Context, addr string) (metricSet, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
-	}
-	out := metricSet{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		name, rest := line, ""
-		labels := map[string]string{}
-		if i := strings.IndexByte(line, '{'); i >= 0 {
-			j := strings.LastIndexByte(line, '}')
-			if j < i {
-				return nil, fmt.Errorf("unparsable metrics line %q", line)
-			}
-			name, rest = line[:i], strings.TrimSpace(line[j+1:])
-			for _, kv := range splitLabels(line[i+1 : j]) {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok {
-					return nil, fmt.Errorf("unparsable label %q in %q", kv, line)
-				}
-				uv, err := strconv.Unquote(v)
-				if err != nil {
-					return nil, fmt.Errorf("unparsable label value %q in %q: %w", v, line, err)
-				}
-				labels[k] = uv
-			}
-		} else if f := strings.Fields(line); len(f) >= 2 {
-			name, rest = f[0], f[1]
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			return nil, fmt.Errorf("metrics line without a value: %q", line)
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
-		if err != nil {
-			return nil, fmt.Errorf("metrics line %q: %w", line, err)
-		}
-		out[name] = append(out[name], metricSample{labels: labels, value: v})
-	}
-	return out, sc.Err()
-}
-
-// splitLabels splits `a="x",b="y,z"` at the commas outside quotes.
-func splitLabels(s string) []string {
-	var out []string
-	start, quoted := 0, false
-	for i := 0; i < len(s); i++ {
-		switch {
-		case s[i] == '\\' && quoted:
-			i++
-		case s[i] == '"':
-			quoted = !quoted
-		case s[i] == ',' && !quoted:
-			out = append(out, s[start:i])
-			start = i + 1
-		}
-	}
-	if start < len(s) {
-		out = append(out, s[start:])
-	}
-	return out
+	m, err := testkit.ScrapeMetrics(ctx, addr)
+	return metricSet{m}, err
 }
 
 // byPartition returns the values of metric name for topic, by partition (a
 // counter never incremented has no series: it reads 0).
 func (m metricSet) byPartition(name, topic string) map[int32]int64 {
 	out := map[int32]int64{}
-	for _, s := range m[name] {
-		if s.labels["topic"] != topic {
-			continue
-		}
-		p, err := strconv.ParseInt(s.labels["partition"], 10, 32)
-		if err != nil {
-			continue
-		}
-		out[int32(p)] += int64(s.value)
+	for p, v := range m.ByPartition(name, topic) {
+		out[p] = int64(v)
 	}
 	return out
 }

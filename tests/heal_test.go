@@ -32,7 +32,7 @@ func TestStallHealsInPlace(t *testing.T) {
 	var down atomic.Bool
 	down.Store(true)
 	var refusals atomic.Int64
-	s.fail = func(recs []rec) bool { // called with s.mu held
+	s.setFail(func(recs []rec) bool { // called one request at a time
 		if !down.Load() {
 			return false
 		}
@@ -43,7 +43,7 @@ func TestStallHealsInPlace(t *testing.T) {
 			}
 		}
 		return false
-	}
+	})
 	w := k.watchCommits(group, topic, s, 100*time.Millisecond)
 	conf := pipeline{brokers: env.Brokers, topic: topic, group: group, sinkURL: s.url(), instance: "heal",
 		input: fmt.Sprintf("commit_period: 200ms\nbatch_max_records: %d\nmax_pending_batches: 16\nstall_replay_after: 2s\n"+

@@ -149,11 +149,8 @@ func shrinks(earlier, later commitState) string {
 // skips the ranges delivers again).
 func replayOf(sn snapshot, p int32, c commitState) (exposure, replay int64) {
 	m := commitmeta.Meta{Delivered: c.ranges()}
-	if int(p) >= len(sn) {
-		return 0, 0
-	}
-	for o := c.offset; o < int64(len(sn[p])); o++ {
-		if sn[p][o] == 0 {
+	for o := c.offset; o < sn.len(p); o++ {
+		if sn.count(p, o) == 0 {
 			continue
 		}
 		exposure++
@@ -438,9 +435,7 @@ func testSlowHeadKill(t *testing.T, withMeta bool, frac float64) {
 
 	s := newSink(t, topic, parts, 0, 10*time.Millisecond)
 	s.setRate(10000)
-	s.mu.Lock()
-	s.hold = func(recs []rec) bool { return recs[0].O == 0 } // the head batch of each partition
-	s.mu.Unlock()
+	s.setHold(func(recs []rec) bool { return recs[0].O == 0 }) // the head batch of each partition
 	w := k.watchCommits(group, topic, s, 100*time.Millisecond)
 	mw := k.watchMeta(group, topic, s, withMeta, 100*time.Millisecond)
 	addr := metricsAddr(t)
@@ -472,8 +467,8 @@ func testSlowHeadKill(t *testing.T, withMeta bool, frac float64) {
 	before := mw.commits() // the last poll before the kill
 	marks := mw.seen()
 	p.kill()
-	killedAt, heldRecords := s.total.Load(), s.heldRecs.Load()
-	t.Logf("killed at %.0f%% of the records (%d acknowledged), %d heads held", frac*100, killedAt, s.held.Load())
+	killedAt, heldRecords := s.total(), s.heldRecs()
+	t.Logf("killed at %.0f%% of the records (%d acknowledged), %d heads held", frac*100, killedAt, s.held())
 
 	// The held heads and the requests the dead process left behind finish
 	// and count as delivered; a commit it sent may still land.
@@ -638,9 +633,7 @@ func TestFragmentedMetadata(t *testing.T) {
 
 	slow := func(first int64) bool { return (first/batchMax)%2 == 0 }
 	s := newSink(t, topic, parts, 0, 5*time.Millisecond)
-	s.mu.Lock()
-	s.hold = func(recs []rec) bool { return slow(recs[0].O) }
-	s.mu.Unlock()
+	s.setHold(func(recs []rec) bool { return slow(recs[0].O) })
 	w := k.watchCommits(group, topic, s, 100*time.Millisecond)
 	mw := k.watchMeta(group, topic, s, true, 100*time.Millisecond)
 	addr := metricsAddr(t)
@@ -669,7 +662,7 @@ func TestFragmentedMetadata(t *testing.T) {
 		}
 	}, 3*time.Minute, 200*time.Millisecond, "every partition's metadata to reach %d bytes, ranges cut", maxMetaBytes)
 	filled := time.Since(start)
-	t.Logf("metadata at its limit after %v: %d requests held", filled.Round(time.Millisecond), s.held.Load())
+	t.Logf("metadata at its limit after %v: %d requests held", filled.Round(time.Millisecond), s.held())
 
 	// Once nothing moves but the held batches, the exposure gauge is what a
 	// restart from the committed offset and ranges would deliver: every
@@ -683,7 +676,7 @@ func TestFragmentedMetadata(t *testing.T) {
 		m = ms
 		gauge := m.byPartition("kafka_watermark_replay_exposure_records", topic)
 		cs := mw.commits()
-		assert.Equal(c, s.held.Load(), s.inflight.Load(), "requests in flight besides the held ones")
+		assert.Equal(c, s.held(), s.InFlight(), "requests in flight besides the held ones")
 		cutRecords, gaugeHeld = 0, 0
 		sn := s.snapshot()
 		for pt := int32(0); pt < parts; pt++ {
@@ -699,7 +692,7 @@ func TestFragmentedMetadata(t *testing.T) {
 		}
 	}, time.Minute, 200*time.Millisecond, "the exposure gauges to show the cost of the cut ranges")
 	truncated := m.total("kafka_watermark_commit_metadata_truncated_total", topic)
-	held := s.held.Load()
+	held := s.held()
 	t.Logf("steady: %d requests held, exposure gauges %d records, of which %d delivered outside the kept ranges; %d ranges cut so far",
 		held, gaugeHeld, cutRecords, truncated)
 

@@ -5,22 +5,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // How the README test treats one of the README's shell commands.
@@ -168,7 +166,7 @@ func readmeCommands() []readmeCommand {
 			ready: committed("orders-to-stdout", "orders")},
 		{cmd: runHTTP, kind: runServe, ready: func(t *testing.T, r *readmeRun) {
 			committed("orders-to-http", "orders")(t, r)
-			assert.GreaterOrEqual(t, r.sink.records.Load(), r.produced["orders"], "records the sink took")
+			assert.GreaterOrEqual(t, r.sink.Records(), r.produced["orders"], "records the sink took")
 		}},
 		{cmd: "bin/watermark-connect -c config/streams-main.yaml streams config/streams/*.yaml", kind: runServe,
 			ready: func(t *testing.T, r *readmeRun) {
@@ -320,30 +318,27 @@ func (r *readmeRun) ensureTopic(t *testing.T, topic string, partitions int32) {
 
 // countingSink is an HTTP endpoint that takes every request and counts its
 // lines (http_client posts one message per request, or a batch's messages
-// one per line).
-type countingSink struct {
-	srv      *httptest.Server
-	records  atomic.Int64
-	requests atomic.Int64
-}
+// one per line): a testkit.Sink whose Decode makes each line a record with
+// no place in its ledger.
+type countingSink struct{ *testkit.Sink }
 
 func newCountingSink(t *testing.T) *countingSink {
-	s := &countingSink{}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, err := io.ReadAll(req.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
+	s, err := testkit.NewSink(testkit.SinkOptions{Decode: func(body []byte) ([]testkit.Record, error) {
+		lines := bytes.Split(bytes.TrimSpace(body), []byte("\n"))
+		recs := make([]testkit.Record, len(lines))
+		for i := range recs {
+			recs[i].P = testkit.NoPartition
 		}
-		s.requests.Add(1)
-		s.records.Add(int64(bytes.Count(bytes.TrimSpace(body), []byte("\n")) + 1))
-		w.WriteHeader(http.StatusOK)
-	}))
-	t.Cleanup(s.srv.Close)
-	return s
+		return recs, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return &countingSink{s}
 }
 
-func (s *countingSink) url() string { return s.srv.URL + "/ingest" }
+func (s *countingSink) url() string { return s.URL() }
 
 // runShell runs line with bash in the checkout; it returns the combined
 // output and the exit status (-1 when it did not end within timeout).

@@ -73,9 +73,9 @@ func testRebalance(t *testing.T, proto string) {
 	require.Eventually(t, func() bool { return s.instanceCount("B") > bNow }, 60*time.Second, 50*time.Millisecond,
 		"B to deliver after C joined")
 
-	atSignal, signalled := s.total.Load(), time.Since(began)
+	atSignal, signalled := s.total(), time.Since(began)
 	b.stop(60 * time.Second)
-	atStop := s.total.Load()
+	atStop := s.total()
 	t.Logf("B signalled after %v with %d of %d records acknowledged; gone after %v with %d", signalled.Round(time.Millisecond), atSignal, total,
 		time.Since(began).Round(time.Millisecond), atStop)
 	if atStop >= total {
@@ -95,8 +95,6 @@ func testRebalance(t *testing.T, proto string) {
 	}
 	dups := s.snapshot().coverage(t, end)
 	t.Logf("%s", s.stats())
-	s.mu.Lock()
-	by := fmt.Sprintf("A:%d,B:%d,C:%d", s.byInstance["A"], s.byInstance["B"], s.byInstance["C"])
-	s.mu.Unlock()
+	by := fmt.Sprintf("A:%d,B:%d,C:%d", s.instanceCount("A"), s.instanceCount("B"), s.instanceCount("C"))
 	figure(t, "test=rebalance protocol=%s records=%d rebalance_duplicates=%d by_instance=%s seconds=%.1f", proto, total, dups, by, took.Seconds())
 }

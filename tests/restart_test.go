@@ -117,7 +117,7 @@ func testBrokerRestart(t *testing.T, env *brokerEnv, proto string) {
 	}
 	w1.mu.Unlock()
 
-	before := s.total.Load()
+	before := s.total()
 	runBrokerScript(t, env, "restart")
 	back := time.Now()
 	t.Logf("broker restarted with %d of %d records acknowledged, commits %s", before, parts*perPart, fmtOffsets(beforeRestart))

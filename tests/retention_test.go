@@ -70,7 +70,7 @@ func retentionPastAStall(t *testing.T, env *brokerEnv, start string, down bool) 
 	s := newSink(t, topic, parts, 0, 2*time.Millisecond)
 	var sinkDown atomic.Bool
 	sinkDown.Store(true)
-	s.fail = func(recs []rec) bool { // called with s.mu held
+	s.setFail(func(recs []rec) bool { // called one request at a time
 		if !sinkDown.Load() {
 			return false
 		}
@@ -80,7 +80,7 @@ func retentionPastAStall(t *testing.T, env *brokerEnv, start string, down bool) 
 			}
 		}
 		return false
-	}
+	})
 	// Commits must never go backwards; the sink-prefix check does not
 	// apply (offsets the log no longer holds are passed on purpose), and
 	// delivery is checked below instead.

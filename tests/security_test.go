@@ -174,8 +174,8 @@ func TestSecurity(t *testing.T) {
 		if !p.running() {
 			t.Fatalf("the process gave up: %v", p.waitErr)
 		}
-		if s.total.Load() != 0 {
-			t.Errorf("the sink received %d records", s.total.Load())
+		if s.total() != 0 {
+			t.Errorf("the sink received %d records", s.total())
 		}
 		if c := k.mustCommitted(group, topic); len(c) != 0 {
 			t.Errorf("group %s committed %v without a connection", group, fmtOffsets(c))

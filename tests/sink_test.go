@@ -1,89 +1,59 @@
 package tests
 
 import (
-	"encoding/json"
-	"errors"
+	"context"
 	"fmt"
-	"io"
-	"math/rand/v2"
-	"net/http"
-	"net/http/httptest"
+	"maps"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // rec is one record as the pipeline's mapping renders it.
-type rec struct {
-	T string `json:"t"`
-	P int32  `json:"p"`
-	O int64  `json:"o"`
-	V string `json:"v"`
-}
+type rec = testkit.Record
 
-// sink is the black-box HTTP sink. The pipeline turns each batch into one
-// JSON array (mapping + archive) and POSTs it. The sink waits a random delay,
-// so with many requests in flight batches are acknowledged out of order,
-// then either fails the request (HTTP 500, which the binary's http_client,
-// with retries: 0, turns into a nack) or records every record in it and
-// answers 200.
+// sink is the black-box HTTP sink: a testkit.Sink, which records every
+// record of a request before answering 200, after a random delay so that
+// with many requests in flight batches are acknowledged out of order, and
+// checks each record's topic, partition and value (value(p, o)). On top of
+// it, this layer fails (fail) and holds (hold) the requests a test picks.
 type sink struct {
-	t       *testing.T
-	srv     *httptest.Server
-	topic   string
-	closing chan struct{} // closed when the test shuts the sink down
+	*testkit.Sink
+	gate *testkit.Gate // where held requests wait
 
-	minDelay, maxDelay time.Duration
-	// fail decides whether to fail a request; it is called under mu.
+	mu sync.Mutex // guards fail and hold (setFail, setHold)
+	// fail decides whether to fail a request (HTTP 500, which the binary's
+	// http_client, with retries: 0, turns into a nack). It is called under
+	// the testkit.Sink's lock, one request at a time, in one step with
+	// recording the batch it lets through.
 	fail func(recs []rec) bool
 	// hold decides whether to hold a request before its delay until
 	// releaseHeld (or the sink's shutdown): a slow batch, whose ack comes
 	// while later batches of its partition are acknowledged. It is called
-	// under mu. Once released, every request passes at once.
-	hold     func(recs []rec) bool
-	holdGate chan struct{} // closed by releaseHeld
-	holdOnce sync.Once
-
-	mu         sync.Mutex
-	counts     [][]uint16 // [partition][offset] successful deliveries
-	prefixes   []int64    // per partition: first offset never delivered
-	maxFirst   []int64    // per partition: highest first offset acked so far
-	outOfOrder int        // requests acked after a later batch of the partition
-	byInstance map[string]int64
-	bad        []string
-	rate       float64 // records per second across requests; 0 = unlimited
-	next       time.Time
-
-	total    atomic.Int64 // records acknowledged (with duplicates)
-	requests atomic.Int64
-	failed   atomic.Int64
-	inflight atomic.Int64
-	aborted  atomic.Int64 // requests cut off by a client that died
-	held     atomic.Int64 // requests being held now
-	heldRecs atomic.Int64 // records in the requests held so far
+	// on the request's goroutine, with no lock held. Once released, every
+	// request passes at once.
+	hold func(recs []rec) bool
 }
 
 func newSink(t *testing.T, topic string, partitions int32, minDelay, maxDelay time.Duration) *sink {
-	s := &sink{t: t, topic: topic, minDelay: minDelay, maxDelay: maxDelay, closing: make(chan struct{}), holdGate: make(chan struct{}),
-		counts: make([][]uint16, partitions), prefixes: make([]int64, partitions),
-		maxFirst: make([]int64, partitions), byInstance: map[string]int64{}}
-	for i := range s.maxFirst {
-		s.maxFirst[i] = -1
+	s := &sink{gate: testkit.NewGate()}
+	ts, err := testkit.NewSink(testkit.SinkOptions{Topic: topic, Partitions: int(partitions), Want: value,
+		MinDelay: minDelay, MaxDelay: maxDelay, Hold: s.holdRequest, Judge: s.judge})
+	if err != nil {
+		t.Fatal(err)
 	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
+	s.Sink = ts
 	t.Cleanup(func() {
-		close(s.closing) // ends the handlers' delays; Close waits for the handlers
-		s.srv.CloseClientConnections()
-		s.srv.Close()
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for i, b := range s.bad {
+		s.Close() // ends the delays and holds, and waits for the handlers
+		l := s.Snapshot()
+		for i, b := range l.Bad {
 			if i == 10 {
-				t.Errorf("sink: ... and %d more bad records", len(s.bad)-10)
+				t.Errorf("sink: ... and %d more bad records", l.BadCount-10)
 				break
 			}
 			t.Errorf("sink: %s", b)
@@ -92,218 +62,110 @@ func newSink(t *testing.T, topic string, partitions int32, minDelay, maxDelay ti
 	return s
 }
 
-func (s *sink) url() string { return s.srv.URL + "/ingest" }
+func (s *sink) url() string { return s.URL() }
 
 // setRate throttles the sink to about r records per second (0: no limit).
-func (s *sink) setRate(r float64) {
+func (s *sink) setRate(r float64) { s.SetRate(r) }
+
+// setFail sets the sink's fail predicate (nil: fail nothing).
+func (s *sink) setFail(f func(recs []rec) bool) {
 	s.mu.Lock()
-	s.rate = r
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	s.fail = f
 }
 
-func (s *sink) handle(w http.ResponseWriter, r *http.Request) {
-	s.inflight.Add(1)
-	defer s.inflight.Add(-1)
-	s.requests.Add(1)
-	var recs []rec
-	if err := json.NewDecoder(r.Body).Decode(&recs); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) || r.Context().Err() != nil {
-			// The client died mid-request (the crash test kills it): the
-			// batch was never acknowledged, so nothing is recorded.
-			s.aborted.Add(1)
-			return
-		}
-		s.mu.Lock()
-		s.bad = append(s.bad, fmt.Sprintf("undecodable request body: %v", err))
-		s.mu.Unlock()
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	if !s.holdRequest(w, recs) {
-		return
-	}
-	wait := s.minDelay
-	if s.maxDelay > s.minDelay {
-		wait += rand.N(s.maxDelay - s.minDelay)
-	}
+// setHold sets the sink's hold predicate (nil: hold nothing).
+func (s *sink) setHold(f func(recs []rec) bool) {
 	s.mu.Lock()
-	if s.rate > 0 {
-		now := time.Now()
-		start := s.next
-		if start.Before(now) {
-			start = now
-		}
-		s.next = start.Add(time.Duration(float64(len(recs)) / s.rate * float64(time.Second)))
-		if d := start.Sub(now); d > wait {
-			wait = d
-		}
-	}
-	s.mu.Unlock()
-	// The delay is the sink's behaviour under test (acknowledgements out of
-	// order, a throttled rate), not a wait for anything. It does not end when
-	// the client goes away: a request of a killed process still completes and
-	// counts as delivered, as with a real sink. It ends at shutdown, without
-	// recording the batch.
-	delay := time.NewTimer(wait)
-	defer delay.Stop()
-	select {
-	case <-delay.C:
-	case <-s.closing:
-		http.Error(w, "sink shutting down", http.StatusServiceUnavailable)
-		return
-	}
-
-	s.mu.Lock()
-	if s.fail != nil && s.fail(recs) {
-		s.mu.Unlock()
-		s.failed.Add(1)
-		http.Error(w, "injected failure", http.StatusInternalServerError)
-		return
-	}
-	s.record(recs, r.Header.Get("X-Instance"))
-	s.mu.Unlock()
-	s.total.Add(int64(len(recs)))
-	w.WriteHeader(http.StatusOK)
+	defer s.mu.Unlock()
+	s.hold = f
 }
 
-// holdRequest holds the request while hold asks for it and releaseHeld was
-// not called yet. It returns false when the sink shut down meanwhile (the
-// request was answered 503 and nothing is recorded).
-func (s *sink) holdRequest(w http.ResponseWriter, recs []rec) bool {
+// holdRequest is the sink's Hold: it holds the request while hold asks for
+// it and releaseHeld was not called yet, and answers 503 when the sink
+// shuts down meanwhile.
+func (s *sink) holdRequest(ctx context.Context, b testkit.Batch) testkit.Answer {
 	s.mu.Lock()
-	hold := s.hold != nil && s.hold(recs)
+	hold := s.hold
 	s.mu.Unlock()
-	if !hold {
-		return true
+	if hold == nil || !hold(b.Records) || s.gate.Wait(ctx, len(b.Records)) {
+		return testkit.Accept
 	}
-	s.held.Add(1)
-	s.heldRecs.Add(int64(len(recs)))
-	defer s.held.Add(-1)
-	select {
-	case <-s.holdGate:
-		return true
-	case <-s.closing:
-		http.Error(w, "sink shutting down", http.StatusServiceUnavailable)
-		return false
+	return testkit.Unavailable
+}
+
+// judge is the sink's Judge.
+func (s *sink) judge(b testkit.Batch) testkit.Answer {
+	s.mu.Lock()
+	fail := s.fail
+	s.mu.Unlock()
+	if fail != nil && fail(b.Records) {
+		return testkit.Fail
 	}
+	return testkit.Accept
 }
 
 // releaseHeld lets every held request, and every later one, go on; it is
 // idempotent.
-func (s *sink) releaseHeld() { s.holdOnce.Do(func() { close(s.holdGate) }) }
+func (s *sink) releaseHeld() { s.gate.Open() }
+
+// held is the number of requests being held now; heldRecs the number of
+// records in the requests held so far.
+func (s *sink) held() int64     { return s.gate.Waiting() }
+func (s *sink) heldRecs() int64 { return s.gate.HeldRecords() }
 
 // waitHeld waits until n requests are being held at once.
 func (s *sink) waitHeld(t *testing.T, n int64, timeout time.Duration) {
 	t.Helper()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.GreaterOrEqual(c, s.held.Load(), n, "requests held")
+		assert.GreaterOrEqual(c, s.held(), n, "requests held")
 	}, timeout, 50*time.Millisecond, "the sink to hold %d requests within %v", n, timeout)
 }
 
 // missing returns the first offset in [from, to) of partition p that was
 // never delivered, or -1 when all were: a delivered range a commit claims
 // must pass this.
-func (s *sink) missing(p int32, from, to int64) int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p < 0 || int(p) >= len(s.counts) {
-		return from
-	}
-	if from < s.prefixes[p] {
-		from = s.prefixes[p]
-	}
-	c := s.counts[p]
-	for o := from; o < to; o++ {
-		if o >= int64(len(c)) || c[o] == 0 {
-			return o
-		}
-	}
-	return -1
-}
-
-// record notes a successful delivery; mu is held.
-func (s *sink) record(recs []rec, instance string) {
-	if len(recs) == 0 {
-		return
-	}
-	s.byInstance[instance] += int64(len(recs))
-	p0, first := recs[0].P, recs[0].O
-	for _, r := range recs {
-		if r.T != s.topic || r.P < 0 || int(r.P) >= len(s.counts) || r.O < 0 {
-			s.bad = append(s.bad, fmt.Sprintf("record from an unexpected place: %+v", r))
-			continue
-		}
-		if want := value(r.P, r.O); r.V != want {
-			s.bad = append(s.bad, fmt.Sprintf("record %d/%d has value %q, want %q", r.P, r.O, r.V, want))
-		}
-		if r.P != p0 {
-			s.bad = append(s.bad, fmt.Sprintf("one batch holds partitions %d and %d", p0, r.P))
-		}
-		c := s.counts[r.P]
-		for int64(len(c)) <= r.O {
-			c = append(c, make([]uint16, max(len(c), 1024))...)
-		}
-		c[r.O]++
-		s.counts[r.P] = c
-	}
-	if first < s.maxFirst[p0] {
-		s.outOfOrder++
-	} else {
-		s.maxFirst[p0] = first
-	}
-	c := s.counts[p0]
-	for s.prefixes[p0] < int64(len(c)) && c[s.prefixes[p0]] > 0 {
-		s.prefixes[p0]++
-	}
+func (s *sink) missing(p int32, from, to int64) (first int64) {
+	s.View(func(l *testkit.Ledger) { first = l.Missing(p, from, to) })
+	return first
 }
 
 // prefix returns the first offset of partition p never delivered.
-func (s *sink) prefix(p int32) int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if int(p) >= len(s.prefixes) {
-		return 0
-	}
-	return s.prefixes[p]
+func (s *sink) prefix(p int32) (o int64) {
+	s.View(func(l *testkit.Ledger) { o = l.Prefix(p) })
+	return o
 }
 
-// snapshot is a copy of the delivery counts, to tell runs apart.
-type snapshot [][]uint16
+// total is the number of records acknowledged, duplicates included.
+func (s *sink) total() int64 { return s.Records() }
 
-func (s *sink) snapshot() snapshot {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make(snapshot, len(s.counts))
-	for p, c := range s.counts {
-		out[p] = append([]uint16(nil), c...)
-	}
-	return out
+// outOfOrder is the number of batches acknowledged after a later batch of
+// their partition.
+func (s *sink) outOfOrder() (n int64) {
+	s.View(func(l *testkit.Ledger) { n = l.OutOfOrder })
+	return n
 }
+
+// snapshot is a copy of the sink's ledger, to tell runs apart.
+type snapshot struct{ *testkit.Ledger }
+
+func (s *sink) snapshot() snapshot { return snapshot{s.Snapshot()} }
 
 // count returns how often offset o of partition p was delivered.
-func (sn snapshot) count(p int32, o int64) int {
-	if int(p) >= len(sn) || o >= int64(len(sn[p])) {
+func (sn snapshot) count(p int32, o int64) int { return sn.Count(p, o) }
+
+// len is the length of partition p's slice of entries: every offset at or
+// past it was never delivered (some below it may not have been either).
+func (sn snapshot) len(p int32) int64 {
+	if int(p) >= len(sn.Parts) {
 		return 0
 	}
-	return int(sn[p][o])
+	return int64(len(sn.Parts[p]))
 }
 
 // since returns, per partition, the offsets delivered after old was taken
 // (with how often).
-func (sn snapshot) since(old snapshot) map[int32]map[int64]int {
-	out := map[int32]map[int64]int{}
-	for p, c := range sn {
-		for o, n := range c {
-			if d := int(n) - old.count(int32(p), int64(o)); d > 0 {
-				if out[int32(p)] == nil {
-					out[int32(p)] = map[int64]int{}
-				}
-				out[int32(p)][int64(o)] = d
-			}
-		}
-	}
-	return out
-}
+func (sn snapshot) since(old snapshot) map[int32]map[int64]int { return sn.Since(old.Ledger) }
 
 // coverage checks that every offset in [0, end) of every partition was
 // delivered and nothing at or past end was; it returns the number of
@@ -311,7 +173,7 @@ func (sn snapshot) since(old snapshot) map[int32]map[int64]int {
 func (sn snapshot) coverage(t *testing.T, end map[int32]int64) (dups int64) {
 	t.Helper()
 	var missing int64
-	for p := int32(0); int(p) < len(sn); p++ {
+	for p := int32(0); int(p) < len(sn.Parts); p++ {
 		var firstMissing int64 = -1
 		for o := int64(0); o < end[p]; o++ {
 			n := sn.count(p, o)
@@ -327,8 +189,8 @@ func (sn snapshot) coverage(t *testing.T, end map[int32]int64) (dups int64) {
 		if firstMissing >= 0 {
 			t.Errorf("partition %d: offsets lost, first %d", p, firstMissing)
 		}
-		for o := end[p]; o < int64(len(sn[p])); o++ {
-			if sn[p][o] > 0 {
+		for o := end[p]; o < sn.len(p); o++ {
+			if sn.count(p, o) > 0 {
 				t.Errorf("partition %d: offset %d delivered but beyond the log end %d", p, o, end[p])
 				break
 			}
@@ -344,7 +206,7 @@ func (sn snapshot) coverage(t *testing.T, end map[int32]int64) (dups int64) {
 func (s *sink) waitTotal(t *testing.T, n int64, timeout time.Duration) {
 	t.Helper()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.GreaterOrEqual(c, s.total.Load(), n, "records acknowledged")
+		assert.GreaterOrEqual(c, s.total(), n, "records acknowledged")
 	}, timeout, 50*time.Millisecond, "the sink to acknowledge %d records within %v", n, timeout)
 }
 
@@ -352,19 +214,20 @@ func (s *sink) waitTotal(t *testing.T, n int64, timeout time.Duration) {
 func (s *sink) waitIdle(t *testing.T, timeout time.Duration) {
 	t.Helper()
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.Zero(c, s.inflight.Load(), "requests in flight")
+		assert.Zero(c, s.InFlight(), "requests in flight")
 	}, timeout, 50*time.Millisecond, "the sink to finish its requests within %v", timeout)
 }
 
-func (s *sink) instanceCount(name string) int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.byInstance[name]
+// instanceCount is the number of records acknowledged to instance name.
+func (s *sink) instanceCount(name string) (n int64) {
+	s.View(func(l *testkit.Ledger) { n = l.ByInstance[name] })
+	return n
 }
 
 func (s *sink) stats() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	var ooo int64
+	var by map[string]int64
+	s.View(func(l *testkit.Ledger) { ooo, by = l.OutOfOrder, maps.Clone(l.ByInstance) })
 	return fmt.Sprintf("%d requests (%d failed on purpose), %d records acknowledged, %d batches acknowledged after a later batch of their partition, by instance %v",
-		s.requests.Load(), s.failed.Load(), s.total.Load(), s.outOfOrder, s.byInstance)
+		s.Requests(), s.Failed(), s.total(), ooo, by)
 }

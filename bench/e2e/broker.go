@@ -3,45 +3,29 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
-// brokerEnv reads the broker's address from the env file that
+// brokerEnv reads the broker's address and version from the env file that
 // resources/kafka/broker.sh start writes (KAFKA_ENV_FILE), or from
-// KAFKA_BROKERS. The driver never starts a broker itself: bench/e2e.sh
-// (make bench-e2e) does, on private ports, and stops it on exit.
+// KAFKA_BROKERS and KAFKA_VERSION (testkit.LookupBrokerEnv). The driver
+// never starts a broker itself: bench/e2e.sh (make bench-e2e) does, on
+// private ports, and stops it on exit.
 func brokerEnv() (brokers, version string, err error) {
-	vars := map[string]string{}
-	if path := os.Getenv("KAFKA_ENV_FILE"); path != "" {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return "", "", err
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(strings.TrimSpace(line), "="); ok {
-				vars[k] = strings.Trim(v, "'")
-			}
-		}
-	} else {
-		vars["KAFKA_BROKERS"] = os.Getenv("KAFKA_BROKERS")
-		vars["KAFKA_VERSION"] = os.Getenv("KAFKA_VERSION")
-	}
-	brokers = vars["KAFKA_BROKERS"]
-	if brokers == "" {
-		return "", "", fmt.Errorf("no broker: set KAFKA_ENV_FILE (bash resources/kafka/broker.sh start writes $KAFKA_RUN_DIR/env) or KAFKA_BROKERS, or run make bench-e2e")
-	}
-	conn, err := net.DialTimeout("tcp", strings.Split(brokers, ",")[0], 3*time.Second)
+	e, err := testkit.LookupBrokerEnv("")
 	if err != nil {
-		return "", "", fmt.Errorf("broker %s is not reachable: %w", brokers, err)
+		return "", "", fmt.Errorf("no broker (%w): set KAFKA_ENV_FILE (bash resources/kafka/broker.sh start writes $KAFKA_RUN_DIR/env) or KAFKA_BROKERS, or run make bench-e2e", err)
 	}
-	conn.Close()
-	return brokers, vars["KAFKA_VERSION"], nil
+	if err := e.Dial(3 * time.Second); err != nil {
+		return "", "", err
+	}
+	return e.Brokers, e.Version, nil
 }
 
 // admin is the driver's own client: topic creation and deletion, log ends,

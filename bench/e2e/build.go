@@ -1,18 +1,23 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // build compiles every contender into dir: cmd/watermark-connect,
 // bench/baseline and bench/rawloop of headRef (the working tree when
 // empty), and, when oldRef is set, cmd/watermark-connect of oldRef. A ref is
-// built from a temporary git worktree, removed again once built.
+// built from a copy of its files (testkit.ExportRef) under dir, removed
+// again once built.
 func build(root, dir, headRef, oldRef string) (binaries, error) {
+	ctx := context.Background()
 	b := binaries{
 		head:     filepath.Join(dir, "watermark-connect"),
 		baseline: filepath.Join(dir, "baseline"),
@@ -21,40 +26,35 @@ func build(root, dir, headRef, oldRef string) (binaries, error) {
 	}
 	src := root
 	if headRef != "" {
-		wt, remove, err := worktree(root, dir, headRef)
-		if err != nil {
+		src = refDir(dir, headRef)
+		defer os.RemoveAll(src)
+		if err := testkit.ExportRef(ctx, root, headRef, src); err != nil {
 			return b, err
 		}
-		defer remove()
-		src = wt
 	}
-	for out, pkg := range map[string]string{b.head: "./cmd/watermark-connect", b.baseline: "./bench/baseline", b.rawloop: "./bench/rawloop"} {
-		if err := run(src, "go", "build", "-o", out, pkg); err != nil {
+	for out, pkg := range map[string]string{b.head: testkit.Command, b.baseline: "./bench/baseline", b.rawloop: "./bench/rawloop"} {
+		if _, err := (testkit.Build{Dir: src, Package: pkg, Out: out}).Run(ctx); err != nil {
 			return b, err
 		}
 	}
 	if oldRef == "" {
 		return b, nil
 	}
-	wt, remove, err := worktree(root, dir, oldRef)
-	if err != nil {
+	src = refDir(dir, oldRef)
+	defer os.RemoveAll(src)
+	if err := testkit.ExportRef(ctx, root, oldRef, src); err != nil {
 		return b, err
 	}
-	defer remove()
 	b.old = filepath.Join(dir, "watermark-connect-"+oldRef)
-	if err := run(wt, "go", "build", "-o", b.old, "./cmd/watermark-connect"); err != nil {
+	if _, err := (testkit.Build{Dir: src, Out: b.old}).Run(ctx); err != nil {
 		return b, err
 	}
 	return b, nil
 }
 
-// worktree checks ref out in a detached worktree under dir.
-func worktree(root, dir, ref string) (string, func(), error) {
-	wt := filepath.Join(dir, "worktree-"+strings.NewReplacer("/", "_", "~", "_", "^", "_").Replace(ref))
-	if err := run(root, "git", "worktree", "add", "--detach", wt, ref); err != nil {
-		return "", nil, err
-	}
-	return wt, func() { _ = run(root, "git", "worktree", "remove", "--force", wt) }, nil
+// refDir is where build puts the files of ref.
+func refDir(dir, ref string) string {
+	return filepath.Join(dir, "src-"+strings.NewReplacer("/", "_", "~", "_", "^", "_").Replace(ref))
 }
 
 // describe names the commit that ref (the working tree when empty, with

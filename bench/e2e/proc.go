@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // A run is measured over its window: from the first scrape that sees a
@@ -175,45 +175,12 @@ func (p *proc) measure(ctx context.Context, want int64, every, timeout time.Dura
 
 // scrapeSent reads output_sent (summed over its series) from addr/metrics.
 func scrapeSent(ctx context.Context, addr string) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	m, err := testkit.ScrapeMetrics(ctx, addr)
 	if err != nil {
 		return 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("GET /metrics: %s", resp.Status)
-	}
-	var sum float64
-	found := false
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "output_sent ") && !strings.HasPrefix(line, "output_sent{") {
-			continue
-		}
-		rest := line[len("output_sent"):]
-		if i := strings.LastIndexByte(rest, '}'); i >= 0 {
-			rest = rest[i+1:]
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
-		if err != nil {
-			return 0, err
-		}
-		sum, found = sum+v, true
-	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	if !found {
+	sum, series := m.Sum("output_sent")
+	if series == 0 {
 		return 0, errors.New("no output_sent yet")
 	}
 	return int64(sum), nil

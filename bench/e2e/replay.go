@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // The replay benchmark (section 5): what a kill -9 costs in records
@@ -67,7 +69,7 @@ func replay(ctx context.Context, w io.Writer, o options, a *admin, b binaries) e
 	if err != nil {
 		return err
 	}
-	defer s.close()
+	defer s.Close()
 	var confs []replayConf
 	for _, mp := range []int{64, 1024} {
 		for _, cp := range []time.Duration{100 * time.Millisecond, time.Second} {
@@ -116,7 +118,7 @@ func replayTrial(ctx context.Context, o options, a *admin, b binaries, s *sink, 
 		return trial{}, err
 	}
 	path := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(path, []byte(replayYAML(a.brokers, c.topic, group, s.url(), rc)), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(replayYAML(a.brokers, c.topic, group, s.URL(), rc)), 0o600); err != nil {
 		return trial{}, err
 	}
 
@@ -126,7 +128,7 @@ func replayTrial(ctx context.Context, o options, a *admin, b binaries, s *sink, 
 		return trial{}, err
 	}
 	deadline := time.Now().Add(time.Minute)
-	for s.held.Load() < replayPartitions {
+	for s.held() < replayPartitions {
 		select {
 		case err := <-p1.done:
 			return trial{}, fmt.Errorf("run 1 exited (%w):\n%s", err, p1.tail())
@@ -134,14 +136,14 @@ func replayTrial(ctx context.Context, o options, a *admin, b binaries, s *sink, 
 		}
 		if time.Now().After(deadline) {
 			p1.kill()
-			return trial{}, fmt.Errorf("only %d heads held after a minute:\n%s", s.held.Load(), p1.tail())
+			return trial{}, fmt.Errorf("only %d heads held after a minute:\n%s", s.held(), p1.tail())
 		}
 	}
 	// Kill once killAt records are delivered, or once delivery has stalled
 	// (every partition's window is full) for a second.
 	killAt := replayKillMin + rng.Int64N(replayKillMax-replayKillMin)
-	last, lastAt := s.total.Load(), time.Now()
-	for n := last; n < killAt && time.Since(lastAt) < time.Second; n = s.total.Load() {
+	last, lastAt := s.Records(), time.Now()
+	for n := last; n < killAt && time.Since(lastAt) < time.Second; n = s.Records() {
 		if n != last {
 			last, lastAt = n, time.Now()
 		}
@@ -169,16 +171,18 @@ func replayTrial(ctx context.Context, o options, a *admin, b binaries, s *sink, 
 	s.waitIdle(10 * time.Second)
 	run2 := s.startRun(false, 0)
 
-	t := trial{delivered: len(run1)}
-	for k := range run1 {
-		if run2[k] > 0 {
-			t.dups++
+	for i, l := range []*testkit.Ledger{run1, run2} {
+		if l.BadCount > 0 {
+			return trial{}, fmt.Errorf("run %d: the sink saw %d bad records or requests, first: %s", i+1, l.BadCount, l.Bad[0])
 		}
 	}
+	t := trial{delivered: int(run1.Distinct())}
 	for p, end := range ends {
 		for off := range end {
-			k := offsetKey{p, off}
-			if run1[k] == 0 && run2[k] == 0 {
+			switch n1, n2 := run1.Count(p, off), run2.Count(p, off); {
+			case n1 > 0 && n2 > 0:
+				t.dups++
+			case n1 == 0 && n2 == 0:
 				return t, fmt.Errorf("partition %d offset %d was never delivered", p, off)
 			}
 		}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // The version and date the test binary is stamped with, as `make build` does.
@@ -22,47 +24,29 @@ const (
 	testDateBuilt = "2001-02-03T04:05:06Z"
 )
 
-var (
-	buildOnce sync.Once
-	buildDir  string
-	buildPath string
-	buildErr  error
-)
+// bin is the watermark-connect binary under test, built once per test run
+// with the same -ldflags stamping as the Makefile, and with -race when the
+// tests run with -race (testkit.RaceEnabled).
+var bin = &testkit.Binary{Build: testkit.Build{
+	Dir:     "../..", // go test runs in the package's folder
+	Race:    testkit.RaceEnabled,
+	LDFlags: "-X main.version=" + testVersion + " -X main.dateBuilt=" + testDateBuilt,
+}, Timeout: 5 * time.Minute}
 
 // TestMain removes the binary built by the tests, which lives outside any
 // single test's TempDir because it is shared by all of them.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if buildDir != "" {
-		_ = os.RemoveAll(buildDir)
-	}
+	bin.Remove()
 	os.Exit(code)
 }
 
-// binary returns the path of the watermark-connect binary, built once per
-// test run with the same -ldflags stamping as the Makefile.
+// binary returns the path of the watermark-connect binary.
 func binary(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		if buildDir, buildErr = os.MkdirTemp("", "watermark-connect-test-"); buildErr != nil {
-			return
-		}
-		buildPath = filepath.Join(buildDir, "watermark-connect")
-		args := []string{"build", "-o", buildPath,
-			"-ldflags", "-X main.version=" + testVersion + " -X main.dateBuilt=" + testDateBuilt}
-		if raceBuild {
-			args = append(args, "-race")
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "go", append(args, ".")...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			buildErr = errors.Join(err, errors.New(string(out)))
-		}
-	})
-	require.NoError(t, buildErr, "building the binary")
-	return buildPath
+	path, err := bin.Path()
+	require.NoError(t, err, "building the binary")
+	return path
 }
 
 // runBinary runs the binary to completion (bounded by 30s) with extra

@@ -2,9 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,12 +11,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
-// collector is an HTTP sink for the examples: it records every body it
-// accepts and rejects (500) the bodies reject says so.
+// collector is an HTTP sink for the examples, whose outputs post one
+// message per request: a testkit.Sink that takes each body as one record,
+// records every body it accepts, and rejects (500) the bodies reject says
+// so.
 type collector struct {
-	mu       sync.Mutex
+	mu       sync.Mutex // guards accepted and rejected
 	accepted map[string]int
 	rejected map[string]int
 	reject   func(body string) bool
@@ -27,20 +28,28 @@ type collector struct {
 
 func newCollector(t *testing.T, reject func(string) bool) (*collector, string) {
 	c := &collector{accepted: map[string]int{}, rejected: map[string]int{}, reject: reject}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		body := string(b)
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.reject != nil && c.reject(body) {
-			c.rejected[body]++
-			http.Error(w, "poison record", http.StatusInternalServerError)
-			return
-		}
-		c.accepted[body]++
-	}))
-	t.Cleanup(srv.Close)
-	return c, srv.URL
+	s, err := testkit.NewSink(testkit.SinkOptions{
+		Decode: func(body []byte) ([]testkit.Record, error) {
+			return []testkit.Record{{P: testkit.NoPartition, V: string(body)}}, nil
+		},
+		Judge: c.judge,
+	})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	return c, "http://" + s.Addr()
+}
+
+// judge is the sink's Judge: it counts the body as accepted or rejected.
+func (c *collector) judge(b testkit.Batch) testkit.Answer {
+	body := b.Records[0].V
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reject != nil && c.reject(body) {
+		c.rejected[body]++
+		return testkit.Fail
+	}
+	c.accepted[body]++
+	return testkit.Accept
 }
 
 func (c *collector) counts() (accepted, rejected int) {
@@ -132,12 +141,12 @@ func TestStreamsExample(t *testing.T) {
 
 	want := map[string]map[int32]int64{"orders": k.endOffsets(t, "orders"), "payments": k.endOffsets(t, "payments")}
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		series, err := committedSeries("http://" + addr + "/metrics")
+		series, err := committedSeries(addr)
 		if !assert.NoError(ct, err) {
 			return
 		}
 		for _, s := range series {
-			assert.Equal(ct, s["topic"], s["stream"], "each example stream consumes the topic it is named after: %v", s)
+			assert.Equal(ct, s.Labels["topic"], s.Labels["stream"], "each example stream consumes the topic it is named after: %v", s)
 		}
 		assert.Equal(ct, want, byTopic(ct, series), "committed series at the log end")
 	}, 20*time.Second, poll)

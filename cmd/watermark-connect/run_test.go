@@ -2,19 +2,19 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // pipelineConfig is a kafka_watermark → file pipeline: every record becomes
@@ -121,57 +121,33 @@ logger:
 	}
 }
 
-var seriesRE = regexp.MustCompile(`^kafka_watermark_committed_offset\{([^}]*)\}\s+(\S+)`)
-var labelRE = regexp.MustCompile(`(\w+)="([^"]*)"`)
-
 // byTopic turns committed-offset series into topic -> partition -> offset;
-// a series whose partition or value does not parse fails ct.
-func byTopic(ct assert.TestingT, series []map[string]string) map[string]map[int32]int64 {
+// a series whose partition does not parse fails ct.
+func byTopic(ct assert.TestingT, series []testkit.Sample) map[string]map[int32]int64 {
 	got := map[string]map[int32]int64{}
 	for _, s := range series {
-		var p int32
-		var v float64
-		_, errP := fmt.Sscan(s["partition"], &p)
-		_, errV := fmt.Sscan(s["value"], &v)
-		if !assert.NoError(ct, errP, "partition of %v", s) || !assert.NoError(ct, errV, "value of %v", s) {
+		p, err := strconv.ParseInt(s.Labels["partition"], 10, 32)
+		if !assert.NoError(ct, err, "partition of %v", s) {
 			continue
 		}
-		if got[s["topic"]] == nil {
-			got[s["topic"]] = map[int32]int64{}
+		if got[s.Labels["topic"]] == nil {
+			got[s.Labels["topic"]] = map[int32]int64{}
 		}
-		got[s["topic"]][p] = int64(v)
+		got[s.Labels["topic"]][int32(p)] = int64(s.Value)
 	}
 	return got
 }
 
-// committedSeries scrapes url and returns every kafka_watermark_committed_offset
-// series as its labels plus "value".
-func committedSeries(url string) ([]map[string]string, error) {
-	resp, err := http.Get(url) //nolint:noctx // bounded by the client's default transport and the caller's deadline
+// committedSeries scrapes http://addr/metrics and returns every
+// kafka_watermark_committed_offset series.
+func committedSeries(addr string) ([]testkit.Sample, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m, err := testkit.ScrapeMetrics(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s", resp.Status, body)
-	}
-	var out []map[string]string
-	for _, line := range strings.Split(string(body), "\n") {
-		m := seriesRE.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		s := map[string]string{"value": m[2]}
-		for _, l := range labelRE.FindAllStringSubmatch(m[1], -1) {
-			s[l[1]] = l[2]
-		}
-		out = append(out, s)
-	}
-	return out, nil
+	return m.Find("kafka_watermark_committed_offset"), nil
 }
 
 // Two streams in one process (streams mode), each with its own group and
@@ -224,9 +200,9 @@ logger:
 	for _, s := range streams {
 		want[s.topic] = k.endOffsets(t, s.topic)
 	}
-	var series []map[string]string
+	var series []testkit.Sample
 	require.EventuallyWithT(t, func(ct *assert.CollectT) {
-		s, err := committedSeries(url)
+		s, err := committedSeries(addr)
 		if !assert.NoError(ct, err, "scraping %s", url) {
 			return
 		}
@@ -238,18 +214,18 @@ logger:
 	}, 30*time.Second, poll)
 	paths := map[string]string{}
 	for _, s := range series {
-		id := s["stream"]
+		id := s.Labels["stream"]
 		require.Contains(t, streams, id, "series without a known stream label: %v", s)
-		assert.Equal(t, streams[id].topic, s["topic"], "stream %s reports another stream's topic: %v", id, s)
-		require.NotEmpty(t, s["path"], "series without a path label: %v", s)
-		paths[id] = s["path"]
+		assert.Equal(t, streams[id].topic, s.Labels["topic"], "stream %s reports another stream's topic: %v", id, s)
+		require.NotEmpty(t, s.Labels["path"], "series without a path label: %v", s)
+		paths[id] = s.Labels["path"]
 	}
 	require.Len(t, paths, 2, "both streams have series: %v", series)
 	for _, topic := range []string{"orders-topic", "payments-topic"} {
 		var ids []string
 		for _, s := range series {
-			if s["topic"] == topic {
-				ids = append(ids, s["stream"])
+			if s.Labels["topic"] == topic {
+				ids = append(ids, s.Labels["stream"])
 			}
 		}
 		require.Len(t, ids, partitions, "one series per partition of %s, all of one stream: %v", topic, ids)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // The harness's own logic, without a broker: the schedule, the accounting
@@ -128,10 +130,10 @@ func scenario() [][]logRec {
 
 // delivered makes a ledger where offsets in offs were received once at
 // times t (Unix ns) with the right values.
-func delivered(t int64, offs ...int64) ledgerData {
-	ld := ledgerData{parts: [][]entry{make([]entry, 10)}, instances: map[string]uint16{"m1.1": 1, "m2.1": 2}}
+func delivered(t int64, offs ...int64) *testkit.Ledger {
+	ld := &testkit.Ledger{Parts: [][]testkit.Entry{make([]testkit.Entry, 10)}, Instances: map[string]uint16{"m1.1": 1, "m2.1": 2}}
 	for _, o := range offs {
-		ld.parts[0][o] = entry{count: 1, hash: uint32(o), firstArrive: t, firstAck: t, inst: 1}
+		ld.Parts[0][o] = testkit.Entry{Count: 1, Hash: uint32(o), FirstArrive: t, FirstAck: t, Inst: 1}
 	}
 	return ld
 }
@@ -153,8 +155,8 @@ func TestAccountFindsBreaches(t *testing.T) {
 	// 5 is never received, 6 (aborted) is, 9 arrives only after the commit
 	// of 10 was seen.
 	ld := delivered(10e9, 0, 1, 2, 3, 4, 8)
-	ld.parts[0][6] = entry{count: 1, hash: 6, firstArrive: 10e9, firstAck: 10e9}
-	ld.parts[0][9] = entry{count: 1, hash: 9, firstArrive: 15e9, firstAck: 15e9}
+	ld.Parts[0][6] = testkit.Entry{Count: 1, Hash: 6, FirstArrive: 10e9, FirstAck: 10e9}
+	ld.Parts[0][9] = testkit.Entry{Count: 1, Hash: 9, FirstArrive: 15e9, FirstAck: 15e9}
 	hist := [][]commitObs{{
 		{offset: 3, meta: "wm1 o=3 e=-1 d=5.1", firstSeen: 11e9, lastSeen: 11e9}, // claims 8 delivered: it was
 		{offset: 3, meta: "wm1 o=3 e=-1 d=2.1", firstSeen: 12e9, lastSeen: 12e9}, // claims 5 delivered: never
@@ -185,9 +187,9 @@ func TestAccountFindsBreaches(t *testing.T) {
 func TestDuplicatesAgainstExposure(t *testing.T) {
 	lg := scenario()
 	ld := delivered(10e9, 0, 1, 2, 3, 4, 5, 8, 9)
-	ld.parts[0][9].firstArrive = 25e9 // after the kill, from another member
-	ld.parts[0][9].inst = 2
-	ld.parts[0][8].firstArrive = 21e9 // after the kill, from the victim (in flight): at risk
+	ld.Parts[0][9].FirstArrive = 25e9 // after the kill, from another member
+	ld.Parts[0][9].Inst = 2
+	ld.Parts[0][8].FirstArrive = 21e9 // after the kill, from the victim (in flight): at risk
 	// The last commit before the kill at 20s: offset 2, with 4 in its ranges.
 	before := snapshot{commits: []commitObs{{offset: 2, meta: "wm1 o=2 e=-1 d=2.1"}}}
 	faults := []*faultRun{
@@ -197,8 +199,8 @@ func TestDuplicatesAgainstExposure(t *testing.T) {
 	// Replayed after the kill: 2, 3, 5, 8 (inside the exposure) and 1
 	// (below the commit: outside the replay).
 	for _, o := range []int64{1, 2, 3, 5, 8} {
-		ld.dups = append(ld.dups, dupEvent{p: 0, o: o, at: 30e9})
-		ld.parts[0][o].count++
+		ld.Dups = append(ld.Dups, testkit.Dup{P: 0, O: o, At: 30e9})
+		ld.Parts[0][o].Count++
 	}
 	a := account(lg, ld, nil, nil, nil, nil, faults, nil, 100e9, nil)
 	got := a.Faults[1]

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // The loss reports, read from the members' logs, and the checker's rules
@@ -72,26 +74,11 @@ func TestLogfmtValue(t *testing.T) {
 	}
 }
 
-func TestParseSeries(t *testing.T) {
-	s, ok := parseSeries(`kafka_watermark_lost_records_total{label="",partition="7",path="root.input",topic="chaos-1"} 120`)
-	if !ok || s.name != "kafka_watermark_lost_records_total" || s.labels["partition"] != "7" || s.labels["topic"] != "chaos-1" || s.value != 120 {
-		t.Errorf("parseSeries = %+v, %v", s, ok)
-	}
-	if s, ok := parseSeries("process_open_fds 12"); !ok || s.value != 12 || len(s.labels) != 0 {
-		t.Errorf("parseSeries without labels = %+v, %v", s, ok)
-	}
-	for _, bad := range []string{"", "# HELP x y", "x{a=\"1\"}", "x{a=1} 2"} {
-		if _, ok := parseSeries(bad); ok {
-			t.Errorf("parseSeries(%q) accepted", bad)
-		}
-	}
-}
-
 // deletedScenario: one partition of 20 offsets, the harness deleted 0-11 at
 // 50s while the commit stood at 4. The sink had 0-3 and 6 (an island above
 // the commit, in its delivered ranges with 7, a marker); 5, 8-11 never
 // came. 9 was a marker, the rest visible records; 12-19 are in the log.
-func deletedScenario() ([][]logRec, ledgerData, *lossFacts) {
+func deletedScenario() ([][]logRec, *testkit.Ledger, *lossFacts) {
 	lg := [][]logRec{make([]logRec, 20)}
 	for o := range lg[0] {
 		lg[0][o] = logRec{kind: offData, hash: uint32(o), ts: int64(o) * 1e9}
@@ -101,9 +88,9 @@ func deletedScenario() ([][]logRec, ledgerData, *lossFacts) {
 	}
 	lg[0][7].was, lg[0][9].was = offUnknown, offUnknown
 	ld := delivered(10e9, 0, 1, 2, 3, 6)
-	ld.parts[0] = append(ld.parts[0], make([]entry, 10)...)
+	ld.Parts[0] = append(ld.Parts[0], make([]testkit.Entry, 10)...)
 	for o := int64(12); o < 20; o++ {
-		ld.parts[0][o] = entry{count: 1, hash: uint32(o), firstArrive: 40e9, firstAck: 40e9, inst: 1}
+		ld.Parts[0][o] = testkit.Entry{Count: 1, Hash: uint32(o), FirstArrive: 40e9, FirstAck: 40e9, Inst: 1}
 	}
 	facts := &lossFacts{deletions: []deletion{{Fault: 1, P: 0, From: 0, To: 12, End: 20, Commit: 4, Meta: "wm1 o=4 e=-1 d=2.2", At: 50e9, Received: 5,
 		Unreceived: []span{{4, 6}, {8, 12}}}}}
@@ -145,7 +132,7 @@ func TestCheckLossesRetention(t *testing.T) {
 	}
 	// A deleted offset a member still delivered from memory afterwards is
 	// no loss to report.
-	ld.parts[0][5] = entry{count: 1, hash: 5, firstArrive: 55e9, firstAck: 55e9}
+	ld.Parts[0][5] = testkit.Entry{Count: 1, Hash: 5, FirstArrive: 55e9, FirstAck: 55e9}
 	r, _ := checkLosses(lg, ld, facts, []lossEvent{ev("m1.1", 5, 4, 11)}, "t")
 	if r.Expected != 5 || r.LaterDelivered != 1 || len(r.Mismatches) != 0 {
 		t.Errorf("delivered after the deletion: %+v", r)
@@ -169,7 +156,7 @@ func TestCheckLossesRetention(t *testing.T) {
 // run (m1.13 reported 309 where 302 had reached no sink).
 func TestCheckLossesExcusesReceivedButUnacked(t *testing.T) {
 	lg, ld, facts := deletedScenario()
-	ld.parts[0][5] = entry{count: 1, hash: 5, firstArrive: 45e9, firstAck: 45e9}
+	ld.Parts[0][5] = testkit.Entry{Count: 1, Hash: 5, FirstArrive: 45e9, FirstAck: 45e9}
 	ev := lossEvent{Instance: "m1.1", Level: "error", Topic: "t", Partition: 0, Count: 6, First: 4, Last: 11, LogStart: 12, Cause: causeRetention}
 	r, _ := checkLosses(lg, ld, facts, []lossEvent{ev}, "t")
 	if r.Expected != 5 || r.ReportedLost != 6 || len(r.Mismatches) != 0 || len(r.Notes) != 1 {
@@ -226,22 +213,22 @@ func TestAccountDeletedOffsets(t *testing.T) {
 // truncScenario: one partition; an unclean election at 50s rewrote offsets
 // 6-9 (divergence 6, leader epoch 3 to 5). The old log's 6-9 (hashes
 // 106-109) were delivered before it; the new log holds 6-11 (hashes 6-11).
-func truncScenario() ([][]logRec, ledgerData, *lossFacts) {
+func truncScenario() ([][]logRec, *testkit.Ledger, *lossFacts) {
 	lg := [][]logRec{make([]logRec, 12)}
 	for o := range lg[0] {
 		lg[0][o] = logRec{kind: offData, hash: uint32(o), ts: int64(o) * 1e9}
 	}
 	ld := delivered(10e9, 0, 1, 2, 3, 4, 5)
-	ld.parts[0] = append(ld.parts[0], make([]entry, 2)...)
+	ld.Parts[0] = append(ld.Parts[0], make([]testkit.Entry, 2)...)
 	for o := int64(6); o < 10; o++ {
-		ld.parts[0][o] = entry{count: 1, hash: uint32(100 + o), firstArrive: 40e9, firstAck: 40e9, inst: 1}
+		ld.Parts[0][o] = testkit.Entry{Count: 1, Hash: uint32(100 + o), FirstArrive: 40e9, FirstAck: 40e9, Inst: 1}
 	}
 	for o := int64(6); o < 12; o++ {
 		if o < 10 {
-			ld.parts[0][o].count++
-			ld.alts = append(ld.alts, altDelivery{p: 0, o: o, hash: uint32(o), at: 60e9, inst: 2})
+			ld.Parts[0][o].Count++
+			ld.Alts = append(ld.Alts, testkit.Alt{P: 0, O: o, Hash: uint32(o), At: 60e9, Inst: 2})
 		} else {
-			ld.parts[0][o] = entry{count: 1, hash: uint32(o), firstArrive: 60e9, firstAck: 60e9, inst: 2}
+			ld.Parts[0][o] = testkit.Entry{Count: 1, Hash: uint32(o), FirstArrive: 60e9, FirstAck: 60e9, Inst: 2}
 		}
 	}
 	facts := &lossFacts{truncations: []truncation{{Fault: 2, P: 0, Divergence: 6, OldEnd: 10, OldEpoch: 3, NewEpoch: 5, ElectedAt: 50e9,
@@ -305,7 +292,7 @@ func TestAccountTruncation(t *testing.T) {
 	// Every record of the new log is delivered: without the new 8, it is
 	// lost though its offset was delivered (the old record).
 	lg, ld, facts = truncScenario()
-	ld.alts = slices.DeleteFunc(ld.alts, func(d altDelivery) bool { return d.o == 8 })
+	ld.Alts = slices.DeleteFunc(ld.Alts, func(d testkit.Alt) bool { return d.O == 8 })
 	a = account(lg, ld, nil, nil, nil, nil, faults, nil, 100e9, facts)
 	if a.Lost != 1 || !strings.Contains(a.LostExamples[0], "0/8") {
 		t.Errorf("new 8 never delivered: lost %d %v, want 1 (0/8)", a.Lost, a.LostExamples)
@@ -314,7 +301,7 @@ func TestAccountTruncation(t *testing.T) {
 	// one held a record the group delivered. No phantom: the old record's.
 	lg, ld, facts = truncScenario()
 	lg[0][8].kind = offMarker
-	ld.alts = slices.DeleteFunc(ld.alts, func(d altDelivery) bool { return d.o == 8 })
+	ld.Alts = slices.DeleteFunc(ld.Alts, func(d testkit.Alt) bool { return d.O == 8 })
 	a = account(lg, ld, nil, nil, nil, nil, faults, nil, 100e9, facts)
 	if a.Phantom != 0 || a.Lost != 0 || a.Markers != 1 {
 		t.Errorf("a marker where an old record was delivered: phantom %d %v, lost %d, markers %d; want 0, 0, 1", a.Phantom, a.BadExamples, a.Lost, a.Markers)
@@ -324,7 +311,7 @@ func TestAccountTruncation(t *testing.T) {
 	}
 	// Another value at an offset no truncation rewrote is corruption.
 	lg, ld, facts = truncScenario()
-	ld.alts = append(ld.alts, altDelivery{p: 0, o: 3, hash: 999, at: 70e9})
+	ld.Alts = append(ld.Alts, testkit.Alt{P: 0, O: 3, Hash: 999, At: 70e9})
 	a = account(lg, ld, nil, nil, nil, nil, faults, nil, 100e9, facts)
 	if a.Corrupt != 1 {
 		t.Errorf("another value at 3: corrupt %d, want 1", a.Corrupt)
@@ -348,7 +335,7 @@ func TestCheckLossesTruncation(t *testing.T) {
 	// before the election's time as the harness knows it. Delivered values
 	// of the new log are not old records, whenever they came.
 	facts.truncations[0].OldEnd = 12
-	ld.parts[0][10].firstArrive, ld.parts[0][10].firstAck = 45e9, 45e9
+	ld.Parts[0][10].FirstArrive, ld.Parts[0][10].FirstAck = 45e9, 45e9
 	r, _ = checkLosses(lg, ld, facts, []lossEvent{trunc}, "t")
 	if len(r.Mismatches) != 0 || r.TruncDelivered != 4 || r.TruncNeverSeen != 2 {
 		t.Errorf("new records delivered before the election's time: delivered %d, never %d, mismatches %v; want 4, 2, none", r.TruncDelivered, r.TruncNeverSeen, r.Mismatches)

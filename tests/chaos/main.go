@@ -44,6 +44,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // options are the command line.
@@ -154,7 +156,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		os.Exit(2)
 	}
-	root, err := projectRoot()
+	root, err := testkit.ModuleRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		os.Exit(2)
@@ -182,22 +184,39 @@ func main() {
 	os.Exit(code)
 }
 
-// projectRoot is the folder of the go.mod of this module, from the working
-// directory up.
-func projectRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
+// reproduceCommand is the command line that runs o again: the seed, the
+// duration, and every option that differs from its default.
+func reproduceCommand(o *options) string {
+	args := []string{"go run ./tests/chaos", "--duration", o.duration.String(), "--seed", fmt.Sprint(o.seed)}
+	if o.protocol != "classic" {
+		args = append(args, "--protocol", o.protocol)
 	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.Contains(string(b), "module github.com/watermark-connect/watermark-connect\n") {
-			return dir, nil
+	def, _ := parseOptions(nil)
+	add := func(name string, v, d any) {
+		if fmt.Sprint(v) != fmt.Sprint(d) {
+			args = append(args, "--"+name, fmt.Sprint(v))
 		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("not inside the watermark-connect module: run from the project")
-		}
-		dir = parent
 	}
+	add("cluster", o.cluster, def.cluster)
+	add("members", o.members, def.members)
+	add("partitions", o.partitions, def.partitions)
+	add("rate", o.rate, def.rate)
+	add("txn-rate", o.txnRate, def.txnRate)
+	add("abort-ratio", o.abortRatio, def.abortRatio)
+	add("fault-gap", o.faultGap, def.faultGap)
+	add("overlap", o.overlap, def.overlap)
+	if want := defaultWeights; o.cluster > 1 {
+		want += "," + clusterExtraWeights
+		add("weights", o.weights, want)
+	} else {
+		add("weights", o.weights, want)
+	}
+	add("source", o.source, def.source)
+	if o.selfCheck {
+		args = append(args, "--self-check")
+	}
+	if o.race {
+		args = append(args, "--race")
+	}
+	return strings.Join(args, " ")
 }

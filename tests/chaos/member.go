@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -365,39 +364,4 @@ func (f *fleet) scanLogs() logStats {
 		_ = fh.Close()
 	}
 	return st
-}
-
-// buildBinary builds ./cmd/watermark-connect once, from the working tree or
-// from git HEAD, into dir.
-func buildBinary(ctx context.Context, root, source string, race bool, dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	out, err := filepath.Abs(filepath.Join(dir, "watermark-connect"))
-	if err != nil {
-		return "", err
-	}
-	src := root
-	if source == "head" {
-		src = filepath.Join(dir, "src")
-		_ = os.RemoveAll(src)
-		if err := os.MkdirAll(src, 0o755); err != nil {
-			return "", err
-		}
-		c := exec.CommandContext(ctx, "bash", "-c", `git -C "$1" archive HEAD | tar -x -C "$2"`, "archive", root, src)
-		if b, err := c.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("git archive HEAD: %w\n%s", err, b)
-		}
-	}
-	args := []string{"build", "-o", out}
-	if race {
-		args = append(args, "-race")
-	}
-	args = append(args, "./cmd/watermark-connect")
-	c := exec.CommandContext(ctx, "go", args...)
-	c.Dir = src
-	if b, err := c.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, b)
-	}
-	return out, nil
 }

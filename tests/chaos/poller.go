@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // commitObs is one distinct commit of a partition as polled: the same
@@ -323,26 +322,26 @@ func (pl *poller) scrapeMembers(ctx context.Context, final bool) {
 	var paused, stalled, seen int
 	for _, m := range pl.fleet.running() {
 		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		series, err := scrapeMetrics(sctx, m.metricsAddr)
+		series, err := testkit.ScrapeMetrics(sctx, m.metricsAddr)
 		cancel()
 		if err != nil {
 			continue
 		}
 		lc := lossCounters{Final: final}
 		for _, s := range series {
-			switch s.name {
+			switch s.Name {
 			case "kafka_watermark_paused":
-				if s.value != 0 {
+				if s.Value != 0 {
 					paused++
 				}
 			case "kafka_watermark_stalled":
-				if s.value != 0 {
+				if s.Value != 0 {
 					stalled++
 				}
 			case "kafka_watermark_lost_records_total":
-				lc.Lost += int64(s.value)
+				lc.Lost += int64(s.Value)
 			case "kafka_watermark_truncated_records_total":
-				lc.Truncated += int64(s.value)
+				lc.Truncated += int64(s.Value)
 			}
 		}
 		pl.mu.Lock()
@@ -361,103 +360,16 @@ func (pl *poller) scrapeMembers(ctx context.Context, final bool) {
 	pl.mu.Unlock()
 }
 
-// series is one sample of the Prometheus text format.
-type series struct {
-	name   string
-	labels map[string]string
-	value  float64
-}
-
-// scrapeMetrics reads the kafka_watermark_ samples of a member's /metrics.
-func scrapeMetrics(ctx context.Context, addr string) ([]series, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /metrics: %s", resp.Status)
-	}
-	var out []series
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
-	for sc.Scan() {
-		if s, ok := parseSeries(sc.Text()); ok && strings.HasPrefix(s.name, "kafka_watermark_") {
-			out = append(out, s)
-		}
-	}
-	return out, sc.Err()
-}
-
-// parseSeries reads one sample line: name{k="v",...} value [timestamp].
-func parseSeries(line string) (series, bool) {
-	if line == "" || line[0] == '#' {
-		return series{}, false
-	}
-	s := series{labels: map[string]string{}}
-	var rest string
-	if i := strings.IndexByte(line, '{'); i >= 0 {
-		j := strings.LastIndexByte(line, '}')
-		if j < i {
-			return series{}, false
-		}
-		s.name, rest = line[:i], line[j+1:]
-		for lbl := line[i+1 : j]; lbl != ""; {
-			k, v, ok := strings.Cut(lbl, "=")
-			if !ok {
-				return series{}, false
-			}
-			q, err := strconv.QuotedPrefix(v)
-			if err != nil {
-				return series{}, false
-			}
-			val, _ := strconv.Unquote(q)
-			s.labels[strings.TrimSpace(k)] = val
-			lbl = strings.TrimPrefix(v[len(q):], ",")
-		}
-	} else {
-		sp := strings.IndexByte(line, ' ')
-		if sp < 0 {
-			return series{}, false
-		}
-		s.name, rest = line[:sp], line[sp:]
-	}
-	f := strings.Fields(rest)
-	if len(f) == 0 {
-		return series{}, false
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil {
-		return series{}, false
-	}
-	s.value = v
-	return s, true
-}
-
-// memberSeries is one member process's samples of a metric, by partition.
+// memberSeries is one member process's samples of a metric for topic, by
+// partition.
 func memberSeries(ctx context.Context, m *member, name, topic string) (map[int32]float64, error) {
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	all, err := scrapeMetrics(sctx, m.metricsAddr)
+	all, err := testkit.ScrapeMetrics(sctx, m.metricsAddr)
 	if err != nil {
 		return nil, err
 	}
-	out := map[int32]float64{}
-	for _, s := range all {
-		if s.name != name || (s.labels["topic"] != "" && s.labels["topic"] != topic) {
-			continue
-		}
-		p, err := strconv.Atoi(s.labels["partition"])
-		if err != nil {
-			continue
-		}
-		out[int32(p)] += s.value
-	}
-	return out, nil
+	return all.ByPartition(name, topic), nil
 }
 
 // history returns a copy of everything polled.

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // prodRec is one record a producer saw acknowledged.
@@ -77,7 +79,7 @@ func (lp *liveProducer) start(ctx context.Context) {
 				p := int32(seq % int64(lp.parts))
 				v := fmt.Sprintf("L%09d-p%02d-%s", seq, p, pad)
 				seq++
-				h := hashValue(v)
+				h := testkit.HashValue(v)
 				lp.cl.Produce(ctx, &kgo.Record{Partition: p, Value: []byte(v)}, func(r *kgo.Record, err error) {
 					if err != nil {
 						lp.failed.Add(1)
@@ -205,7 +207,7 @@ func (tp *txnProducer) start(ctx context.Context) {
 				v := fmt.Sprintf("T%09d-p%02d-%s", seq, p, pad)
 				seq++
 				recs[i] = &kgo.Record{Partition: p, Value: []byte(v)}
-				hashes[i] = hashValue(v)
+				hashes[i] = testkit.HashValue(v)
 			}
 			began := time.Now()
 			tp.transact(ctx, recs, hashes, commit)

@@ -6,13 +6,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // The default run dirs belong to a checkout: the same for one path, another
 // for another, in the temporary directory, and broker.sh names its own the
 // same way.
 func TestDefaultRunDir(t *testing.T) {
-	root, err := projectRoot()
+	root, err := testkit.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
