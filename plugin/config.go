@@ -91,20 +91,6 @@ func (c *config) setConn(conn kafkaconn.Config) {
 	c.requestTimeoutOverhead, c.connIdleTimeout = conn.RequestTimeoutOverhead, conn.ConnIdleTimeout
 }
 
-// splitEntries splits list entries at commas and trims them, dropping empty
-// ones, as the redpanda input reads topics (kafkaconn reads seed_brokers so).
-func splitEntries(list []string) []string {
-	var out []string
-	for _, e := range list {
-		for part := range strings.SplitSeq(e, ",") {
-			if part = strings.TrimSpace(part); part != "" {
-				out = append(out, part)
-			}
-		}
-	}
-	return out
-}
-
 // parseConfig reads every field, then validates the whole config once.
 func parseConfig(pc *service.ParsedConfig) (*config, error) {
 	c := &config{}
@@ -139,7 +125,7 @@ func parseConfig(pc *service.ParsedConfig) (*config, error) {
 		v, err := pc.FieldStringList(path)
 		errs = append(errs, err)
 		if split {
-			return splitEntries(v)
+			return kafkaconn.SplitEntries(v)
 		}
 		return v
 	}

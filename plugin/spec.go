@@ -2,43 +2,45 @@ package plugin
 
 import (
 	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/watermark-connect/watermark-connect/internal/kafkaconn"
 )
 
 // Field names. Where Redpanda Connect's redpanda / kafka_franz inputs have a
 // field with the same meaning we keep its name and default, so configs port
 // unchanged.
 const (
-	fieldSeedBrokers            = "seed_brokers"
+	fieldSeedBrokers            = kafkaconn.FieldSeedBrokers
 	fieldTopics                 = "topics"
 	fieldRegexpTopics           = "regexp_topics"
 	fieldRegexpTopicsInclude    = "regexp_topics_include"
 	fieldRegexpTopicsExclude    = "regexp_topics_exclude"
 	fieldConsumerGroup          = "consumer_group"
-	fieldClientID               = "client_id"
+	fieldClientID               = kafkaconn.FieldClientID
 	fieldRackID                 = "rack_id"
 	fieldInstanceID             = "instance_id"
 	fieldStartOffset            = "start_offset"
-	fieldSessionTimeout         = "session_timeout"
+	fieldSessionTimeout         = kafkaconn.FieldSessionTimeout
 	fieldRebalanceTimeout       = "rebalance_timeout"
 	fieldHeartbeatInterval      = "heartbeat_interval"
 	fieldFetchMaxBytes          = "fetch_max_bytes"
 	fieldFetchMaxPartitionBytes = "fetch_max_partition_bytes"
 	fieldFetchMaxWait           = "fetch_max_wait"
 	fieldFetchMinBytes          = "fetch_min_bytes"
-	fieldMetadataMaxAge         = "metadata_max_age"
-	fieldRequestTimeoutOverhead = "request_timeout_overhead"
-	fieldConnIdleTimeout        = "conn_idle_timeout"
-	fieldTCP                    = "tcp" // netutil.DialerConfigSpec's name
+	fieldMetadataMaxAge         = kafkaconn.FieldMetadataMaxAge
+	fieldRequestTimeoutOverhead = kafkaconn.FieldRequestTimeoutOverhead
+	fieldConnIdleTimeout        = kafkaconn.FieldConnIdleTimeout
+	fieldTCP                    = kafkaconn.FieldTCP // netutil.DialerConfigSpec's name
 	fieldTopicLagRefreshPeriod  = "topic_lag_refresh_period"
 	fieldIsolationLevel         = "transaction_isolation_level"
-	fieldTLS                    = "tls"
-	fieldSASL                   = "sasl"
-	fieldSASLMechanism          = "mechanism"
-	fieldSASLUsername           = "username"
-	fieldSASLPassword           = "password"
-	fieldSASLToken              = "token"
-	fieldSASLExtensions         = "extensions"
-	fieldSASLAWS                = "aws"
+	fieldTLS                    = kafkaconn.FieldTLS
+	fieldSASL                   = kafkaconn.FieldSASL
+	fieldSASLMechanism          = kafkaconn.FieldSASLMechanism
+	fieldSASLUsername           = kafkaconn.FieldSASLUsername
+	fieldSASLPassword           = kafkaconn.FieldSASLPassword
+	fieldSASLToken              = kafkaconn.FieldSASLToken
+	fieldSASLExtensions         = kafkaconn.FieldSASLExtensions
+	fieldSASLAWS                = kafkaconn.FieldSASLAWS
 
 	fieldCommitPeriod      = "commit_period"
 	fieldMaxPendingBatches = "max_pending_batches"

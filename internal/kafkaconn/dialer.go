@@ -34,22 +34,22 @@ const DefaultDialTimeout = 10 * time.Second
 // Unlike the redpanda input, which logs a bad tcp block and dials without it,
 // a bad block is a config error.
 func parseDialer(pc *service.ParsedConfig) (*net.Dialer, error) {
-	if !pc.Contains(fieldTCP) {
+	if !pc.Contains(FieldTCP) {
 		return nil, nil
 	}
-	dc, err := netutil.DialerConfigFromParsed(pc.Namespace(fieldTCP))
+	dc, err := netutil.DialerConfigFromParsed(pc.Namespace(FieldTCP))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", fieldTCP, err)
+		return nil, fmt.Errorf("%s: %w", FieldTCP, err)
 	}
 	switch {
 	case dc.Timeout < 0:
-		return nil, fmt.Errorf("%s: %s (%s) must not be negative: 0s is kgo's %s", fieldTCP, fieldTCPConnectTimeout, dc.Timeout, DefaultDialTimeout)
+		return nil, fmt.Errorf("%s: %s (%s) must not be negative: 0s is kgo's %s", FieldTCP, FieldTCPConnectTimeout, dc.Timeout, DefaultDialTimeout)
 	case dc.Timeout == 0:
 		dc.Timeout = DefaultDialTimeout
 	}
 	d := &net.Dialer{}
 	if err := netutil.DecorateDialer(d, dc); err != nil {
-		return nil, fmt.Errorf("%s: %w", fieldTCP, err)
+		return nil, fmt.Errorf("%s: %w", FieldTCP, err)
 	}
 	if dc.KeepAliveConfig.Idle < 0 {
 		d.KeepAlive = -1

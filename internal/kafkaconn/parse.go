@@ -9,25 +9,25 @@ import (
 )
 
 // The kafka_watermark input's fields that Parse reads. The input's spec
-// (plugin.ConfigSpec) declares them; TestParseEveryField parses each from
-// it.
+// (plugin.ConfigSpec) declares them with these constants;
+// TestParseEveryField parses each from it.
 const (
-	fieldSeedBrokers            = "seed_brokers"
-	fieldClientID               = "client_id"
-	fieldTLS                    = "tls"
-	fieldSASL                   = "sasl"
-	fieldSASLMechanism          = "mechanism"
-	fieldSASLUsername           = "username"
-	fieldSASLPassword           = "password"
-	fieldSASLToken              = "token"
-	fieldSASLExtensions         = "extensions"
-	fieldSASLAWS                = "aws"
-	fieldTCP                    = "tcp" // netutil.DialerConfigSpec's name
-	fieldTCPConnectTimeout      = "connect_timeout"
-	fieldSessionTimeout         = "session_timeout"
-	fieldMetadataMaxAge         = "metadata_max_age"
-	fieldRequestTimeoutOverhead = "request_timeout_overhead"
-	fieldConnIdleTimeout        = "conn_idle_timeout"
+	FieldSeedBrokers            = "seed_brokers"
+	FieldClientID               = "client_id"
+	FieldTLS                    = "tls"
+	FieldSASL                   = "sasl"
+	FieldSASLMechanism          = "mechanism"
+	FieldSASLUsername           = "username"
+	FieldSASLPassword           = "password"
+	FieldSASLToken              = "token"
+	FieldSASLExtensions         = "extensions"
+	FieldSASLAWS                = "aws"
+	FieldTCP                    = "tcp" // netutil.DialerConfigSpec's name
+	FieldTCPConnectTimeout      = "connect_timeout"
+	FieldSessionTimeout         = "session_timeout"
+	FieldMetadataMaxAge         = "metadata_max_age"
+	FieldRequestTimeoutOverhead = "request_timeout_overhead"
+	FieldConnIdleTimeout        = "conn_idle_timeout"
 )
 
 // Parse reads the connection settings of a kafka_watermark input from its
@@ -41,24 +41,24 @@ const (
 func Parse(pc *service.ParsedConfig) (Config, error) {
 	var c Config
 	var errs []error
-	if pc.Contains(fieldSeedBrokers) {
-		v, err := pc.FieldStringList(fieldSeedBrokers)
+	if pc.Contains(FieldSeedBrokers) {
+		v, err := pc.FieldStringList(FieldSeedBrokers)
 		errs = append(errs, err)
-		c.SeedBrokers = splitEntries(v)
+		c.SeedBrokers = SplitEntries(v)
 	}
-	if pc.Contains(fieldClientID) {
+	if pc.Contains(FieldClientID) {
 		var err error
-		c.ClientID, err = pc.FieldString(fieldClientID)
+		c.ClientID, err = pc.FieldString(FieldClientID)
 		errs = append(errs, err)
 	}
 	for _, d := range []struct {
 		name string
 		dst  *time.Duration
 	}{
-		{fieldSessionTimeout, &c.SessionTimeout},
-		{fieldMetadataMaxAge, &c.MetadataMaxAge},
-		{fieldRequestTimeoutOverhead, &c.RequestTimeoutOverhead},
-		{fieldConnIdleTimeout, &c.ConnIdleTimeout},
+		{FieldSessionTimeout, &c.SessionTimeout},
+		{FieldMetadataMaxAge, &c.MetadataMaxAge},
+		{FieldRequestTimeoutOverhead, &c.RequestTimeoutOverhead},
+		{FieldConnIdleTimeout, &c.ConnIdleTimeout},
 	} {
 		if pc.Contains(d.name) {
 			var err error
@@ -66,8 +66,8 @@ func Parse(pc *service.ParsedConfig) (Config, error) {
 			errs = append(errs, err)
 		}
 	}
-	if pc.Contains(fieldTLS) {
-		tlsConf, on, err := pc.FieldTLSToggled(fieldTLS)
+	if pc.Contains(FieldTLS) {
+		tlsConf, on, err := pc.FieldTLSToggled(FieldTLS)
 		errs = append(errs, err)
 		if on {
 			c.TLS = tlsConf
@@ -81,9 +81,9 @@ func Parse(pc *service.ParsedConfig) (Config, error) {
 	return c, errors.Join(errs...)
 }
 
-// splitEntries splits list entries at commas and trims them, dropping empty
+// SplitEntries splits list entries at commas and trims them, dropping empty
 // ones, as the redpanda input reads seed_brokers.
-func splitEntries(list []string) []string {
+func SplitEntries(list []string) []string {
 	var out []string
 	for _, e := range list {
 		for part := range strings.SplitSeq(e, ",") {

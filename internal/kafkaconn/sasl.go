@@ -77,10 +77,10 @@ func (u unbuilt) Authenticate(context.Context, string) (sasl.Session, []byte, er
 
 // parseSASL reads the sasl list, nil when the config has none.
 func parseSASL(pc *service.ParsedConfig) ([]SASL, error) {
-	if !pc.Contains(fieldSASL) {
+	if !pc.Contains(FieldSASL) {
 		return nil, nil
 	}
-	list, err := pc.FieldObjectList(fieldSASL)
+	list, err := pc.FieldObjectList(FieldSASL)
 	if err != nil {
 		return nil, err
 	}
@@ -88,19 +88,19 @@ func parseSASL(pc *service.ParsedConfig) ([]SASL, error) {
 	var errs []error
 	for _, e := range list {
 		var s SASL
-		s.Mechanism, err = e.FieldString(fieldSASLMechanism)
+		s.Mechanism, err = e.FieldString(FieldSASLMechanism)
 		errs = append(errs, err)
-		s.Username, _ = e.FieldString(fieldSASLUsername)
-		s.Password, _ = e.FieldString(fieldSASLPassword)
-		s.Token, _ = e.FieldString(fieldSASLToken)
-		if e.Contains(fieldSASLExtensions) {
-			ext, err := e.FieldStringMap(fieldSASLExtensions)
+		s.Username, _ = e.FieldString(FieldSASLUsername)
+		s.Password, _ = e.FieldString(FieldSASLPassword)
+		s.Token, _ = e.FieldString(FieldSASLToken)
+		if e.Contains(FieldSASLExtensions) {
+			ext, err := e.FieldStringMap(FieldSASLExtensions)
 			errs = append(errs, err)
 			if len(ext) > 0 { // Benthos gives an absent map as empty
 				s.Extensions = ext
 			}
 		}
-		s.AWS = e.Contains(fieldSASLAWS)
+		s.AWS = e.Contains(FieldSASLAWS)
 		out = append(out, s)
 	}
 	return out, errors.Join(errs...)
@@ -117,11 +117,11 @@ func ValidateSASL(list []SASL) []error {
 		switch s.Mechanism {
 		case MechanismPlain, MechanismScram256, MechanismScram512:
 			if s.Username == "" {
-				errs = append(errs, fmt.Errorf("%s[%d].%s: %s needs a user name", fieldSASL, i, fieldSASLUsername, s.Mechanism))
+				errs = append(errs, fmt.Errorf("%s[%d].%s: %s needs a user name", FieldSASL, i, FieldSASLUsername, s.Mechanism))
 			}
 		case MechanismOAuthBearer:
 			if s.Token == "" {
-				errs = append(errs, fmt.Errorf("%s[%d].%s: %s needs a token", fieldSASL, i, fieldSASLToken, s.Mechanism))
+				errs = append(errs, fmt.Errorf("%s[%d].%s: %s needs a token", FieldSASL, i, FieldSASLToken, s.Mechanism))
 			}
 		case MechanismNone:
 		default:
@@ -140,6 +140,6 @@ type UnknownMechanismError struct {
 
 // Error names the entry, the mechanism and the mechanisms built in.
 func (e *UnknownMechanismError) Error() string {
-	return fmt.Sprintf("%s[%d].%s (%q) must be one of %s, %s, %s, %s, %s", fieldSASL, e.Index, fieldSASLMechanism, e.Mechanism,
+	return fmt.Sprintf("%s[%d].%s (%q) must be one of %s, %s, %s, %s, %s", FieldSASL, e.Index, FieldSASLMechanism, e.Mechanism,
 		MechanismPlain, MechanismScram256, MechanismScram512, MechanismOAuthBearer, MechanismNone)
 }
