@@ -69,27 +69,6 @@ func (o *owner) commit() {
 	o.inbox.commitJobs <- job // capacity 1 and one job at a time: never blocks
 }
 
-// planChange plans p's next commit and reports whether it changes what the
-// broker holds (or will, once the commit in flight lands): only such a plan
-// is sent. A plan that changes nothing still counts the ranges it cut. The
-// metadata may have been committed whole when it filled the room exactly:
-// every plan since cuts the ranges delivered after and encodes the same, and
-// those ranges are left out all the same. A plan that is sent counts its cut
-// when it is sent, after budgetMeta may have cut more.
-//
-// final plans a revoke's or a close's commit (see differs).
-func (o *owner) planChange(p *partState, final bool) (planned, bool) {
-	c, ok := o.plan(p, o.commits.metaMax)
-	if !ok {
-		return c, false
-	}
-	if !p.differs(c, final) {
-		o.noteCut(p, c)
-		return c, false
-	}
-	return c, true
-}
-
 // sizedSet returns an empty commitSet with room for n partitions, of topic
 // for the most part, so a large commit does not grow its maps step by step.
 func sizedSet(topic string, n int, withMeta bool) commitSet {

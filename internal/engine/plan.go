@@ -231,3 +231,24 @@ func (o *owner) noteCut(p *partState, c planned) {
 		o.m.metaTruncated.Incr(int64(c.cut), p.labels[:]...)
 	}
 }
+
+// planChange plans p's next commit and reports whether it changes what the
+// broker holds (or will, once the commit in flight lands): only such a plan
+// is sent. A plan that changes nothing still counts the ranges it cut. The
+// metadata may have been committed whole when it filled the room exactly:
+// every plan since cuts the ranges delivered after and encodes the same, and
+// those ranges are left out all the same. A plan that is sent counts its cut
+// when it is sent, after budgetMeta may have cut more.
+//
+// final plans a revoke's or a close's commit (see differs).
+func (o *owner) planChange(p *partState, final bool) (planned, bool) {
+	c, ok := o.plan(p, o.commits.metaMax)
+	if !ok {
+		return c, false
+	}
+	if !p.differs(c, final) {
+		o.noteCut(p, c)
+		return c, false
+	}
+	return c, true
+}
