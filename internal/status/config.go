@@ -32,9 +32,10 @@ const (
 // A Target is a value, safe for concurrent reads; it holds secrets (SASL
 // passwords and tokens), which nothing in this package prints.
 type Target struct {
-	// Conn is how the input connects, from its config (kafkaconn.Parse);
-	// without a config, the seed brokers and client ID only, and kgo's
-	// defaults for the rest.
+	// Conn is how the input connects, read from its config by
+	// kafkaconn.Parse. Without a config it holds the seed brokers and the
+	// client ID only: kafkaconn's dialer (10s connect timeout, refused
+	// dials retriable) and kgo's defaults do the rest.
 	Conn         kafkaconn.Config
 	Topics       []string // empty: every partition the group has a commit for
 	RegexpTopics bool     // Topics are regular expressions, as the input reads them
