@@ -98,9 +98,9 @@ bench-scale:
 	@echo '### Scale: commit cycle, metadata encoding, gauge tick'
 	@bench/rounds.sh internal/engine 'CommitCycle|MetadataEncoding|GaugeTick' ns/op,req-B,meta-B,meta-B/partition,allocs/op
 	@echo '### Scale: owner state, Go heap'
-	@BENCH_RSS=1 go test ./internal/engine -count 1 -run '^TestScaleStateSize$$' -v | grep '^|'
+	@ROUNDS=1 BENCHTIME=1x bench/rounds.sh internal/engine '^BenchmarkStateSize$$' B/idle-partition,B/pending-batch,partState-B,Batch-B,windowBatch-B,rawBatch-B,Record-B
 	@echo '### Scale: RSS, one process with kfake'
-	@BENCH_RSS=1 go test ./plugin -count 1 -run '^TestScaleRSS$$' -v -timeout 60m | grep -v '^\(=== \|--- \|PASS\|ok \)'
+	@go run ./bench/rss -rounds $(ROUNDS)
 
 bench-tracker:
 	@echo '### Tracker against Jeffail/checkpoint Uncapped'
@@ -108,7 +108,7 @@ bench-tracker:
 
 bench-freshness:
 	@echo '### Commit freshness'
-	@BENCH_FRESHNESS=1 go test ./plugin -count 1 -run '^TestCommitFreshness$$' -v -timeout 30m | grep -v '^\(=== \|--- \|PASS\|ok \)'
+	@go run ./bench/freshness -rounds $(ROUNDS)
 
 # The end-to-end benchmark on a real broker that it starts and stops (about
 # 17 minutes; not run by CI): docs/BENCHMARKS.md-ready tables in

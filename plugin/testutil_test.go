@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/watermark-connect/watermark-connect/internal/engine"
-	"github.com/watermark-connect/watermark-connect/internal/memmetrics"
 )
 
 // benchConfig parses the input's config with the required fields and extra.
@@ -24,16 +23,6 @@ func benchConfig(tb testing.TB, extra string) *config {
 		tb.Fatal(err)
 	}
 	return conf
-}
-
-// testMetrics returns the input's metrics, reporting to a gauge store. Call
-// it outside a synctest bubble: Benthos resources are built there.
-func testMetrics(t *testing.T) (*engine.Metrics, *memmetrics.Store) {
-	t.Helper()
-	res, g, closeRes, err := memmetrics.Resources()
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = closeRes(context.Background()) })
-	return engine.NewMetrics(res.Metrics()), g
 }
 
 // The engine's defaults are the input's: a config with only the required

@@ -3,8 +3,10 @@ package engine
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -19,7 +21,7 @@ import (
 // moves the watermark of `moved` of them (one more record each, handed out
 // and acked, outside the timer) and times what the periodic work costs.
 //
-//	go test ./plugin -run '^$' -bench 'CommitCycle|MetadataEncoding|GaugeTick' -benchtime 2s
+//	go test ./internal/engine -run '^$' -bench 'CommitCycle|MetadataEncoding|GaugeTick' -benchtime 2s
 
 const scaleParts = 10_000
 
@@ -101,6 +103,53 @@ func BenchmarkGaugeTick(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkStateSize measures what the owner holds in the Go heap, after a
+// GC, per assigned partition and per pending batch: 10,000 partitions with
+// one record each delivered and committed (B/idle-partition), then 1,000
+// more partitions brought to the pending limit with 1,024 batches of one
+// record each (B/pending-batch; the records the fake fetches allocate count
+// with the batches that hold them, their values do not: all share
+// benchValue). It also reports the unsafe.Sizeof of the types behind those
+// figures: partState, Batch (an inflight batch), windowBatch, rawBatch and
+// kgo.Record. It is a measurement, not a timing: it runs once, before the
+// loop, whatever -benchtime says, and the loop is empty (ns/op is
+// suppressed).
+//
+//	go test ./internal/engine -run '^$' -bench '^BenchmarkStateSize$' -benchtime 1x
+func BenchmarkStateSize(b *testing.B) {
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	const pendParts, pendEach = 1000, 1024
+	h0 := heap()
+	idle := newScaleRig(b, scaleParts, "")
+	h1 := heap()
+	perPart := float64(h1-h0) / scaleParts
+	full := newScaleRig(b, pendParts, "")
+	h1 = heap()
+	all := full.pick(pendParts)
+	for range pendEach {
+		full.feed(b, all)
+	}
+	h2 := heap()
+	perBatch := float64(h2-h1) / (pendParts * pendEach)
+	runtime.KeepAlive(idle)
+	runtime.KeepAlive(full)
+	for b.Loop() {
+	}
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(perPart, "B/idle-partition")
+	b.ReportMetric(perBatch, "B/pending-batch")
+	b.ReportMetric(float64(unsafe.Sizeof(partState{})), "partState-B")
+	b.ReportMetric(float64(unsafe.Sizeof(Batch{})), "Batch-B")
+	b.ReportMetric(float64(unsafe.Sizeof(windowBatch{})), "windowBatch-B")
+	b.ReportMetric(float64(unsafe.Sizeof(rawBatch{})), "rawBatch-B")
+	b.ReportMetric(float64(unsafe.Sizeof(kgo.Record{})), "Record-B")
 }
 
 // scaleRig is an owner driven by hand (see above), on nullClient.

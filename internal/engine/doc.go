@@ -135,5 +135,5 @@
 //     batch besides the conversion, down from 9 (cb8b996, 6554965, a2db936).
 //   - The tracker's ring and the window follow the pending batches, not
 //     max_pending_batches: an idle partition's state is a few hundred bytes
-//     (make bench-scale, TestScaleStateSize).
+//     (make bench-scale, BenchmarkStateSize).
 package engine
