@@ -19,7 +19,9 @@
 # expression that names the contender from the benchmark name instead, for
 # contenders that are benchmarks of one binary, as tracker vs checkpoint)
 # BASE_NAME (the contender the ratios compare to, default the first) and
-# TRIM (a prefix to drop from the benchmark names).
+# TRIM (a prefix to drop from the benchmark names), ROUNDS_RAW (a file to
+# keep every round's benchmark lines in, "contender Benchmark... values", for
+# per-round figures).
 set -euo pipefail
 pkg=$1 regex=$2 units=${3:-}
 rounds=${ROUNDS:-5} benchtime=${BENCHTIME:-1s}
@@ -53,5 +55,8 @@ for ((r = 0; r < rounds; r++)); do
 done
 if [[ -n "${SPLIT:-}" ]]; then
 	sed -E "$SPLIT" "$tmp/out" >"$tmp/split" && mv "$tmp/split" "$tmp/out"
+fi
+if [[ -n "${ROUNDS_RAW:-}" ]]; then
+	cp "$tmp/out" "$ROUNDS_RAW"
 fi
 go run ./bench/benchtab ${units:+-units "$units"} ${BASE_NAME:+-base "$BASE_NAME"} ${TRIM:+-trim "$TRIM"} <"$tmp/out"

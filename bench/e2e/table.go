@@ -123,4 +123,24 @@ func (m *matrix) write(w io.Writer, o options) {
 		}
 	}
 	fmt.Fprintln(w)
+	if m.has("wm-old") {
+		m.writeRounds(w, cols[len(cols)-1].title, "wm", "wm-old", rate)
+		m.writeRounds(w, cols[len(cols)-3].title, "wm", "wm-old", cpuPerM)
+	}
+}
+
+// writeRounds prints the ratio a/b of f in each round of each cell: what
+// the median and range above summarize, for a comparison whose spread
+// matters (a refactoring against the commit before it).
+func (m *matrix) writeRounds(w io.Writer, title, a, b string, f func(measured) float64) {
+	fmt.Fprintf(w, "#### %s, round by round\n\n", title)
+	for ci, cl := range m.cells {
+		rs := ratios(m.figures(ci, a, f), m.figures(ci, b, f))
+		parts := make([]string, len(rs))
+		for i, r := range rs {
+			parts[i] = fmt.Sprintf("%.2f", r)
+		}
+		fmt.Fprintf(w, "- %s: %s\n", cl, strings.Join(parts, ", "))
+	}
+	fmt.Fprintln(w)
 }
