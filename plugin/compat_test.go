@@ -1,14 +1,7 @@
 package plugin
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/watermark-connect/watermark-connect/internal/engine"
+	"github.com/watermark-connect/watermark-connect/internal/testcert"
 )
 
 const (
@@ -81,30 +75,12 @@ func parseFields(t *testing.T, fields string) (*service.ParsedConfig, *config, e
 // and as file paths.
 func testCert(t *testing.T) (certPEM, keyPEM, certFile, keyFile string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject:      pkix.Name{CommonName: "localhost"},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(time.Hour),
-		DNSNames:     []string{"localhost"},
-		IsCA:         true,
-		KeyUsage:     x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
-	certPEM = string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	keyPEM = string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}))
+	c := testcert.New(t)
 	dir := t.TempDir()
 	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	require.NoError(t, os.WriteFile(certFile, []byte(certPEM), 0o600))
-	require.NoError(t, os.WriteFile(keyFile, []byte(keyPEM), 0o600))
-	return certPEM, keyPEM, certFile, keyFile
+	require.NoError(t, os.WriteFile(certFile, []byte(c.CertPEM), 0o600))
+	require.NoError(t, os.WriteFile(keyFile, []byte(c.KeyPEM), 0o600))
+	return c.CertPEM, c.KeyPEM, certFile, keyFile
 }
 
 // yamlBlock indents a multi-line string as a YAML literal block's body.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sort"
 	"strconv"
 	"sync"
 	"syscall"
@@ -16,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/watermark-connect/watermark-connect/internal/memmetrics"
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // BenchmarkThroughput runs kafka_watermark and a baseline input side by side
@@ -77,23 +77,11 @@ func BenchmarkThroughput(b *testing.B) {
 			b.Logf("round %d %s: %.0f rec/s, %.3f cpu-s/Mrec", round, map[int]string{0: "kafka_watermark", 1: "baseline"}[which], rate, cpuPerM)
 		}
 	}
-	b.ReportMetric(median(wm), "wm-rec/s")
-	b.ReportMetric(median(base), "base-rec/s")
-	b.ReportMetric(median(wm)/median(base), "ratio")
-	b.ReportMetric(median(wmCPU), "wm-cpu-s/Mrec")
-	b.ReportMetric(median(baseCPU), "base-cpu-s/Mrec")
-}
-
-func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	b.ReportMetric(testkit.Median(wm), "wm-rec/s")
+	b.ReportMetric(testkit.Median(base), "base-rec/s")
+	b.ReportMetric(testkit.Median(wm)/testkit.Median(base), "ratio")
+	b.ReportMetric(testkit.Median(wmCPU), "wm-cpu-s/Mrec")
+	b.ReportMetric(testkit.Median(baseCPU), "base-cpu-s/Mrec")
 }
 
 func produceBench(b *testing.B, addr string, n int) {

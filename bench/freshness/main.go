@@ -32,7 +32,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,6 +45,7 @@ import (
 
 	"github.com/watermark-connect/watermark-connect/internal/engine"
 	"github.com/watermark-connect/watermark-connect/internal/memmetrics"
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 	"github.com/watermark-connect/watermark-connect/plugin"
 )
 
@@ -122,9 +122,9 @@ func table(periods []time.Duration, res map[time.Duration][]result, rounds int) 
 			rtt = append(rtt, ms(r.rtt))
 			ratio = append(ratio, ms(r.p99)/(ms(period)+ms(r.rtt)))
 		}
-		target := ms(period) + median(rtt)
-		fmt.Fprintf(&b, "| %v | %s | %s | %s | %s | %.1f ms | %s |\n", period, medRange(p50, "%.1f ms"), medRange(p99, "%.1f ms"),
-			medRange(mx, "%.1f ms"), medRange(rtt, "%.2f ms"), target, medRange(ratio, "%.3f"))
+		target := ms(period) + testkit.Median(rtt)
+		fmt.Fprintf(&b, "| %v | %s | %s | %s | %s | %.1f ms | %s |\n", period, testkit.MedRange(p50, "%.1f ms"), testkit.MedRange(p99, "%.1f ms"),
+			testkit.MedRange(mx, "%.1f ms"), testkit.MedRange(rtt, "%.2f ms"), target, testkit.MedRange(ratio, "%.3f"))
 	}
 	n := strconv.Itoa(len(periods))
 	if len(periods) == 2 {
@@ -308,25 +308,6 @@ func produce(ctx context.Context, prod *kgo.Client) {
 			prod.Produce(ctx, &kgo.Record{Partition: int32((4*i + k) % parts), Value: []byte("v")}, nil)
 		}
 	}
-}
-
-func medRange(xs []float64, format string) string {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	f := func(v float64) string { return fmt.Sprintf(format, v) }
-	return fmt.Sprintf("%s [%s–%s]", f(median(s)), f(s[0]), f(s[len(s)-1]))
-}
-
-func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -38,10 +38,11 @@ import (
 	"log"
 	"os"
 	"os/exec"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // scenario is one row group of the table.
@@ -126,9 +127,9 @@ func table(scenarios []scenario, results map[string][]sample, rounds int) string
 			}
 			extra := "–"
 			if mode != "raw" {
-				extra = medRange(over, "%.0f B")
+				extra = testkit.MedRange(over, "%.0f B")
 			}
-			fmt.Fprintf(&b, "| %s (%d partitions) | %s | %s | %s | %s |\n", sc.name, sc.parts, mode, medRange(rss, "%.1f"), medRange(heap, "%.1f"), extra)
+			fmt.Fprintf(&b, "| %s (%d partitions) | %s | %s | %s | %s |\n", sc.name, sc.parts, mode, testkit.MedRange(rss, "%.1f"), testkit.MedRange(heap, "%.1f"), extra)
 		}
 	}
 	fmt.Fprintf(&b, "\n%d round(s), each contender in its own process; median [min–max]; the per-unit figure pairs each run with the raw run of its round.\n\n", rounds)
@@ -154,23 +155,4 @@ func runChildProcess(self string, timeout time.Duration, c childArgs) (sample, e
 		}
 	}
 	return sample{}, fmt.Errorf("no RSS line in %q", out)
-}
-
-func medRange(xs []float64, format string) string {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	f := func(v float64) string { return fmt.Sprintf(format, v) }
-	return fmt.Sprintf("%s [%s–%s]", f(median(s)), f(s[0]), f(s[len(s)-1]))
-}
-
-func median(xs []float64) float64 {
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

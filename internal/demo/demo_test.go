@@ -88,7 +88,7 @@ func TestDemoHealsInPlace(t *testing.T) {
 	assert.Equal(t, f.Partition, stalled[0].Partition)
 	assert.Equal(t, f.First, stalled[0].Stall.First, "status names the failed batch")
 	assert.Equal(t, f.Last, stalled[0].Stall.Last)
-	// The error class (plugin/errclass.go) keeps the demo's error whole:
+	// The error class (internal/errclass) keeps the demo's error whole:
 	// its topic/partition, offset range and reason phrase all pass.
 	assert.Equal(t, fmt.Sprintf("HTTP 503 Service Unavailable from downstream for watermark-demo/%d offsets %d-%d (injected failure)",
 		f.Partition, f.First, f.Last), stalled[0].Stall.Reason, "status reads the sink's error as text, nothing redacted")

@@ -220,7 +220,7 @@ func (s *demoSink) WriteBatch(ctx context.Context, b service.MessageBatch) error
 }
 
 // injected is the error the sink fails a batch with. It is written to read
-// whole through the stall's error class (plugin/errclass.go): a topic of
+// whole through the stall's error class (internal/errclass): a topic of
 // plain words ("watermark-demo") with its partition, an offset range and an
 // HTTP reason phrase are all kept. A topic of another shape (with '.', '_'
 // or digits, of more than 3 words or 20 bytes) or offsets of more than 6

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/watermark-connect/watermark-connect/internal/errclass"
 
 	"github.com/watermark-connect/watermark-connect/tracker"
@@ -16,26 +14,6 @@ import (
 // to its partition's retry queue after a backoff, still registered and still
 // holding the watermark; any other verdict is final and is resolved in the
 // tracker, which then advances.
-
-// TakeAck claims the ack of b's hand-out of attempt (Attempt, read when the
-// ack function is made): true once for that hand-out, false for a
-// second ack of it and for any ack of an older hand-out, which the guard
-// has passed. A hand-out that a cancelled ReadBatch gave back made no ack
-// function, and the next one shares its attempt. Safe for concurrent use:
-// a sink may ack one hand-out from two goroutines at once, and only one of
-// them wins the CompareAndSwap.
-func (b *Batch) TakeAck(attempt int) bool {
-	h := int64(attempt) + 1
-	for {
-		last := b.acked.Load()
-		if last >= h {
-			return false
-		}
-		if b.acked.CompareAndSwap(last, h) {
-			return true
-		}
-	}
-}
 
 func (o *owner) onAck(a ackMsg) {
 	b, p := a.b, a.b.part
@@ -123,7 +101,7 @@ func (o *owner) resolve(b *Batch, err error) {
 // advance moves p's watermark over its delivered prefix, resumes its fetch
 // below the pending limit, and says once, loudly, when the partition stalls.
 // Every change to p's tracker ends here, so this is where p goes on the
-// owner's lists: dirty (passSkipped, in metadata.go, sets p.dirty itself
+// owner's lists: dirty (passSkipped, in resume.go, sets p.dirty itself
 // before it calls advance), gauges and failed.
 func (o *owner) advance(p *partState) {
 	wasStalled := p.led.headFailed()
@@ -170,28 +148,3 @@ func (o *owner) onRetryDue(b *Batch) {
 	p.queue.retry = append(p.queue.retry, b)
 	o.schedule(p)
 }
-
-// Attempt is the hand-out b is on: 0 for its first delivery. Read it when
-// the hand-out's ack function is made (TakeAck's argument): the owner
-// changes it only on a retry, after that ack was applied.
-func (b *Batch) Attempt() int { return b.attempt }
-
-// Records returns the records this hand-out of b delivers, in offset order,
-// and sent, which maps each index into them to its index in the whole
-// batch: a retry after a batch error that named the failed records delivers
-// only those (b.only); sent is nil when the hand-out is the whole batch.
-// The records are shared, never to be changed.
-func (b *Batch) Records() (records []*kgo.Record, sent []int) {
-	if b.only == nil {
-		return b.raw.records, nil
-	}
-	records = make([]*kgo.Record, len(b.only))
-	for i, r := range b.only {
-		records[i] = b.raw.records[r]
-	}
-	return records, b.only
-}
-
-// LogEnd is the partition's log end when b was fetched (for kafka_lag), or
-// -1 when not known.
-func (b *Batch) LogEnd() int64 { return b.raw.logEnd }

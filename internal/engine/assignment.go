@@ -1,62 +1,12 @@
 package engine
 
 import (
-	"sync/atomic"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 type topicPartition struct {
 	topic     string
 	partition int32
-}
-
-// rawBatch is a run of fetched records of one partition, in offset order,
-// not yet converted to Benthos messages. A skip batch is registered and
-// resolved delivered at once, never handed out: it holds records that a
-// commit's delivered ranges show delivered, or (control) transaction
-// markers, which are no data but whose offsets the watermark must pass.
-type rawBatch struct {
-	records     []*kgo.Record
-	first, last int64
-	logEnd      int64 // the partition's log end when fetched, for kafka_lag
-	skip        bool
-	control     bool
-}
-
-// inflight is one registered batch between the owner and the sink. The
-// owner creates it at registration and hands the same value out again on a
-// retry; ReadBatch converts raw to fresh messages on every hand-out, so a
-// retry never sees what processors did to an earlier attempt's messages.
-//
-// part, seq and raw never change after creation and may be read from any
-// goroutine; attempt and unread are the owner's, but the reader that
-// received b reads attempt before it makes the ack function (the owner
-// changes it only on a retry, after that ack was applied). acked is the one
-// field the ack functions write.
-//
-// An inflight belongs to one epoch and is never reused or pooled: a late
-// ack, whatever its epoch or hand-out, touches only its own batch.
-type Batch struct {
-	part    *partState
-	seq     uint64
-	raw     rawBatch
-	attempt int  // 0 on first delivery
-	unread  bool // given back by a cancelled ReadBatch: not an attempt
-	// acked is the once-guard of this batch's ack functions, one for each
-	// hand-out: the attempt whose ack was last let through, plus one (0:
-	// none yet). It only grows (takeAck), so a second ack of a hand-out,
-	// and an ack of a hand-out older than one already acknowledged, are
-	// both duplicates.
-	acked atomic.Int64
-	// only holds the indices in raw.records of the records the next
-	// attempt re-delivers: those a batch error named failed. nil: all.
-	only []int
-	// nackedAt is the first nack of this batch, zero if none; lastErr is
-	// the error class of the last one (errclass.go).
-	nackedAt time.Time
-	lastErr  string
 }
 
 // partState is one assignment epoch of one partition. It is created when the
@@ -138,11 +88,11 @@ func newPartState(tp topicPartition, now time.Time) *partState {
 func (p *partState) live() bool { return !p.ended }
 
 const (
-	listDirty  listBits = 1 << iota // a commit may be due (owner.dirty)
-	listGauges                      // a gauge may show something else (owner.gauges)
+	listDirty  listBits = 1 << iota // a commit may be due (lists.dirty)
+	listGauges                      // a gauge may show something else (lists.gauges)
 	listFailed                      // the head failed for good (lists.failed)
-	listPaused                      // fetching is paused (owner.paused)
-	listLoss                        // commits carry a loss (owner.losses)
+	listPaused                      // fetching is paused (lists.paused)
+	listLoss                        // commits carry a loss (lists.losses)
 )
 
 // canHandOut reports whether the next ReadBatch may take a batch of p.

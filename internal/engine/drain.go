@@ -19,7 +19,7 @@ type drain struct {
 // partition's epoch, then refuses all further work. It replies with the
 // final watermark of every partition, those of revokes still draining
 // included, and hands Close the replies of those revokes: they get nothing to
-// commit, and only after Close's own commit. See Input.Close for why it does
+// commit, and only after Close's own commit. See Engine.Close for why it does
 // not wait for unresolved batches.
 //
 // The interleaving this avoids: (1) a revoke drains partition P and waits;

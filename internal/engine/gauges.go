@@ -9,7 +9,7 @@ import (
 // Gauges are refreshed on a clock of their own (owner.gaugeEvery, at most a
 // second), not on the commit tick, so an alert on a stall or on the
 // watermark's age fires on time whatever commit_period is. A refresh visits
-// only the partitions on the owner's gauge list (owner.gauges): those an
+// only the partitions on the owner's gauge list (lists.gauges): those an
 // event changed since the last refresh, and those whose age moves with the
 // clock. It sets only the gauges whose value changed, so 10,000 idle
 // partitions cost a refresh nothing.

@@ -185,6 +185,3 @@ func (l *ledger) delivered(start int64) []commitmeta.Range { return l.window.ran
 // exposure is the records a crash would deliver again if the ranges through
 // keptTo were committed now (window.exposure).
 func (l *ledger) exposure(keptTo int64) int64 { return l.window.exposure(keptTo) }
-
-// counts returns the unresolved and retrying counts (see ledger).
-func (l *ledger) counts() (unresolved, retrying int) { return l.unresolved, l.retrying }

@@ -33,7 +33,7 @@ func newLists() lists {
 
 // partList is a list of partitions, each on it at most once: its bit in
 // partState.listed says a partition is on it. The owner keeps one for each
-// walk that must cost what changed, not what is assigned (owner.dirty and
+// walk that must cost what changed, not what is assigned (lists.dirty and
 // the others). An epoch that has ended may still be listed: every walk
 // checks p.live() and drops the ones that fail. Owned by the
 // owner goroutine.

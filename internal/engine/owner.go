@@ -19,7 +19,7 @@ type epochOffsets = map[string]map[int32]kgo.EpochOffset
 type (
 	// readReq is a ReadBatch waiting for a batch. reply has capacity 1 so
 	// the owner never blocks on it. An Input sends the same one again and
-	// again (Input.read): the owner drops it once it has answered it or
+	// again (Engine.read): the owner drops it once it has answered it or
 	// handled its withdrawal, and never refers to it after.
 	readReq struct{ reply chan *Batch }
 

@@ -293,3 +293,6 @@ func (h *ownerHarness) readAll() []*Batch {
 // unresolved and retrying are p's ledger counts.
 func unresolved(p *partState) int { u, _ := p.led.counts(); return u }
 func retrying(p *partState) int   { _, r := p.led.counts(); return r }
+
+// counts returns the unresolved and retrying counts (see ledger).
+func (l *ledger) counts() (unresolved, retrying int) { return l.unresolved, l.retrying }

@@ -62,7 +62,7 @@ func (w *window) add(seq uint64, last int64, records int, b *Batch) {
 	w.batches = w.buf[w.off : w.off+n+1]
 }
 
-// deliver marks batch seq delivered, and forgets its inflight: only an
+// deliver marks batch seq delivered, and forgets its Batch: only an
 // undelivered batch is ever looked at again (stallInfo), so the records of
 // a delivered batch above the watermark are not kept for nothing.
 func (w *window) deliver(seq uint64) {
