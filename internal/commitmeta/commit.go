@@ -10,7 +10,8 @@ import (
 //
 // A Commit is a value that EncodeCommit reads and does not keep. It is safe
 // for concurrent use by readers as long as nothing modifies Delivered,
-// *Stall or *Loss and EpochOf is safe to call concurrently.
+// Attempts, *Stall, *Loss or *DeadLetter and EpochOf is safe to call
+// concurrently.
 type Commit struct {
 	Base  int64 // the committed offset; >= 0
 	Epoch int32 // leader epoch of the record before Base; >= 0, or -1 when unknown
@@ -25,6 +26,16 @@ type Commit struct {
 	// loss) is not written either; any other is written as Loss.Fields
 	// writes it.
 	Loss *Loss
+
+	// Attempts holds the runs of records at and above Base handed out
+	// without being delivered, with how many times: sorted, each
+	// Base <= From < To and N >= 1, each From at least the previous To
+	// (runs may touch, not overlap). Nil when there are none.
+	Attempts []Attempts
+
+	// DeadLetter is the report of records dead-lettered lately that the
+	// commit carries, or nil. Like Loss, one with Count 0 is not written.
+	DeadLetter *DeadLetter
 
 	// Delivered holds the delivered ranges above Base, with the invariants
 	// of Meta.Delivered: sorted, each Base < From < To, each From greater
@@ -41,47 +52,72 @@ type Commit struct {
 }
 
 // The parts of a commit's metadata, in the order they get room (see
-// "Priority" in the package doc). A part is written only when it fits
-// together with every part before it; the first that does not ends the
-// metadata.
+// "Priority" in the package doc). A whole part is written only when it fits
+// together with every part before it, and the first that does not ends the
+// metadata. The attempts and the ranges are written as their longest
+// prefix that fits instead: they never end it.
 const (
-	partHeader   = iota // "wm1 ", o=, e=
-	partStall           // the stall provenance
-	partLoss            // the loss report
-	partAttempts        // reserved for a later dead-letter feature's attempts field: nothing yet
-	partRanges          // d= and l=: the most ranges that fit with the l of the last
+	partHeader     = iota // "wm1 ", o=, e=
+	partStall             // the stall provenance
+	partLoss              // the loss report
+	partAttempts          // a=: the most runs that fit, nearest the base first
+	partDeadLetter        // the dead-letter report
+	partRanges            // d= and l=: the most ranges that fit with the l of the last
 	numParts
 )
 
 // layout is what EncodeCommit writes of a Commit within its budget.
 type layout struct {
-	parts int   // how many parts fit, in order; 0: not even the header
-	kept  int   // ranges written: the first kept of Delivered
-	last  int32 // the l= written when kept > 0
-	size  int   // bytes in all
+	parts    int   // how many parts got their room, in order; 0: not even the header
+	attempts int   // runs written: the first attempts of Attempts
+	kept     int   // ranges written: the first kept of Delivered
+	last     int32 // the l= written when kept > 0
+	size     int   // bytes in all
 }
 
-// EncodeCommit returns c as metadata of at most maxBytes bytes, the number
-// of ranges it cut, and the To of the last range it kept (c.Base when it
-// kept none): the offset below which a restart skips what was delivered.
+// Kept is what EncodeCommitKept wrote of a Commit. It is a value, safe for
+// concurrent use.
+type Kept struct {
+	Cut      int   // delivered ranges cut: len(c.Delivered) minus those written
+	KeptTo   int64 // the To of the last delivered range written, or c.Base when none
+	Attempts int   // runs of attempts written: the first Attempts of c.Attempts
+}
+
+// EncodeCommit is EncodeCommitKept for a caller that does not need to know
+// how many runs of attempts were written: it returns the metadata, the
+// number of delivered ranges cut (k.Cut) and the To of the last range kept
+// (k.KeptTo).
+func EncodeCommit(c Commit, maxBytes int) (meta string, cut int, keptTo int64) {
+	meta, k := EncodeCommitKept(c, maxBytes)
+	return meta, k.Cut, k.KeptTo
+}
+
+// EncodeCommitKept returns c as metadata of at most maxBytes bytes, and what
+// of c it wrote: how many delivered ranges it cut, the To of the last range
+// it kept (c.Base when it kept none), the offset below which a restart
+// skips what was delivered, and how many runs of c.Attempts it kept, the
+// first ones: a restart counts the attempts of those only.
 //
 // It plans every field in one pass, in the priority order of the package
-// doc: the header, the stall provenance, the loss report, the room reserved
-// for attempts, then the longest prefix of c.Delivered that fits together
-// with the l= of its last range. When not even the header fits it returns
-// "" and cut = len(c.Delivered): commit without metadata, which skips
-// nothing. A cut range is only redelivered after a restart, never lost.
+// doc: the header, the stall provenance, the loss report, the longest
+// prefix of c.Attempts that fits, the dead-letter report, then the longest
+// prefix of c.Delivered that fits together with the l= of its last range.
+// When not even the header fits it returns "" with every range and run cut:
+// commit without metadata, which skips nothing. A cut range is only
+// redelivered after a restart, never lost; a cut run of attempts only
+// counts again from zero.
 //
-// It allocates a buffer and the returned string. It panics (a driver bug) if c's
-// header and ranges break the invariants of Meta, or if c.Delivered is not
-// empty and c.EpochOf is nil.
-func EncodeCommit(c Commit, maxBytes int) (meta string, cut int, keptTo int64) {
+// It allocates a buffer and the returned string. It panics (a driver bug)
+// if c's header and ranges break the invariants of Meta, if c.Attempts
+// breaks those stated on it, or if c.Delivered is not empty and c.EpochOf
+// is nil.
+func EncodeCommitKept(c Commit, maxBytes int) (meta string, k Kept) {
 	lay := planCommit(c, maxBytes)
+	k = Kept{Cut: len(c.Delivered) - lay.kept, KeptTo: lay.keptTo(c), Attempts: lay.attempts}
 	if lay.parts == 0 {
-		return "", len(c.Delivered), c.Base
+		return "", k
 	}
-	b := appendCommit(make([]byte, 0, lay.size), c, lay)
-	return ownString(b), len(c.Delivered) - lay.kept, lay.keptTo(c)
+	return ownString(appendCommit(make([]byte, 0, lay.size), c, lay)), k
 }
 
 // AppendCommit is EncodeCommit that appends to dst and returns the extended
@@ -96,6 +132,9 @@ func AppendCommit(dst []byte, c Commit, maxBytes int) (b []byte, cut int, keptTo
 // hasLoss reports whether c carries a loss report.
 func (c Commit) hasLoss() bool { return c.Loss != nil && c.Loss.Count != 0 }
 
+// hasDeadLetter reports whether c carries a dead-letter report.
+func (c Commit) hasDeadLetter() bool { return c.DeadLetter != nil && c.DeadLetter.Count != 0 }
+
 // planCommit checks c (panicking on a driver bug) and returns what of it
 // fits in maxBytes.
 func planCommit(c Commit, maxBytes int) layout {
@@ -103,10 +142,13 @@ func planCommit(c Commit, maxBytes int) layout {
 	if err := m.check(); err != nil {
 		panic("commitmeta: EncodeCommit of an invalid Commit: " + err.Error())
 	}
+	if err := checkAttempts(c.Base, c.Attempts); err != nil {
+		panic("commitmeta: EncodeCommit of invalid Attempts: " + err.Error())
+	}
 	if len(c.Delivered) > 0 && c.EpochOf == nil {
 		panic("commitmeta: EncodeCommit of a Commit with ranges and no EpochOf")
 	}
-	var need [partRanges]int // the fixed parts' sizes; 0 when absent
+	var need [numParts]int // the whole parts' sizes; 0 when absent
 	need[partHeader] = headerLen(c.Base, c.Epoch)
 	if c.Stall != nil {
 		need[partStall] = len(" ") + c.Stall.fieldsLen()
@@ -114,19 +156,24 @@ func planCommit(c Commit, maxBytes int) layout {
 	if c.hasLoss() {
 		need[partLoss] = len(" ") + c.Loss.fieldsLen()
 	}
-	// need[partAttempts] stays 0 until attempts are written.
+	if c.hasDeadLetter() {
+		need[partDeadLetter] = len(" ") + c.DeadLetter.fieldsLen()
+	}
 	var lay layout
-	for _, n := range need {
-		if n > maxBytes-lay.size {
-			return lay
+	for part, n := range need {
+		switch part {
+		case partAttempts:
+			lay.attempts, n = planAttempts(c.Attempts, c.Base, maxBytes-lay.size)
+		case partRanges:
+			lay.kept, lay.last, n = planRanges(c.Delivered, c.Base, maxBytes-lay.size, c.EpochOf)
+		default:
+			if n > maxBytes-lay.size {
+				return lay
+			}
 		}
 		lay.size += n
 		lay.parts++
 	}
-	var n int
-	lay.kept, lay.last, n = planRanges(c.Delivered, c.Base, maxBytes-lay.size, c.EpochOf)
-	lay.size += n
-	lay.parts++
 	return lay
 }
 
@@ -178,7 +225,8 @@ func (lay layout) keptTo(c Commit) int64 {
 
 // appendCommit appends c as lay planned it. The bytes come in the order of
 // the Format section, which is not the order of priority: the ranges follow
-// the header, the reports follow the ranges, and l= ends the metadata.
+// the header, then come the stall and loss reports, a=, the dead-letter
+// report, and l= ends the metadata.
 func appendCommit(b []byte, c Commit, lay layout) []byte {
 	if lay.parts == 0 {
 		return b
@@ -192,7 +240,10 @@ func appendCommit(b []byte, c Commit, lay layout) []byte {
 	if lay.parts > partLoss && c.hasLoss() {
 		b = c.Loss.appendFields(append(b, ' '))
 	}
-	// partAttempts: nothing is written yet.
+	b = appendAttempts(b, c.Base, c.Attempts[:lay.attempts])
+	if lay.parts > partDeadLetter && c.hasDeadLetter() {
+		b = c.DeadLetter.appendFields(append(b, ' '))
+	}
 	if lay.kept > 0 {
 		b = append(b, " l="...)
 		b = strconv.AppendInt(b, int64(lay.last), 10)

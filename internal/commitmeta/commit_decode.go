@@ -33,11 +33,24 @@ type Decoded struct {
 	// Loss is the loss report, or nil: none, or malformed (LossErr).
 	Loss *Loss
 
+	// Attempts is a=: runs of records handed out without being delivered,
+	// with the guarantees stated on Commit.Attempts (each
+	// Base <= From < To <= math.MaxInt64, N from 1 to math.MaxInt32,
+	// sorted, each From at least the previous To). Nil when there is no
+	// a=, or when it is malformed (AttemptsErr).
+	Attempts []Attempts
+
+	// DeadLetter is the dead-letter report, or nil: none, or malformed
+	// (DeadLetterErr).
+	DeadLetter *DeadLetter
+
 	// Why a part the metadata carries was left out; each is nil when its
 	// part was read or is absent.
-	RangesErr error // a *LastEpochError: d= has ranges, l= is missing or malformed
-	StallErr  error // a *StallError, as StallFromFields returns it
-	LossErr   error // a *LossError, as LossFromFields returns it
+	RangesErr     error // a *LastEpochError: d= has ranges, l= is missing or malformed
+	StallErr      error // a *StallError, as StallFromFields returns it
+	LossErr       error // a *LossError, as LossFromFields returns it
+	AttemptsErr   error // an *AttemptsError: a= is malformed
+	DeadLetterErr error // a *DeadLetterError, as DeadLetterFromFields returns it
 }
 
 // LastEpochError is metadata whose delivered ranges come without a valid
@@ -62,8 +75,8 @@ func (e *LastEpochError) Unwrap() error { return e.Err }
 
 // DecodeCommit reads back what EncodeCommit wrote: for a string s =
 // EncodeCommit(c, maxBytes) that is not "", it returns c's Base, Epoch and
-// the ranges kept, the l= that goes with them, and c's Stall and Loss if
-// they were written.
+// the ranges kept, the l= that goes with them, the runs of attempts kept,
+// and c's Stall, Loss and DeadLetter if they were written.
 //
 // It fails exactly where DecodeFields fails, with the same error and a zero
 // Decoded. Beyond that, the fields DecodeFields returns as unknown that
@@ -73,9 +86,13 @@ func (e *LastEpochError) Unwrap() error { return e.Err }
 //   - l= is required when d= has ranges, and otherwise ignored, whatever its
 //     value. When it is missing or malformed, the ranges are left out
 //     (Delivered nil) and RangesErr says why: the reader skips nothing.
-//   - The stall provenance and the loss report are read as StallFromFields
-//     and LossFromFields read them; a malformed one is left out, its error
-//     in StallErr or LossErr.
+//   - The stall provenance, the loss report and the dead-letter report are
+//     read as StallFromFields, LossFromFields and DeadLetterFromFields read
+//     them; a malformed one is left out, its error in StallErr, LossErr or
+//     DeadLetterErr.
+//   - a= is read relative to the base; when any run in it is malformed or
+//     overflows, every run is left out (Attempts nil) and AttemptsErr says
+//     why.
 //
 // DecodeCommit is written for hostile input, as Decode is: it never panics,
 // and what it returns keeps every guarantee stated on Decoded's fields.
@@ -103,6 +120,10 @@ func DecodeCommit(s string) (Decoded, error) {
 	} else {
 		d.LossErr = err
 	}
+	if v, ok := fields[keyAttempts]; ok {
+		d.Attempts, d.AttemptsErr = parseAttempts(v, m.Base)
+	}
+	d.DeadLetter, d.DeadLetterErr = DeadLetterFromFields(fields)
 	return d, nil
 }
 

@@ -13,8 +13,9 @@ const MaxDecodeBytes = 1 << 20
 
 // MaxUnknownFields is how many fields other than o, e and d Decode accepts;
 // more is a *SyntaxError wrapping ErrTooManyFields. Later versions add
-// fields (the input writes at most twelve: l, the six of the stall
-// provenance and the five of the loss report); the cap keeps a hostile
+// fields (the input writes at most eighteen: l, the six of the stall
+// provenance, the five of the loss report, a and the five of the
+// dead-letter report); the cap keeps a hostile
 // string of distinct keys from costing a map of a hundred thousand entries.
 const MaxUnknownFields = 32
 

@@ -239,13 +239,8 @@ func StallFromFields(fields map[string]string) (s Stall, ok bool, err error) {
 		if err != nil {
 			return "", err
 		}
-		// An escape is at most three bytes per byte: a longer value
-		// cannot unescape within limit, and is refused before any work.
-		if len(v) > 3*limit {
-			return "", stallError(key, v, expected, nil)
-		}
-		u, uerr := url.QueryUnescape(v)
-		if uerr != nil || len(u) > limit || printable(u, limit) != u {
+		u, ok := unescapeText(v, limit)
+		if !ok {
 			return "", stallError(key, v, expected, nil)
 		}
 		return u, nil
@@ -282,4 +277,19 @@ func StallFromFields(fields map[string]string) (s Stall, ok bool, err error) {
 		return Stall{}, false, err
 	}
 	return s, true, nil
+}
+
+// unescapeText reads back a text field appendText wrote with limit n: the
+// query-unescaped value, which must be printable ASCII of at most n bytes.
+// It refuses a value longer than 3n before any work (an escape is at most
+// three bytes a byte), so its cost does not grow with a hostile value.
+func unescapeText(v string, n int) (string, bool) {
+	if len(v) > 3*n {
+		return "", false
+	}
+	u, err := url.QueryUnescape(v)
+	if err != nil || len(u) > n || printable(u, n) != u {
+		return "", false
+	}
+	return u, true
 }

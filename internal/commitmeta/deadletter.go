@@ -1,0 +1,218 @@
+package commitmeta
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// The dead-letter report keys, in the order Fields writes them. The x
+// prefix keeps them apart from the loss report's l keys and from l=.
+const (
+	keyDeadFirst = "xf"
+	keyDeadLast  = "xl"
+	keyDeadCount = "xn"
+	keyDeadSince = "xs"
+	keyDeadError = "xr"
+)
+
+// MaxDeadLetterFieldsLen is the longest Fields of a DeadLetter that
+// DeadLetterFromFields accepts: four numbers of at most 19 digits (an int64
+// >= 0), an error class of which every byte is escaped to three, and the
+// five keys with their separators.
+const MaxDeadLetterFieldsLen = 5*len("xf=") + 4*len(" ") + 4*19 + 3*MaxReasonLen
+
+// DeadLetter is a report of the records the input dead-lettered lately:
+// records the output kept refusing, written to the dead-letter topic so that
+// the partition's watermark could move past them. Dead-lettering is by
+// design, not a loss; the input carries the report in the partition's commit
+// metadata, as it carries a Loss, so that `watermark-connect status` and the
+// next owner see from the broker alone what was set aside, and why.
+//
+// Offsets First through Last, inclusive, bound the dead-lettered records;
+// Count of the offsets in them were dead-lettered: fewer than all when
+// records between them were delivered, or when several events were merged.
+//
+// A DeadLetter is a value, safe for concurrent use. The zero DeadLetter
+// (Count 0) is none: MergeDeadLetter treats it as such, EncodeCommit does
+// not write it, and Fields of it does not read back.
+type DeadLetter struct {
+	First, Last int64     // the dead-lettered offsets lie within First..Last; 0 <= First <= Last
+	Count       int64     // how many were dead-lettered: 1 <= Count <= Last-First+1
+	Since       time.Time // the earliest event merged; written in Unix milliseconds, >= 0
+	Error       string    // the error class of the last failure: printable ASCII, at most MaxReasonLen bytes
+}
+
+// Fields returns d as extra fields for Encode:
+//
+//	xf=<First> xl=<Last> xn=<Count> xs=<Since, Unix ms> xr=<Error>
+//
+// Error is made printable, cut to MaxReasonLen bytes and query-escaped, as
+// Stall.Fields writes Stall.Reason. The numbers are written as they are: a
+// DeadLetter that breaks the bounds on its fields encodes, and
+// DeadLetterFromFields then reports the broken field. For a DeadLetter
+// within them the result is at most MaxDeadLetterFieldsLen bytes.
+func (d DeadLetter) Fields() string {
+	return string(d.appendFields(make([]byte, 0, d.fieldsLen())))
+}
+
+// appendFields appends d.Fields() to b. It allocates nothing when b has
+// room for fieldsLen() more bytes.
+func (d DeadLetter) appendFields(b []byte) []byte {
+	b = append(b, keyDeadFirst+"="...)
+	b = strconv.AppendInt(b, d.First, 10)
+	b = append(b, " "+keyDeadLast+"="...)
+	b = strconv.AppendInt(b, d.Last, 10)
+	b = append(b, " "+keyDeadCount+"="...)
+	b = strconv.AppendInt(b, d.Count, 10)
+	b = append(b, " "+keyDeadSince+"="...)
+	b = strconv.AppendInt(b, d.Since.UnixMilli(), 10)
+	b = append(b, " "+keyDeadError+"="...)
+	return appendText(b, d.Error, MaxReasonLen)
+}
+
+// fieldsLen returns len(d.Fields()) without building it.
+func (d DeadLetter) fieldsLen() int {
+	return len(keyDeadFirst+"=") + decimalLen(d.First) +
+		len(" "+keyDeadLast+"=") + decimalLen(d.Last) +
+		len(" "+keyDeadCount+"=") + decimalLen(d.Count) +
+		len(" "+keyDeadSince+"=") + decimalLen(d.Since.UnixMilli()) +
+		len(" "+keyDeadError+"=") + textLen(d.Error, MaxReasonLen)
+}
+
+// DeadLetterError is a dead-letter report that is present (there is an xf
+// field) but malformed: a field missing, not a number, out of range, or an
+// error class that does not unescape to what Fields writes. It mirrors
+// LossError.
+//
+// A DeadLetterError is a value once returned, safe for concurrent use.
+type DeadLetterError struct {
+	Key      string // the field's key: xf, xl, xn, xs or xr
+	Value    string // its value as found, clipped to 40 bytes; "" when missing
+	Expected string // what a valid value is
+	Err      error  // ErrMissingField, ErrOverflow, or nil
+}
+
+func (e *DeadLetterError) Error() string {
+	return fieldErrorText("dead-letter", e.Key, e.Value, e.Expected, e.Err)
+}
+
+// Unwrap returns the detail, so errors.Is(err, ErrMissingField) works.
+func (e *DeadLetterError) Unwrap() error { return e.Err }
+
+func deadLetterError(key, value, expected string, detail error) *DeadLetterError {
+	return &DeadLetterError{Key: key, Value: clipValue(value), Expected: expected, Err: detail}
+}
+
+// DeadLetterFromFields reads a DeadLetter back from the fields DecodeFields
+// returns. It returns nil, nil when there is none: no xf key (nothing was
+// dead-lettered lately, or metadata written before the report existed).
+// When xf is present every field must be, and a field that is missing or
+// malformed is a *DeadLetterError naming it, its value and the form
+// expected.
+//
+// The fields are untrusted (anyone may commit to a group):
+// DeadLetterFromFields never panics, does work independent of the values'
+// lengths (a number is refused at its twentieth digit, an error class
+// longer than 3*MaxReasonLen before it is read), and a DeadLetter it
+// returns keeps every bound stated on DeadLetter's fields, so that its
+// Fields encode it again to the same DeadLetter. Since is in UTC.
+func DeadLetterFromFields(fields map[string]string) (*DeadLetter, error) {
+	if _, ok := fields[keyDeadFirst]; !ok {
+		return nil, nil
+	}
+	num := func(key, expected string) (int64, error) {
+		v, ok := fields[key]
+		if !ok {
+			return 0, deadLetterError(key, "", expected, ErrMissingField)
+		}
+		n, i, serr := scanNumber(v, 0, len(v), math.MaxInt64, key)
+		if serr != nil {
+			return 0, deadLetterError(key, v, expected, serr.Err)
+		}
+		if i != len(v) {
+			return 0, deadLetterError(key, v, expected, nil)
+		}
+		return n, nil
+	}
+
+	var d DeadLetter
+	var err error
+	const offset = "a decimal offset from 0 to 9223372036854775807, no sign or leading zeros"
+	if d.First, err = num(keyDeadFirst, offset); err != nil {
+		return nil, err
+	}
+	if d.Last, err = num(keyDeadLast, offset+" and at least xf"); err != nil {
+		return nil, err
+	}
+	if d.Last < d.First {
+		return nil, deadLetterError(keyDeadLast, fields[keyDeadLast],
+			fmt.Sprintf("an offset at least xf (%d)", d.First), nil)
+	}
+	// Last-First+1 overflows only for 0..MaxInt64, where every int64 >= 1
+	// is a valid count.
+	count := "a decimal count from 1 to 9223372036854775807, no sign or leading zeros"
+	if d.Last-d.First < math.MaxInt64 {
+		count = fmt.Sprintf("a decimal count from 1 to xl-xf+1 (%d), no sign or leading zeros", d.Last-d.First+1)
+	}
+	if d.Count, err = num(keyDeadCount, count); err != nil {
+		return nil, err
+	}
+	// Count-1 <= Last-First is Count <= Last-First+1 without the overflow.
+	if d.Count < 1 || d.Count-1 > d.Last-d.First {
+		return nil, deadLetterError(keyDeadCount, fields[keyDeadCount], count, nil)
+	}
+	ms, err := num(keyDeadSince, "Unix milliseconds from 0 to 9223372036854775807, no sign or leading zeros")
+	if err != nil {
+		return nil, err
+	}
+	d.Since = time.UnixMilli(ms).UTC()
+	expected := fmt.Sprintf("query-escaped printable ASCII of at most %d bytes", MaxReasonLen)
+	v, ok := fields[keyDeadError]
+	if !ok {
+		return nil, deadLetterError(keyDeadError, "", expected, ErrMissingField)
+	}
+	if d.Error, ok = unescapeText(v, MaxReasonLen); !ok {
+		return nil, deadLetterError(keyDeadError, v, expected, nil)
+	}
+	return &d, nil
+}
+
+// MergeDeadLetter returns one DeadLetter that reports both a and b, for a
+// writer that dead-letters more records while it still carries a report; b
+// is the later event:
+//
+//   - First is the lower First, Last the higher Last;
+//   - Count is the sum, saturating at math.MaxInt64 and capped at
+//     Last-First+1 (as in MergeLoss: each record is dead-lettered once, and
+//     the cap keeps the result within its bounds);
+//   - Since is the earlier of the two, a zero Since counting as unknown
+//     (the other one is kept);
+//   - Error is b's: the report names the last failure, as an operator
+//     looks at what fails now.
+//
+// A DeadLetter with Count 0 (the zero DeadLetter) is none: merging with it
+// returns the other unchanged, so that a writer may start from
+// DeadLetter{}. For two DeadLetters within their bounds the result is
+// within them too, and its Count is at least each of theirs.
+func MergeDeadLetter(a, b DeadLetter) DeadLetter {
+	switch {
+	case b.Count == 0:
+		return a
+	case a.Count == 0:
+		return b
+	}
+	m := DeadLetter{First: min(a.First, b.First), Last: max(a.Last, b.Last), Since: a.Since, Error: b.Error}
+	if a.Since.IsZero() || !b.Since.IsZero() && b.Since.Before(a.Since) {
+		m.Since = b.Since
+	}
+	m.Count = a.Count + b.Count
+	if a.Count > 0 && b.Count > math.MaxInt64-a.Count {
+		m.Count = math.MaxInt64
+	}
+	if span := m.Last - m.First; span >= 0 && span < math.MaxInt64 && m.Count > span+1 {
+		m.Count = span + 1
+	}
+	return m
+}
