@@ -3,6 +3,8 @@ package commitmeta
 import (
 	"errors"
 	"math"
+	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,8 +19,14 @@ import (
 //   - LastEpoch >= -1, -1 without ranges, and with ranges it is l='s value,
 //     in the one form the format allows; every l= it accepts, the plugin's
 //     strconv check of 23d44c0 accepted with the same value;
-//   - Stall and Loss, and their errors, are what StallFromFields and
-//     LossFromFields make of the fields;
+//   - Stall, Loss and DeadLetter, and their errors, are what
+//     StallFromFields, LossFromFields and DeadLetterFromFields make of the
+//     fields, and a DeadLetter keeps its bounds;
+//   - Attempts are what refAttempts, a reader written from the format's
+//     text with strconv and big integers, makes of a=; when it refuses a=,
+//     Attempts is nil and AttemptsErr an *AttemptsError whose offset lies
+//     within the value and whose message is bounded; the runs read keep
+//     the invariants of Commit.Attempts;
 //   - a Decoded without errors encodes again, whole, with EncodeCommit to
 //     metadata that decodes to the same Decoded.
 func checkDecodeCommit(t *testing.T, s string, m Meta, fields map[string]string, err error) {
@@ -28,8 +36,7 @@ func checkDecodeCommit(t *testing.T, s string, m Meta, fields map[string]string,
 		t.Fatalf("DecodeCommit(%q) error %v, but DecodeFields' is %v", s, derr, err)
 	}
 	if derr != nil {
-		if !sameMeta(d.Meta, Meta{}) || d.Delivered != nil || d.LastEpoch != 0 || d.Stall != nil || d.Loss != nil ||
-			d.RangesErr != nil || d.StallErr != nil || d.LossErr != nil {
+		if !sameDecoded(d, Decoded{}) || d.Delivered != nil || d.Attempts != nil {
 			t.Fatalf("DecodeCommit(%q) = %+v with error %v, want a zero Decoded", s, d, derr)
 		}
 		return
@@ -73,11 +80,22 @@ func checkDecodeCommit(t *testing.T, s string, m Meta, fields map[string]string,
 		t.Fatalf("DecodeCommit(%q) loss %+v, %v, want %+v, %v, %v", s, d.Loss, d.LossErr, l, lost, lossErr)
 	}
 
-	if d.RangesErr != nil || d.StallErr != nil || d.LossErr != nil {
+	dl, dlErr := DeadLetterFromFields(fields)
+	if (dl == nil) != (d.DeadLetter == nil) || dl != nil && !sameDeadLetter(*dl, *d.DeadLetter) || !sameError(dlErr, d.DeadLetterErr) {
+		t.Fatalf("DecodeCommit(%q) dead letter %+v, %v, want %+v, %v", s, d.DeadLetter, d.DeadLetterErr, dl, dlErr)
+	}
+	if d.DeadLetter != nil {
+		if why := validDeadLetter(*d.DeadLetter); why != "" {
+			t.Fatalf("DecodeCommit(%q).DeadLetter = %+v, which breaks a bound: %s", s, d.DeadLetter, why)
+		}
+	}
+	checkDecodedAttempts(t, s, d, fields)
+
+	if d.RangesErr != nil || d.StallErr != nil || d.LossErr != nil || d.AttemptsErr != nil || d.DeadLetterErr != nil {
 		return
 	}
-	c := Commit{Base: d.Base, Epoch: d.Epoch, Stall: d.Stall, Loss: d.Loss, Delivered: d.Delivered,
-		EpochOf: func(int64) int32 { return d.LastEpoch }}
+	c := Commit{Base: d.Base, Epoch: d.Epoch, Stall: d.Stall, Loss: d.Loss, Attempts: d.Attempts, DeadLetter: d.DeadLetter,
+		Delivered: d.Delivered, EpochOf: func(int64) int32 { return d.LastEpoch }}
 	enc, cut, _ := EncodeCommit(c, math.MaxInt)
 	back, err := DecodeCommit(enc)
 	if cut != 0 || err != nil || !sameDecoded(back, d) {
@@ -93,7 +111,72 @@ func sameDecoded(a, b Decoded) bool {
 	return sameMeta(a.Meta, b.Meta) && a.LastEpoch == b.LastEpoch &&
 		(a.Stall == nil) == (b.Stall == nil) && (a.Stall == nil || sameStall(*a.Stall, *b.Stall)) &&
 		(a.Loss == nil) == (b.Loss == nil) && (a.Loss == nil || sameLoss(*a.Loss, *b.Loss)) &&
-		sameError(a.RangesErr, b.RangesErr) && sameError(a.StallErr, b.StallErr) && sameError(a.LossErr, b.LossErr)
+		slices.Equal(a.Attempts, b.Attempts) &&
+		(a.DeadLetter == nil) == (b.DeadLetter == nil) && (a.DeadLetter == nil || sameDeadLetter(*a.DeadLetter, *b.DeadLetter)) &&
+		sameError(a.RangesErr, b.RangesErr) && sameError(a.StallErr, b.StallErr) && sameError(a.LossErr, b.LossErr) &&
+		sameError(a.AttemptsErr, b.AttemptsErr) && sameError(a.DeadLetterErr, b.DeadLetterErr)
+}
+
+// checkDecodedAttempts holds d.Attempts and d.AttemptsErr to refAttempts'
+// reading of a= in fields.
+func checkDecodedAttempts(t *testing.T, s string, d Decoded, fields map[string]string) {
+	t.Helper()
+	v, has := fields[keyAttempts]
+	if !has {
+		if d.Attempts != nil || d.AttemptsErr != nil {
+			t.Fatalf("DecodeCommit(%q) = attempts %v, %v without a=, want nil, nil", s, d.Attempts, d.AttemptsErr)
+		}
+		return
+	}
+	want, ok := refAttempts(v, d.Base)
+	if !ok {
+		var ae *AttemptsError
+		if d.Attempts != nil || !errors.As(d.AttemptsErr, &ae) || ae.Offset < 0 || ae.Offset > len(v) || len(ae.Error()) > 300 {
+			t.Fatalf("DecodeCommit(%q) = attempts %v, %v, want nil and a bounded *AttemptsError within a=", s, d.Attempts, d.AttemptsErr)
+		}
+		return
+	}
+	if d.AttemptsErr != nil || !slices.Equal(d.Attempts, want) {
+		t.Fatalf("DecodeCommit(%q) = attempts %v, %v, want %v", s, d.Attempts, d.AttemptsErr, want)
+	}
+	if err := checkAttempts(d.Base, d.Attempts); err != nil {
+		t.Fatalf("DecodeCommit(%q).Attempts = %v, which breaks an invariant: %v", s, d.Attempts, err)
+	}
+}
+
+// refAttempts reads a= as the format's text specifies it, by other means
+// than parseAttempts: comma-separated gap.len.n, each a decimal in its one
+// form (what strconv formats back to the same text), gap >= 0, len >= 1, n
+// from 1 to MaxInt32, and every From and To, summed in big integers, at most
+// MaxInt64. ok is false when v breaks any of it.
+func refAttempts(v string, base int64) ([]Attempts, bool) {
+	var out []Attempts
+	prev := big.NewInt(base)
+	for _, run := range strings.Split(v, ",") {
+		parts := strings.Split(run, ".")
+		if len(parts) != 3 {
+			return nil, false
+		}
+		var nums [3]int64
+		for i, p := range parts {
+			n, err := strconv.ParseInt(p, 10, 64)
+			if err != nil || strconv.FormatInt(n, 10) != p || n < 0 {
+				return nil, false
+			}
+			nums[i] = n
+		}
+		if nums[1] < 1 || nums[2] < 1 || nums[2] > math.MaxInt32 {
+			return nil, false
+		}
+		from := new(big.Int).Add(prev, big.NewInt(nums[0]))
+		to := new(big.Int).Add(from, big.NewInt(nums[1]))
+		if !to.IsInt64() {
+			return nil, false
+		}
+		out = append(out, Attempts{From: from.Int64(), To: to.Int64(), N: int32(nums[2])})
+		prev = to
+	}
+	return out, true
 }
 
 func TestDecodeCommitLastEpoch(t *testing.T) {

@@ -45,3 +45,27 @@ func ExampleEncodeCommit() {
 	// 1 1260
 	// [{1210 1260}] 3 http 503 <nil> <nil>
 }
+
+func ExampleEncodeCommitKept() {
+	// The records 1241 to 1249 failed twice; 12 records between 100 and
+	// 140 were dead-lettered, the first at 11:00, the last for "http 503".
+	c := commitmeta.Commit{
+		Base:     1241,
+		Epoch:    3,
+		Attempts: []commitmeta.Attempts{{From: 1241, To: 1250, N: 2}},
+		DeadLetter: &commitmeta.DeadLetter{
+			First: 100, Last: 140, Count: 12,
+			Since: time.Date(2026, 1, 1, 11, 0, 0, 0, time.UTC), Error: "http 503",
+		},
+	}
+	s, k := commitmeta.EncodeCommitKept(c, 4096)
+	fmt.Println(s)
+	fmt.Printf("%+v\n", k)
+
+	d, err := commitmeta.DecodeCommit(s)
+	fmt.Println(d.Attempts, d.DeadLetter.Count, d.DeadLetter.Since, d.DeadLetter.Error, err)
+	// Output:
+	// wm1 o=1241 e=3 a=0.9.2 xf=100 xl=140 xn=12 xs=1767265200000 xr=http+503
+	// {Cut:0 KeptTo:1241 Attempts:1}
+	// [{1241 1250 2}] 12 2026-01-01 11:00:00 +0000 UTC http 503 <nil>
+}

@@ -34,12 +34,13 @@ func epochsOf(t testing.TB, ranges []Range, epochs []int32, calls *int) func(int
 	}
 }
 
-// encodeParts returns what Encode writes for the header and ranges of c
-// with the reports and l given, each "" when absent: the bytes EncodeCommit
-// must write, by the older code path.
-func encodeParts(c Commit, kept int, stall, loss, l string) string {
+// encodeParts returns what Encode writes for the header and first kept
+// ranges of c followed by fields (the reports, a= and l=, in the order of
+// the Format section), each "" when absent: the bytes EncodeCommit must
+// write, by the older code path.
+func encodeParts(c Commit, kept int, fields ...string) string {
 	var extra []string
-	for _, f := range []string{stall, loss, l} {
+	for _, f := range fields {
 		if f != "" {
 			extra = append(extra, f)
 		}
@@ -48,19 +49,40 @@ func encodeParts(c Commit, kept int, stall, loss, l string) string {
 	return s
 }
 
+// attemptsField spells as, runs above base, as a= is specified, with fmt
+// rather than the encoder's code; "" when there are none.
+func attemptsField(base int64, as []Attempts) string {
+	if len(as) == 0 {
+		return ""
+	}
+	parts := make([]string, len(as))
+	prev := base
+	for i, a := range as {
+		parts[i] = fmt.Sprintf("%d.%d.%d", a.From-prev, a.To-a.From, a.N)
+		prev = a.To
+	}
+	return "a=" + strings.Join(parts, ",")
+}
+
 // checkEncodeCommit encodes c within maxBytes and checks what the package
 // promises of it:
 //   - the metadata is at most maxBytes, and "" only when the header does not
 //     fit, with every range cut;
-//   - AppendCommit appends the same bytes and reports the same cut and To;
+//   - AppendCommit and EncodeCommit write the same bytes and report the
+//     same cut and To as EncodeCommitKept;
 //   - DecodeCommit reads back the header, exactly the ranges kept, the l=
-//     of the last one (EpochOf of its To-1, -1 for anything lower), and the
-//     reports written, with no error on any part;
-//   - the bytes are those Encode writes for the same parts, l= last;
-//   - the parts written follow the priority order: a report left out did
-//     not fit after the parts before it, and nothing after it is written;
-//     with every report written, one more range (with its own l=) would
-//     not fit, nor any longer prefix;
+//     of the last one (EpochOf of its To-1, -1 for anything lower), exactly
+//     the runs of attempts kept (a prefix of c.Attempts, none when the
+//     metadata is ""), and the reports written, with no error on any part;
+//   - the bytes are those Encode writes for the same parts, in the order
+//     of the Format section, l= last;
+//   - the parts written follow the priority order: a stall or loss report
+//     left out did not fit after the parts before it, and nothing after it
+//     is written; with both written, one more run of attempts would not
+//     fit after them; a dead-letter report left out did not fit after the
+//     attempts kept, and no range is written; with every report written,
+//     one more range (with its own l=) would not fit, nor any longer
+//     prefix;
 //   - with epochs that do not decrease, EpochOf is called at most 4 times.
 //
 // It returns the metadata and how many ranges were cut.
@@ -68,13 +90,17 @@ func checkEncodeCommit(t testing.TB, name string, c Commit, epochs []int32, maxB
 	t.Helper()
 	var calls int
 	c.EpochOf = epochsOf(t, c.Delivered, epochs, &calls)
-	s, cut, keptTo := EncodeCommit(c, maxBytes)
+	s, k := EncodeCommitKept(c, maxBytes)
+	cut, keptTo, ka := k.Cut, k.KeptTo, k.Attempts
 	kept := len(c.Delivered) - cut
-	if len(s) > max(maxBytes, 0) || cut < 0 || kept < 0 {
-		t.Fatalf("%s: EncodeCommit(%d) = %q, cut %d: longer than maxBytes or cut out of range", name, maxBytes, s, cut)
+	if len(s) > max(maxBytes, 0) || cut < 0 || kept < 0 || ka < 0 || ka > len(c.Attempts) {
+		t.Fatalf("%s: EncodeCommitKept(%d) = %q, %+v: longer than maxBytes or cut out of range", name, maxBytes, s, k)
 	}
 	if slices.IsSorted(epochs) && calls > 4 {
 		t.Fatalf("%s: EncodeCommit(%d) called EpochOf %d times, want at most 4 for epochs that do not decrease", name, maxBytes, calls)
+	}
+	if s2, cut2, keptTo2 := EncodeCommit(c, maxBytes); s2 != s || cut2 != cut || keptTo2 != keptTo {
+		t.Fatalf("%s: EncodeCommit(%d) = %q, %d, %d, but EncodeCommitKept = %q, %+v", name, maxBytes, s2, cut2, keptTo2, s, k)
 	}
 	wantTo := c.Base
 	if kept > 0 {
@@ -88,17 +114,20 @@ func checkEncodeCommit(t testing.TB, name string, c Commit, epochs []int32, maxB
 		t.Fatalf("%s: AppendCommit(\"x\", %d) = %q, %d, %d, want %q, %d, %d", name, maxBytes, app, appCut, appTo, "x"+s, cut, keptTo)
 	}
 
-	header := encodeParts(c, 0, "", "", "")
+	header := encodeParts(c, 0)
 	if s == "" {
-		if len(header) <= maxBytes || cut != len(c.Delivered) {
+		if len(header) <= maxBytes || cut != len(c.Delivered) || ka != 0 {
 			t.Fatalf("%s: EncodeCommit(%d) = \"\", cut %d, but the header %q fits", name, maxBytes, cut, header)
 		}
 		return s, cut
 	}
 
 	d, err := DecodeCommit(s)
-	if err != nil || d.RangesErr != nil || d.StallErr != nil || d.LossErr != nil {
-		t.Fatalf("%s: DecodeCommit(%q) = %v, errors %v, %v, %v", name, s, err, d.RangesErr, d.StallErr, d.LossErr)
+	if err != nil || d.RangesErr != nil || d.StallErr != nil || d.LossErr != nil || d.AttemptsErr != nil || d.DeadLetterErr != nil {
+		t.Fatalf("%s: DecodeCommit(%q) = %v, errors %v, %v, %v, %v, %v", name, s, err, d.RangesErr, d.StallErr, d.LossErr, d.AttemptsErr, d.DeadLetterErr)
+	}
+	if (d.Attempts == nil) != (ka == 0) || !slices.Equal(d.Attempts, c.Attempts[:ka]) {
+		t.Fatalf("%s: DecodeCommit(%q).Attempts = %v, want the first %d of %v", name, s, d.Attempts, ka, c.Attempts)
 	}
 	if !sameMeta(d.Meta, Meta{c.Base, c.Epoch, c.Delivered[:kept]}) {
 		t.Fatalf("%s: DecodeCommit(%q) = %+v, want the first %d ranges of %+v", name, s, d.Meta, kept, c.Delivered)
@@ -114,52 +143,78 @@ func checkEncodeCommit(t testing.TB, name string, c Commit, epochs []int32, maxB
 		t.Fatalf("%s: DecodeCommit(%q).LastEpoch = %d without ranges, want -1", name, s, d.LastEpoch)
 	}
 
-	stalled, lost := c.Stall != nil, c.Loss != nil && c.Loss.Count != 0
-	var stallFields, lossFields string
+	stalled, lost, dead := c.Stall != nil, c.hasLoss(), c.hasDeadLetter()
+	var stallFields, lossFields, deadFields string
 	if stalled {
 		stallFields = c.Stall.Fields()
 	}
 	if lost {
 		lossFields = c.Loss.Fields()
 	}
-	if d.Stall != nil && (!stalled || d.Stall.Fields() != stallFields) || d.Loss != nil && (!lost || d.Loss.Fields() != lossFields) {
-		t.Fatalf("%s: DecodeCommit(%q) = stall %+v, loss %+v, want those of %+v, %+v", name, s, d.Stall, d.Loss, c.Stall, c.Loss)
+	if dead {
+		deadFields = c.DeadLetter.Fields()
 	}
-	wroteStall, wroteLoss := d.Stall != nil, d.Loss != nil
+	if d.Stall != nil && (!stalled || d.Stall.Fields() != stallFields) || d.Loss != nil && (!lost || d.Loss.Fields() != lossFields) ||
+		d.DeadLetter != nil && (!dead || d.DeadLetter.Fields() != deadFields) {
+		t.Fatalf("%s: DecodeCommit(%q) = stall %+v, loss %+v, dead letter %+v, want those of %+v, %+v, %+v",
+			name, s, d.Stall, d.Loss, d.DeadLetter, c.Stall, c.Loss, c.DeadLetter)
+	}
+	wroteStall, wroteLoss, wroteDead := d.Stall != nil, d.Loss != nil, d.DeadLetter != nil
 	if !wroteStall {
 		stallFields = ""
 	}
 	if !wroteLoss {
 		lossFields = ""
 	}
-	if want := encodeParts(c, kept, stallFields, lossFields, l); s != want {
+	if !wroteDead {
+		deadFields = ""
+	}
+	attempts := attemptsField(c.Base, c.Attempts[:ka])
+	if want := encodeParts(c, kept, stallFields, lossFields, attempts, deadFields, l); s != want {
 		t.Fatalf("%s: EncodeCommit(%d) = %q, want %q, as Encode writes the same parts", name, maxBytes, s, want)
 	}
 
 	switch {
 	case stalled && !wroteStall:
-		if wroteLoss || kept > 0 {
+		if wroteLoss || ka > 0 || wroteDead || kept > 0 {
 			t.Fatalf("%s: EncodeCommit(%d) = %q: a part after the stall is written without it", name, maxBytes, s)
 		}
-		if more := encodeParts(c, 0, c.Stall.Fields(), "", ""); len(more) <= maxBytes {
+		if more := encodeParts(c, 0, c.Stall.Fields()); len(more) <= maxBytes {
 			t.Fatalf("%s: EncodeCommit(%d) = %q, but %q with the stall fits", name, maxBytes, s, more)
 		}
+		return s, cut
 	case lost && !wroteLoss:
-		if kept > 0 {
-			t.Fatalf("%s: EncodeCommit(%d) = %q: ranges are written without the loss", name, maxBytes, s)
+		if ka > 0 || wroteDead || kept > 0 {
+			t.Fatalf("%s: EncodeCommit(%d) = %q: a part after the loss is written without it", name, maxBytes, s)
 		}
-		if more := encodeParts(c, 0, stallFields, c.Loss.Fields(), ""); len(more) <= maxBytes {
+		if more := encodeParts(c, 0, stallFields, c.Loss.Fields()); len(more) <= maxBytes {
 			t.Fatalf("%s: EncodeCommit(%d) = %q, but %q with the loss fits", name, maxBytes, s, more)
 		}
-	default:
-		for k := kept + 1; k <= len(c.Delivered); k++ {
-			if bare := encodeParts(c, k, "", "", ""); len(bare) > maxBytes {
-				break // so is every longer prefix, with reports and l= or not
-			}
-			more := encodeParts(c, k, stallFields, lossFields, "l="+strconv.Itoa(int(max(epochs[k-1], -1))))
-			if len(more) <= maxBytes {
-				t.Fatalf("%s: EncodeCommit(%d) = %q, keeps %d ranges, but %q with %d fits", name, maxBytes, s, kept, more, k)
-			}
+		return s, cut
+	}
+	// The attempts never end the metadata: one more run does not fit
+	// after the reports, whatever follows.
+	if ka < len(c.Attempts) {
+		if more := encodeParts(c, 0, stallFields, lossFields, attemptsField(c.Base, c.Attempts[:ka+1])); len(more) <= maxBytes {
+			t.Fatalf("%s: EncodeCommit(%d) = %q, keeps %d runs of attempts, but %q with %d fits", name, maxBytes, s, ka, more, ka+1)
+		}
+	}
+	if dead && !wroteDead {
+		if kept > 0 {
+			t.Fatalf("%s: EncodeCommit(%d) = %q: ranges are written without the dead-letter report", name, maxBytes, s)
+		}
+		if more := encodeParts(c, 0, stallFields, lossFields, attempts, c.DeadLetter.Fields()); len(more) <= maxBytes {
+			t.Fatalf("%s: EncodeCommit(%d) = %q, but %q with the dead-letter report fits", name, maxBytes, s, more)
+		}
+		return s, cut
+	}
+	for k := kept + 1; k <= len(c.Delivered); k++ {
+		if bare := encodeParts(c, k); len(bare) > maxBytes {
+			break // so is every longer prefix, with reports and l= or not
+		}
+		more := encodeParts(c, k, stallFields, lossFields, attempts, deadFields, "l="+strconv.Itoa(int(max(epochs[k-1], -1))))
+		if len(more) <= maxBytes {
+			t.Fatalf("%s: EncodeCommit(%d) = %q, keeps %d ranges, but %q with %d fits", name, maxBytes, s, kept, more, k)
 		}
 	}
 	return s, cut
@@ -239,16 +294,70 @@ func randReports(r *rand.Rand) (*Stall, *Loss) {
 	return s, l
 }
 
+// randAttempts returns runs of attempts at and above base, half of the
+// time none: gaps of 0 (touching runs, and a first run at the base) to
+// near MaxInt64, counts from 1 to MaxInt32.
+func randAttempts(r *rand.Rand, base int64) []Attempts {
+	if r.IntN(2) == 0 {
+		return nil
+	}
+	magnitude := func(least int64) int64 {
+		switch r.IntN(4) {
+		case 0:
+			return least
+		case 1:
+			return least + r.Int64N(100)
+		case 2:
+			return least + r.Int64N(1_000_000)
+		default:
+			return least + r.Int64N(math.MaxInt64/8)
+		}
+	}
+	var as []Attempts
+	prev := base
+	for range 1 + r.IntN(60) {
+		gap, n := magnitude(0), magnitude(1)
+		if gap > math.MaxInt64-prev || n > math.MaxInt64-prev-gap {
+			break // no room left below MaxInt64
+		}
+		count := []int32{1, 2, 1 + r.Int32N(1000), math.MaxInt32}[r.IntN(4)]
+		as = append(as, Attempts{From: prev + gap, To: prev + gap + n, N: count})
+		prev += gap + n
+	}
+	return as
+}
+
+// randDeadLetter returns a dead-letter report within its bounds, with
+// arbitrary text for Error, or nil or one with Count 0 (none).
+func randDeadLetter(r *rand.Rand) *DeadLetter {
+	switch r.IntN(4) {
+	case 0:
+		return nil
+	case 1:
+		return &DeadLetter{}
+	}
+	first := r.Int64N(1 << 40)
+	last := first + r.Int64N(1<<40)
+	return &DeadLetter{
+		First: first, Last: last, Count: 1 + r.Int64N(last-first+1),
+		Since: time.UnixMilli(r.Int64N(1 << 42)).UTC(),
+		Error: randText(r, MaxReasonLen),
+	}
+}
+
 // TestEncodeCommitProperty encodes 5,000 random commits (randMeta's ranges,
-// randEpochs, randReports) within random budgets, exact ones and ones at
-// the edges of the reports, and holds each to checkEncodeCommit.
+// randEpochs, randReports, randAttempts, randDeadLetter) within random
+// budgets, exact ones and ones at the edges of the reports, and holds each
+// to checkEncodeCommit.
 func TestEncodeCommitProperty(t *testing.T) {
 	r := rand.New(rand.NewPCG(propertySeed, 3))
-	var none, headerOnly, reportsCut, rangesCut, whole int // outcomes seen, so the test cannot pass vacuously
+	// Outcomes seen, so the test cannot pass vacuously.
+	var none, headerOnly, reportsCut, attemptsCut, deadCut, rangesCut, whole int
 	for i := range 5000 {
 		m := randMeta(r)
 		c := Commit{Base: m.Base, Epoch: m.Epoch, Delivered: m.Delivered}
 		c.Stall, c.Loss = randReports(r)
+		c.Attempts, c.DeadLetter = randAttempts(r, c.Base), randDeadLetter(r)
 		epochs := randEpochs(r, len(c.Delivered))
 		var calls int
 		c.EpochOf = epochsOf(t, c.Delivered, epochs, &calls)
@@ -260,44 +369,53 @@ func TestEncodeCommitProperty(t *testing.T) {
 		case 1:
 			maxBytes = len(full) - 1
 		case 2:
-			maxBytes = headerLen(c.Base, c.Epoch) + r.IntN(MaxStallFieldsLen+MaxLossFieldsLen)
+			maxBytes = headerLen(c.Base, c.Epoch) + r.IntN(MaxStallFieldsLen+MaxLossFieldsLen+MaxDeadLetterFieldsLen)
 		}
 		name := fmt.Sprintf("seed %d case %d", propertySeed, i)
 		s, cut := checkEncodeCommit(t, name, c, epochs, maxBytes)
 		switch d, _ := DecodeCommit(s); {
 		case s == "":
 			none++
-		case s == encodeParts(c, 0, "", "", ""):
+		case s == encodeParts(c, 0):
 			headerOnly++
 		case c.Stall != nil && d.Stall == nil || c.hasLoss() && d.Loss == nil:
 			reportsCut++
+		case len(d.Attempts) < len(c.Attempts):
+			attemptsCut++
+		case c.hasDeadLetter() && d.DeadLetter == nil:
+			deadCut++
 		case cut > 0:
 			rangesCut++
 		default:
 			whole++
 		}
 	}
-	if none < 100 || headerOnly < 100 || reportsCut < 100 || rangesCut < 100 || whole < 100 {
-		t.Fatalf("seed %d: outcomes none %d, header only %d, reports cut %d, ranges cut %d, whole %d, want at least 100 of each",
-			propertySeed, none, headerOnly, reportsCut, rangesCut, whole)
+	if none < 100 || headerOnly < 100 || reportsCut < 100 || attemptsCut < 100 || deadCut < 20 || rangesCut < 100 || whole < 100 {
+		t.Fatalf("seed %d: outcomes none %d, header only %d, reports cut %d, attempts cut %d, dead letter cut %d, ranges cut %d, whole %d, want at least 100 of each (20 dead letters cut)",
+			propertySeed, none, headerOnly, reportsCut, attemptsCut, deadCut, rangesCut, whole)
 	}
 }
 
 // FuzzEncodeCommit builds a commit from arbitrary numbers (each 8 bytes of
 // data is a gap, a length and an epoch step, scaled by shifts so magnitudes
 // up to MaxInt64 and MaxInt32 occur; bit 7 of the last byte makes the epoch
-// arbitrary instead of a step up), a stall and a loss present or not
-// (reports), with arbitrary text in the stall, and an arbitrary budget, and
-// holds it to checkEncodeCommit: never over maxBytes, the kept ranges, l=,
-// stall and loss read back, the parts in priority order, and no longer
-// prefix of ranges that fits.
+// arbitrary instead of a step up; each 7 bytes of attempts is a gap that
+// may be 0, a length and a count, scaled the same way), a stall, a loss and
+// a dead-letter report present or not (reports), with arbitrary text in the
+// stall and the dead-letter report, and an arbitrary budget, and holds it
+// to checkEncodeCommit: never over maxBytes, the kept ranges, l=, the kept
+// runs of attempts and the reports read back, the parts in priority order,
+// and no longer prefix of attempts or ranges that fits.
 func FuzzEncodeCommit(f *testing.F) {
-	f.Add(int64(1200), int32(3), []byte{9, 0, 0, 49, 0, 0, 0, 0, 19, 0, 0, 39, 0, 0, 1, 0}, uint8(3), "http 503", 4096)
-	f.Add(int64(1200), int32(9), []byte{9, 0, 0, 49, 0, 0, 0, 0, 19, 0, 0, 39, 0, 0, 1, 0}, uint8(0), "", 32)
-	f.Add(int64(1200), int32(-1), []byte{9, 0, 0, 49, 0, 0, 0, 0, 19, 0, 0, 39, 0, 0, 6, 0, 9, 0, 0, 9, 0, 0, 45, 0}, uint8(0), "", 33)
-	f.Add(int64(math.MaxInt64-100), int32(math.MaxInt32), []byte{0, 0, 60, 0, 0, 60, 255, 255}, uint8(1), "caf\u00e9 \x00%", 60)
-	f.Add(int64(0), int32(0), []byte{}, uint8(3), "", 139)
-	f.Fuzz(func(t *testing.T, base int64, epoch int32, data []byte, reports uint8, text string, maxBytes int) {
+	f.Add(int64(1200), int32(3), []byte{9, 0, 0, 49, 0, 0, 0, 0, 19, 0, 0, 39, 0, 0, 1, 0}, uint8(3), "http 503", 4096, []byte{})
+	f.Add(int64(1200), int32(9), []byte{9, 0, 0, 49, 0, 0, 0, 0, 19, 0, 0, 39, 0, 0, 1, 0}, uint8(0), "", 32, []byte{})
+	f.Add(int64(1200), int32(-1), []byte{9, 0, 0, 49, 0, 0, 0, 0, 19, 0, 0, 39, 0, 0, 6, 0, 9, 0, 0, 9, 0, 0, 45, 0}, uint8(0), "", 33, []byte{})
+	f.Add(int64(math.MaxInt64-100), int32(math.MaxInt32), []byte{0, 0, 60, 0, 0, 60, 255, 255}, uint8(1), "caf\u00e9 \x00%", 60, []byte{})
+	f.Add(int64(0), int32(0), []byte{}, uint8(3), "", 139, []byte{})
+	f.Add(int64(1200), int32(3), []byte{9, 0, 0, 49, 0, 0, 0, 0}, uint8(7), "http 503", 4096, []byte{0, 0, 0, 10, 0, 0, 3, 5, 0, 0, 1, 0, 0, 255})
+	f.Add(int64(1200), int32(3), []byte{9, 0, 0, 49, 0, 0, 0, 0}, uint8(4), "", 40, []byte{0, 0, 0, 10, 0, 0, 3, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 1, 0, 0, 1})
+	f.Add(int64(math.MaxInt64-100), int32(1), []byte{}, uint8(4), "x", 4096, []byte{0, 0, 60, 0, 0, 60, 255})
+	f.Fuzz(func(t *testing.T, base int64, epoch int32, data []byte, reports uint8, text string, maxBytes int, attempts []byte) {
 		c := Commit{Base: base, Epoch: max(epoch, -1)}
 		if c.Base < 0 {
 			c.Base = -(c.Base + 1)
@@ -327,6 +445,20 @@ func FuzzEncodeCommit(f *testing.F) {
 		}
 		if reports&2 != 0 {
 			c.Loss = &Loss{First: 0, Last: c.Base, Count: 1 + c.Base/2, Since: since, Cause: text}
+		}
+		if reports&4 != 0 {
+			c.DeadLetter = &DeadLetter{First: c.Base / 2, Last: c.Base, Count: 1 + c.Base/4, Since: since, Error: text}
+		}
+		prev = c.Base
+		for ; len(attempts) >= 7; attempts = attempts[7:] {
+			gap := int64(uint64(attempts[0])|uint64(attempts[1])<<8) << (attempts[2] % 48)
+			n := 1 + int64(uint64(attempts[3])|uint64(attempts[4])<<8)<<(attempts[5]%48)
+			if gap < 0 || n <= 0 || gap > math.MaxInt64-prev || n > math.MaxInt64-prev-gap {
+				break
+			}
+			count := max(1, int32(attempts[6])<<(attempts[6]%24))
+			c.Attempts = append(c.Attempts, Attempts{From: prev + gap, To: prev + gap + n, N: count})
+			prev += gap + n
 		}
 		checkEncodeCommit(t, "fuzz", c, epochs, maxBytes%8192)
 	})

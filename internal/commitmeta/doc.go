@@ -28,8 +28,8 @@
 //     space. A field is key=value: the key is one or more of [a-z], the value
 //     zero or more of 0x21-0x7E (no space). Each key appears at most once;
 //     fields may come in any order (EncodeCommit writes o, e, d, the stall
-//     provenance, the loss report, then l; Encode writes o, e, d, then
-//     extra).
+//     provenance, the loss report, a, the dead-letter report, then l;
+//     Encode writes o, e, d, then extra).
 //   - o=<base>: required. The committed offset, a decimal int64 >= 0.
 //   - e=<epoch>: required. The leader epoch of the record before the base, a
 //     decimal int32 >= 0, or -1 when unknown.
@@ -49,17 +49,28 @@
 //     record 1319 was written in epoch 4. Ranges without a valid l= are
 //     left out by DecodeCommit (see LastEpochError); without ranges, l= is
 //     ignored whatever its value.
+//   - a=<gap>.<len>.<n>,<gap>.<len>.<n>,...: optional, never empty. Runs
+//     of records handed out n times without being delivered (Attempts), in
+//     order. The first gap is From - base, each later gap is From minus the
+//     previous To; len is To - From; n is 1 to 2147483647. Unlike d=, gaps
+//     may be 0: a run may start at the base (the batch at the watermark is
+//     the one that fails), and runs may touch. Lengths are >= 1. So runs
+//     are sorted, at or above the base and non-overlapping. Any number out
+//     of its bounds or form, a To past math.MaxInt64, or a separator out of
+//     place makes the whole field malformed (see AttemptsError): a reader
+//     then counts no attempts.
 //   - Any other key is ignored by Decode and returned by DecodeFields: room
 //     for later fields (such as the stall provenance and the loss report)
-//     without a new version. Decode and DecodeFields also treat l as such a
-//     field; DecodeCommit reads l and both reports.
-//     At most MaxUnknownFields such fields are accepted.
+//     without a new version. Decode and DecodeFields also treat l, a and the
+//     dead-letter report's keys as such fields; DecodeCommit reads l, a and
+//     the three reports. At most MaxUnknownFields such fields are accepted;
+//     EncodeCommit writes at most eighteen.
 //
 // Numbers are decimal with no sign (except e=-1 and l=-1), no leading zeros
 // (except "0" itself) and no overflow: a value past int64 (int32 for e and
 // l), or a gap or length that carries an offset past math.MaxInt64, is
-// malformed. So every Meta has exactly one encoding of o, e and d, and every
-// last epoch one of l.
+// malformed. So every Meta has exactly one encoding of o, e and d, every
+// last epoch one of l, and every list of Attempts one of a.
 //
 // While a partition is stalled (the batch at its watermark was nacked and is
 // not yet delivered), its commits also carry the stall provenance, six
@@ -119,29 +130,65 @@
 // provenance's and before any range's (see Priority). It too is meaningful
 // only when o equals the committed offset.
 //
+// Records the output kept refusing are written to a dead-letter topic, so
+// that the watermark moves past them; the commits that follow carry the
+// dead-letter report, five fields that DeadLetter.Fields writes and
+// DeadLetterFromFields reads back from DecodeFields, after the runs of
+// attempts that led to it:
+//
+//	wm1 o=1241 e=3 a=0.9.2 xf=100 xl=140 xn=12 xs=1767265200000 xr=http+503
+//
+// Field by field, as the loss report's:
+//
+//   - xf=<first> xl=<last>: the dead-lettered offsets lie within
+//     first..last, inclusive, decimal int64s with 0 <= first <= last. xf
+//     marks a report: without it there is none, and with it every other x
+//     field is required.
+//   - xn=<count>: how many offsets within them were dead-lettered, from 1
+//     to last-first+1 (see MergeDeadLetter).
+//   - xs=<since>: the earliest event merged, in Unix milliseconds (a
+//     decimal >= 0).
+//   - xr=<error>: the error class of the last failure, at most
+//     MaxReasonLen bytes of printable ASCII, escaped as sr= is.
+//
+// The example says that 12 of the offsets 100 to 140 were dead-lettered,
+// the first on 2026-01-01 at 11:00 UTC, the last for "http 503", and that
+// the records 1241 to 1249 were handed out twice already. The report is at
+// most MaxDeadLetterFieldsLen bytes. Dead-lettering is by design: the
+// report is information, not a loss. Like the other parts, a= and the
+// report are meaningful only when o equals the committed offset.
+//
 // # Priority
 //
 // The broker keeps at most offset.metadata.max.bytes of metadata (4096 by
 // default), and a writer may choose less. EncodeCommit gives the room to the
-// parts of a commit in this order, each part only if it fits together with
-// every part before it (the first that does not ends the metadata):
+// parts of a commit in this order. A whole part (the header and the three
+// reports) is written only if it fits together with every part written
+// before it, and the first that does not ends the metadata; the attempts
+// and the ranges are written as their longest prefix that fits, and never
+// end it:
 //
 //  1. the header: Prefix, o= and e=; when it does not fit there is no
 //     metadata at all ("");
 //  2. the stall provenance, when the partition is stalled: what holds it
 //     is what an operator needs first;
 //  3. the loss report, when one is carried;
-//  4. attempts: reserved for the delivery attempts a later dead-letter
-//     feature will write; nothing is written there yet;
-//  5. the delivered ranges: the longest prefix (the ranges nearest the
+//  4. the attempts, a=: the longest prefix of Commit.Attempts (the runs
+//     nearest the base) that fits. When not even the first run fits, a=
+//     is not written and the parts after it still get their room, in
+//     order;
+//  5. the dead-letter report, when one is carried;
+//  6. the delivered ranges: the longest prefix (the ranges nearest the
 //     base) that fits together with the l= of its last range, l= included.
 //
 // EncodeCommit plans this in one pass, so the l= it writes is always that
-// of the last range it keeps, and one more range would not fit. The order
-// of the bytes (the Format above) is not the order of priority: the ranges
-// come before the reports in the string, and are cut first. A cut range is
-// only delivered again after a restart, never lost; a cut report is only
-// missing from that commit.
+// of the last range it keeps, and one more range would not fit; after the
+// attempts it keeps, one more run would not fit either (EncodeCommitKept
+// says how many it kept). The order of the bytes (the Format above) is not
+// the order of priority: the ranges come before the reports in the string,
+// and are cut first. A cut range is only delivered again after a restart,
+// never lost; a cut run of attempts only starts counting again from zero;
+// a cut report is only missing from that commit.
 //
 // Encode, which writes a Meta and a string of extra fields, gives the room
 // to the header and all of extra together (none of it when they do not fit
@@ -185,17 +232,29 @@
 //   - LastEpoch >= -1, and LastEpoch == -1 when Delivered is empty;
 //   - Delivered is empty when RangesErr is set: ranges are never returned
 //     without their l=;
-//   - Stall and Loss keep the bounds that StallFromFields and
-//     LossFromFields guarantee, and are nil when StallErr or LossErr is set.
+//   - Stall, Loss and DeadLetter keep the bounds that StallFromFields,
+//     LossFromFields and DeadLetterFromFields guarantee, and are nil when
+//     StallErr, LossErr or DeadLetterErr is set;
+//   - every run of Attempts has Base <= From < To <= math.MaxInt64 and N
+//     from 1 to math.MaxInt32; runs are sorted and do not overlap (each
+//     From is at least the previous To); Attempts is nil when AttemptsErr
+//     is set or there is no a=.
+//
+// DecodeCommit keeps Decode's bounds: no panic, work linear in its input,
+// and at most four times its length allocated for the ranges and the runs
+// together (each takes at least six bytes of d= or a= for at most 24 of
+// memory).
 //
 // # Concurrency
 //
 // Meta and Range are values with no hidden state. A Meta is safe for
 // concurrent use by readers once built; its Delivered slice must not be
-// modified while others read it. Stall, Loss and Decoded are values; a Commit
-// is one too, but for what its pointers, slice and EpochOf share.
-// EncodeCommit, AppendCommit, DecodeCommit, Encode, AppendEncode, Decode,
-// DecodeFields, Stall.Fields, StallFromFields, Loss.Fields, LossFromFields
-// and MergeLoss are pure functions (but for the EpochOf they call), safe to
-// call from any goroutine.
+// modified while others read it. Stall, Loss, DeadLetter, Attempts, Kept and
+// Decoded are values; a Commit is one too, but for what its pointers,
+// slices and EpochOf share. EncodeCommit, EncodeCommitKept, AppendCommit,
+// DecodeCommit, Encode, AppendEncode, Decode, DecodeFields, Stall.Fields,
+// StallFromFields, Loss.Fields, LossFromFields, MergeLoss,
+// DeadLetter.Fields, DeadLetterFromFields and MergeDeadLetter are pure
+// functions (but for the EpochOf they call), safe to call from any
+// goroutine.
 package commitmeta

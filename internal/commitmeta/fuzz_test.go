@@ -24,7 +24,7 @@ import (
 //   - Encode(m, the unknown fields, len(s)) cuts nothing, is no longer than
 //     s, and decodes to the same Meta and fields;
 //   - DecodeCommit agrees with them and keeps its guarantees (see
-//     checkDecodeCommit), l= included.
+//     checkDecodeCommit), l=, a= and the dead-letter report included.
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{
 		"wm1 o=1200 e=3 d=10.50,20.40",
@@ -56,6 +56,17 @@ func FuzzDecode(f *testing.F) {
 		"wm1 o=5 e=1 l=x",
 		"wm1 o=1200 e=3 d=10.50 sf=1200 sl=1209 ss=1767225600000 sa=3 sm=orders-sink%40pod-7 sr=http+503 lf=100 ll=1199 ln=1100 ls=1767225600000 lc=retention l=3",
 		"wm1 o=1200 e=3 d=10.50 sf=1200 lf=100 l=3",
+		"wm1 o=1200 e=3 d=10.50,20.40 sf=1200 sl=1209 ss=1767225600000 sa=3 sm=orders-sink%40pod-7 sr=http+503 a=0.10.3,0.5.1 xf=100 xl=140 xn=12 xs=1767225600000 xr=http+503 l=4",
+		"wm1 o=1200 e=3 a=0.10.3,0.5.1,20.1.2147483647",
+		"wm1 o=9223372036854775806 e=3 a=0.1.1",
+		"wm1 o=9223372036854775806 e=3 a=0.1.1,0.1.1",
+		"wm1 o=1200 e=3 a=0.1.2147483648",
+		"wm1 o=1200 e=3 a=0.0.1",
+		"wm1 o=1200 e=3 a=",
+		"wm1 o=1200 e=3 a=01.1.1,",
+		"wm1 o=1200 e=3 xf=100 xl=140 xn=41 xs=0 xr=",
+		"wm1 o=1200 e=3 xf=100 xl=140 xn=42 xs=0 xr=%0A",
+		"wm1 o=1200 e=3 xf=100",
 	} {
 		f.Add(s)
 	}
