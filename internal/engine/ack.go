@@ -31,6 +31,13 @@ func (o *owner) onAck(a ackMsg) {
 			o.lists.gauges.add(p)
 		}
 	}
+	if a.err != nil && o.deadLetterNow(p, b) {
+		if a.failed != nil {
+			b.only = a.failed
+		}
+		o.deadLetter(p, b, b.tried())
+		return
+	}
 	if a.err != nil && o.retriesLeft(b) && !p.draining {
 		backoff := o.conf.NackBackoff << min(b.attempt, 30)
 		if backoff > o.conf.NackMaxBackoff || backoff <= 0 {
@@ -56,7 +63,11 @@ func (o *owner) onAck(a ackMsg) {
 }
 
 // retriesLeft reports whether a nacked b is delivered again in this process.
+// With a dead-letter topic, a batch that reached max_attempts has none.
 func (o *owner) retriesLeft(b *Batch) bool {
+	if o.deadLetters() && b.tried() >= o.conf.MaxAttempts {
+		return false
+	}
 	return o.conf.NackRetries < 0 || b.attempt < o.conf.NackRetries
 }
 

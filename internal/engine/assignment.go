@@ -32,6 +32,9 @@ type topicPartition struct {
 //     it replays.
 //   - loss (loss.go): the offset it expects next, the loss its commits
 //     carry, the topic's retention, the truncation it follows.
+//   - att (attempts.go, deadletter.go): the attempts carried from before
+//     it, the batches waiting for the gate, the dead-letter writes in
+//     flight and the dead-letter report its commits carry.
 //
 // Owned by the owner goroutine: no other goroutine reads or writes it,
 // except the immutable tp and labels.
@@ -62,6 +65,7 @@ type partState struct {
 	commits commitState
 	replay  replayPart
 	loss    lossPart
+	att     attemptPart
 
 	// labels are the topic and partition labels of its metrics.
 	labels [2]string

@@ -56,6 +56,17 @@ type Batch struct {
 	// the error class of the last one (errclass.go).
 	nackedAt time.Time
 	lastErr  string
+	// prior is the attempts made on b's records before this epoch
+	// (attempts.go); gated says its attempts are carried in commits since it
+	// waited for the gate, until it is resolved.
+	prior int
+	gated bool
+	// deadLettering: its dead-letter write is in flight, as attempt
+	// letterAttempts; deadLetterErr is the error class of the write's last
+	// failure ("" while it has none).
+	deadLettering  bool
+	letterAttempts int
+	deadLetterErr  string
 }
 
 // TakeAck claims the ack of b's hand-out of attempt (Attempt, read when the

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
 )
 
 // commitJob is one periodic commit, run by the committer goroutine because
@@ -114,20 +116,28 @@ func (o *owner) onCommitDone(c commitDone) {
 		}
 		p.commits.committed, p.commits.hasCommitted = eo.Offset, true
 		p.commits.committedMeta = "" // what set.meta holds: "" without commit_metadata
+		p.commits.attempts = nil
 		if c.set.meta != nil {
 			p.commits.committedMeta = jp.plan.meta
+			p.commits.attempts = jp.plan.attempts
 		}
 		if _, refused := c.result.metaRefused[tp]; refused {
 			// Committed without its ranges: send them again, smaller.
 			p.commits.committedMeta = ""
+			p.commits.attempts = nil
 			o.markDirty(p)
 		}
+		o.ungate(p, jp.plan.attCut)
 		p.commits.exposure = jp.plan.exposure + p.commits.handedSinceSnap
 		o.m.committed.Set(eo.Offset, p.labels[:]...)
 		o.lists.gauges.add(p) // the exposure, the lag's resume point
 	}
 	if len(failed) > 0 {
 		o.log.Warnf("kafka_watermark: commit failed for %d partition(s), retrying next period: %s", len(failed), strings.Join(failed, "; "))
+	}
+	if o.commits.again {
+		o.commits.again = false
+		o.commit()
 	}
 }
 
@@ -193,6 +203,9 @@ type commitState struct {
 	committedMeta  string
 	committing     int64
 	committingMeta string
+	// attempts are the attempts the broker holds in committedMeta
+	// (attempts.go), what the gate waits for.
+	attempts []commitmeta.Attempts
 	// exposure is the replay exposure (records a crash now would deliver
 	// again). When the commit in flight succeeds it becomes that commit's
 	// planned exposure plus handedSinceSnap, what was handed out since the
@@ -216,8 +229,9 @@ func (c *commitState) inheritFrom(old commitState) {
 // commitLoop is the owner's side of the periodic commits. Owned by the
 // owner goroutine.
 type commitLoop struct {
-	// committing: a periodic commit is in flight (one at a time).
-	committing bool
+	// committing: a periodic commit is in flight (one at a time); again:
+	// another is wanted as soon as it ends (commitSoon).
+	committing, again bool
 	// commitWaiters are closed when the periodic commit in flight has
 	// its answer (afterCommit).
 	commitWaiters []chan struct{}

@@ -5,7 +5,8 @@ import "time"
 // Config is what the engine needs of the input's configuration: its batching,
 // commit, retry, drain and reporting settings. The plugin parses and
 // validates the user's config and fills it in; the engine trusts it. A plain
-// value, copied into the owner at New and never changed after.
+// value, copied into the owner at New and never changed after (but for
+// what the DeadLetter writer holds).
 type Config struct {
 	// ClientID names this member in stall provenance (memberName).
 	ClientID string
@@ -35,6 +36,13 @@ type Config struct {
 	NackBackoff      time.Duration
 	NackMaxBackoff   time.Duration
 	StallReplayAfter time.Duration
+
+	// Dead letters (deadletter.go): the writer (nil: no dead-letter
+	// topic), the attempts a record gets before it is dead-lettered, and
+	// how long commits carry the last dead-letter event.
+	DeadLetter          DeadLetterWriter
+	MaxAttempts         int
+	DeadLetterReportFor time.Duration
 
 	// DrainTimeout bounds a revoke's and a close's wait for acks.
 	DrainTimeout time.Duration

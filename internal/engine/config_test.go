@@ -24,6 +24,8 @@ var testDefaults = Config{
 	NackBackoff:            500 * time.Millisecond,
 	NackMaxBackoff:         10 * time.Second,
 	StallReplayAfter:       time.Minute,
+	MaxAttempts:            5,
+	DeadLetterReportFor:    24 * time.Hour,
 	DrainTimeout:           10 * time.Second,
 	LostReportFor:          24 * time.Hour,
 	TopicLagRefresh:        5 * time.Second,
@@ -83,6 +85,25 @@ func setField(c *Config, key, value string) error {
 		dur(&c.TopicLagRefresh)
 	case "lost_records_report_for":
 		dur(&c.LostReportFor)
+	case "dead_letter":
+		// A flow map on one line; a topic makes the test's writer the
+		// dead-letter topic (deadLetterTo sets it).
+		inner := strings.TrimSuffix(strings.TrimPrefix(value, "{"), "}")
+		for kv := range strings.SplitSeq(inner, ",") {
+			k, v, _ := strings.Cut(kv, ":")
+			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+			switch k {
+			case "max_attempts":
+				c.MaxAttempts, err = strconv.Atoi(v)
+			case "report_for":
+				c.DeadLetterReportFor, err = time.ParseDuration(v)
+			default:
+				err = fmt.Errorf("unknown dead_letter field %q", k)
+			}
+			if err != nil {
+				return err
+			}
+		}
 	case "commit_metadata":
 		c.CommitMetadata, err = strconv.ParseBool(value)
 	case "group_protocol":

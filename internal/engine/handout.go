@@ -38,6 +38,19 @@ func (o *owner) serve() {
 			p.commits.handedOut(int64(len(b.raw.records)))
 			o.pauseAtLimit(p)
 			o.lists.gauges.add(p)
+			if o.deadLetters() && b.prior >= o.conf.MaxAttempts {
+				// Tried max_attempts times before this epoch: it goes
+				// to the dead-letter topic without another hand-out.
+				p.att.firstOut = true
+				o.deadLetter(p, b, b.prior)
+				o.schedule(p)
+				continue
+			}
+		}
+		if o.gateHolds(p, b) {
+			o.gate(p, b)
+			o.schedule(p)
+			continue
 		}
 		o.popParked().reply <- b
 		o.passSkipped(p)

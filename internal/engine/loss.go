@@ -204,19 +204,23 @@ func (o *owner) carryLoss(p *partState, l commitmeta.Loss) {
 }
 
 // expireLosses stops carrying the losses reported longer ago than
-// lost_records_report_for. Called on the gauge clock; it walks the
+// lost_records_report_for, and the dead-letter reports older than
+// dead_letter.report_for. Called on the gauge clock; it walks the
 // partitions that carry one only.
 func (o *owner) expireLosses(now time.Time) {
 	o.lists.losses.keep(func(p *partState) bool {
-		if !p.live() || p.loss.carried.Count == 0 {
+		if !p.live() {
 			return false
 		}
-		if now.Sub(p.loss.carried.Since) < o.conf.LostReportFor {
-			return true
+		if p.att.report.Count > 0 && now.Sub(p.att.report.Since) >= o.conf.DeadLetterReportFor {
+			p.att.report = commitmeta.DeadLetter{} // dead_letter.report_for
+			o.markDirty(p)
 		}
-		p.loss.carried = commitmeta.Loss{}
-		o.markDirty(p)
-		return false
+		if p.loss.carried.Count > 0 && now.Sub(p.loss.carried.Since) >= o.conf.LostReportFor {
+			p.loss.carried = commitmeta.Loss{}
+			o.markDirty(p)
+		}
+		return p.loss.carried.Count > 0 || p.att.report.Count > 0
 	})
 }
 

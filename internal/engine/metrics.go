@@ -31,6 +31,10 @@ const (
 	MetricTruncated     = "kafka_watermark_truncated_records_total"
 	MetricHeadroom      = "kafka_watermark_retention_headroom_seconds"
 	MetricRetention     = "kafka_watermark_retention_seconds"
+	// Dead letters: records written to the dead-letter topic, and failed
+	// tries of a write to it.
+	MetricDeadLettered     = "kafka_watermark_dead_lettered_records_total"
+	MetricDeadLetterErrors = "kafka_watermark_dead_letter_errors_total"
 )
 
 // Metrics holds the input's metric handles. Benthos metric handles are safe
@@ -41,6 +45,7 @@ type Metrics struct {
 	commits, commitErrors, lateAcks, dupAcks                *service.MetricCounter
 	metaTruncated, skipped, stallReplays                    *service.MetricCounter
 	lostRecords, truncatedRecords                           *service.MetricCounter
+	deadLettered, deadLetterErrors                          *service.MetricCounter
 	commitLatency                                           *service.MetricTimer
 }
 
@@ -62,6 +67,8 @@ func NewMetrics(m *service.Metrics) *Metrics {
 		stallReplays:     m.NewCounter(MetricStallReplays, l...),
 		lostRecords:      m.NewCounter(MetricLostRecords, l...),
 		truncatedRecords: m.NewCounter(MetricTruncated, l...),
+		deadLettered:     m.NewCounter(MetricDeadLettered, l...),
+		deadLetterErrors: m.NewCounter(MetricDeadLetterErrors, l...),
 		commits:          m.NewCounter(MetricCommits, l...),
 		commitErrors:     m.NewCounter(MetricCommitErrors, l...),
 		lateAcks:         m.NewCounter(MetricLateAcks, l...),

@@ -136,20 +136,22 @@ type owner struct {
 // inbox is every channel into the owner goroutine, and its one channel out
 // (commitJobs, to the committer). Made by newOwner, never changed.
 type inbox struct {
-	readCh      chan *readReq
-	withdrawCh  chan withdrawReq
-	ackCh       chan ackMsg
-	pollCh      chan pollResult
-	pollWant    chan struct{} // capacity 1: a token asking the poll loop for more
-	assignCh    chan assignReq
-	fetchedCh   chan fetchedReq
-	revokeCh    chan revokeReq
-	closeCh     chan closeReq
-	commitCh    chan commitDone
-	retryCh     chan retryDue
-	endsCh      chan endsResult
-	retentionCh chan retentionResult
-	drainDone   chan *drain
+	readCh     chan *readReq
+	withdrawCh chan withdrawReq
+	ackCh      chan ackMsg
+	pollCh     chan pollResult
+	pollWant   chan struct{} // capacity 1: a token asking the poll loop for more
+	assignCh   chan assignReq
+	fetchedCh  chan fetchedReq
+	revokeCh   chan revokeReq
+	closeCh    chan closeReq
+	commitCh   chan commitDone
+	retryCh    chan retryDue
+	// deadLetterCh brings the outcomes of dead-letter writes.
+	deadLetterCh chan deadLetterDone
+	endsCh       chan endsResult
+	retentionCh  chan retentionResult
+	drainDone    chan *drain
 	// commitJobs feeds the committer goroutine.
 	commitJobs chan commitJob
 }
@@ -162,21 +164,22 @@ func newOwner(conf *Config, log *service.Logger, m *Metrics) *owner {
 		m:    m,
 		sig:  shutdown.NewSignaller(),
 		inbox: inbox{
-			readCh:      make(chan *readReq),
-			withdrawCh:  make(chan withdrawReq),
-			ackCh:       make(chan ackMsg, 1024),
-			pollCh:      make(chan pollResult),
-			pollWant:    make(chan struct{}, 1),
-			assignCh:    make(chan assignReq),
-			fetchedCh:   make(chan fetchedReq),
-			revokeCh:    make(chan revokeReq),
-			closeCh:     make(chan closeReq),
-			commitCh:    make(chan commitDone, 1),
-			retryCh:     make(chan retryDue, 64),
-			endsCh:      make(chan endsResult),
-			retentionCh: make(chan retentionResult),
-			drainDone:   make(chan *drain, 1),
-			commitJobs:  make(chan commitJob, 1),
+			readCh:       make(chan *readReq),
+			withdrawCh:   make(chan withdrawReq),
+			ackCh:        make(chan ackMsg, 1024),
+			pollCh:       make(chan pollResult),
+			pollWant:     make(chan struct{}, 1),
+			assignCh:     make(chan assignReq),
+			fetchedCh:    make(chan fetchedReq),
+			revokeCh:     make(chan revokeReq),
+			closeCh:      make(chan closeReq),
+			commitCh:     make(chan commitDone, 1),
+			retryCh:      make(chan retryDue, 64),
+			deadLetterCh: make(chan deadLetterDone),
+			endsCh:       make(chan endsResult),
+			retentionCh:  make(chan retentionResult),
+			drainDone:    make(chan *drain, 1),
+			commitJobs:   make(chan commitJob, 1),
 		},
 		ioCtx:   ctx,
 		stopIO:  stop,
@@ -281,6 +284,8 @@ func (o *owner) run() {
 			o.onRetention(r)
 		case <-retentionTick.C:
 			o.queryRetention()
+		case d := <-o.inbox.deadLetterCh:
+			o.onDeadLetterDone(d)
 		case r := <-o.inbox.retryCh:
 			o.onRetryDue(r.b)
 		case d := <-o.inbox.drainDone:

@@ -61,12 +61,15 @@ func (c commitSet) empty() bool { return len(c.offsets) == 0 }
 type planned struct {
 	eo        kgo.EpochOffset
 	meta      string
-	stall     *commitmeta.Stall // the stall provenance, or nil
-	loss      *commitmeta.Loss  // the loss report carried, or nil
-	ranges    int               // ranges the metadata carries
-	cut       int               // ranges left out for want of room
-	exposure  int64             // the replay exposure if it succeeds
-	delivered int64             // records delivered above the watermark
+	stall     *commitmeta.Stall     // the stall provenance, or nil
+	loss      *commitmeta.Loss      // the loss report carried, or nil
+	attempts  []commitmeta.Attempts // the attempts the metadata carries
+	attCut    bool                  // some attempts had no room
+	dead      *commitmeta.DeadLetter
+	ranges    int   // ranges the metadata carries
+	cut       int   // ranges left out for want of room
+	exposure  int64 // the replay exposure if it succeeds
+	delivered int64 // records delivered above the watermark
 }
 
 // plan computes the next commit of p: its offset, and its metadata within
@@ -90,14 +93,23 @@ func (o *owner) plan(p *partState, maxBytes int) (c planned, ok bool) {
 			loss := p.loss.carried
 			c.loss = &loss
 		}
-		c.meta, c.cut, keptTo = commitmeta.EncodeCommit(commitmeta.Commit{
+		attempts := p.attemptRanges(base)
+		if p.att.report.Count > 0 {
+			dead := p.att.report
+			c.dead = &dead
+		}
+		var k commitmeta.Kept
+		c.meta, k = commitmeta.EncodeCommitKept(commitmeta.Commit{
 			Base: base, Epoch: c.eo.Epoch, Stall: c.stall, Loss: c.loss,
+			Attempts: attempts, DeadLetter: c.dead,
 			Delivered: delivered, EpochOf: p.leaderEpochOf,
 		}, maxBytes)
+		c.cut, keptTo = k.Cut, k.KeptTo
+		c.attempts, c.attCut = attempts[:k.Attempts], k.Attempts < len(attempts)
 		kept := commitmeta.Meta{Base: base, Epoch: c.eo.Epoch, Delivered: delivered[:len(delivered)-c.cut]}
 		c.ranges = len(kept.Delivered)
 		c.delivered = kept.Records()
-		if !moved && c.ranges == 0 && c.stall == nil && c.loss == nil {
+		if !moved && c.ranges == 0 && c.stall == nil && c.loss == nil && len(attempts) == 0 && c.dead == nil {
 			return c, false
 		}
 	} else if !moved {
@@ -196,7 +208,7 @@ func (p *partState) differs(c planned, final bool) bool {
 
 // budgetMeta keeps the metadata of a request within requestMetaBudget,
 // favouring the partitions with the most delivered records above their
-// watermark; the others commit their header and stall provenance only.
+// watermark; the others commit their header, reports and attempts only.
 func (o *owner) budgetMeta(plans map[topicPartition]*planned) {
 	total := 0
 	for _, c := range plans {
@@ -217,7 +229,7 @@ func (o *owner) budgetMeta(plans map[topicPartition]*planned) {
 			used += len(c.meta)
 			continue
 		}
-		header, _, _ := commitmeta.EncodeCommit(commitmeta.Commit{Base: c.eo.Offset, Epoch: c.eo.Epoch, Stall: c.stall, Loss: c.loss}, o.commits.metaMax)
+		header, _, _ := commitmeta.EncodeCommit(commitmeta.Commit{Base: c.eo.Offset, Epoch: c.eo.Epoch, Stall: c.stall, Loss: c.loss, Attempts: c.attempts, DeadLetter: c.dead}, o.commits.metaMax)
 		c.cut += c.ranges
 		c.ranges = 0
 		c.meta = header

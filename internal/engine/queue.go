@@ -58,7 +58,9 @@ func (q *queue) popRetry() *Batch {
 // enqueue splits the records of one fetch into batches of at most
 // maxRecords records and maxBytes bytes (a larger single record is a batch of
 // its own) and queues them. Records inside a delivered range of the commit
-// this epoch started from go into skip batches of their own.
+// this epoch started from go into skip batches of their own, and a batch
+// starts at every boundary of the attempts carried from before the epoch,
+// so that it lies within one range of them or outside all (attempts.go).
 func (p *partState) enqueue(records []*kgo.Record, maxRecords int, maxBytes int64) {
 	start, size, skip, control := -1, int64(0), false, false
 	flush := func(end int) {
@@ -93,7 +95,8 @@ func (p *partState) enqueue(records []*kgo.Record, maxRecords int, maxBytes int6
 		}
 		isControl := r.Attrs.IsControl()
 		covered := !isControl && p.skipping(r)
-		if start >= 0 && (i-start >= maxRecords || size+n > maxBytes || covered != skip || isControl != control) {
+		if start >= 0 && (i-start >= maxRecords || size+n > maxBytes || covered != skip || isControl != control ||
+			(len(p.att.carried) > 0 && p.att.cutsAt(r.Offset))) {
 			flush(i)
 		}
 		skip, control = covered, isControl

@@ -98,6 +98,9 @@ func (o *owner) rewind(old *partState) {
 	}
 	np.loss.expect = base
 	np.loss.carried = old.loss.carried
+	np.att.carried = old.attemptRanges(base)
+	np.att.reason, np.att.since = stalled.Reason, stalled.Since
+	np.att.report = old.att.report
 	np.loss.retentionMs = old.loss.retentionMs
 	np.replay.state = old.replay.state
 	if np.replay.state.count == 0 || np.replay.state.offset != base {

@@ -153,6 +153,7 @@ func (o *owner) onFetched(commits map[topicPartition]fetchedCommit) {
 		d, err := commitmeta.DecodeCommit(fc.meta)
 		if err == nil && d.Base == fc.offset {
 			o.inheritLoss(p, d.Loss)
+			o.inheritAttempts(p, d)
 		}
 		switch {
 		case errors.Is(err, commitmeta.ErrNotOurs) && memberIDLike.MatchString(fc.meta):

@@ -59,6 +59,9 @@ func (p *partState) stallInfo() (s commitmeta.Stall, b *Batch, ok bool) {
 	}
 	if nacked {
 		s.First, s.Last, s.Reason = b.raw.first, b.raw.last, b.lastErr
+		if b.deadLetterErr != "" {
+			s.Reason = cutReason("dead_letter_write: " + b.deadLetterErr)
+		}
 		s.Attempts += b.attempt + 1
 		if s.Since.IsZero() || b.nackedAt.Before(s.Since) {
 			s.Since = b.nackedAt

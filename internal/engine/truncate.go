@@ -63,6 +63,7 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 	np.loss.expect = base
 	np.queue.highWatermark = p.queue.highWatermark
 	np.loss.carried = p.loss.carried
+	np.att.report = p.att.report // the attempts are of records the new log does not hold
 	np.loss.retentionMs = p.loss.retentionMs
 	np.replay.state = p.replay.state
 	if len(kept) > 0 {

@@ -1,0 +1,229 @@
+package engine
+
+import (
+	"slices"
+	"time"
+
+	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
+)
+
+// An attempt is one hand-out of a record to the pipeline. Attempts are
+// counted per batch in this epoch (Batch.attempt) on top of those made
+// before it (Batch.prior): in an epoch that a replay in place ended, or by
+// any process before, read back from the commit an epoch starts from. Every
+// commit carries the attempts of the batches that failed at least once, by
+// offset range (commitmeta.Attempts: a replay may cut batches differently),
+// so they survive restarts, rebalances and replays.
+//
+// With a dead-letter topic, a batch that failed goes out again only after a
+// commit that carries its new count was acknowledged (the gate), and so
+// does the first batch at the watermark of an epoch: a record that crashes
+// the process is counted too, and a crash loop ends in the dead-letter
+// topic after dead_letter.max_attempts. What can still be forgotten is a
+// first delivery above the watermark cut short by a crash: it was never
+// committed as an attempt.
+
+// attemptPart is an epoch's part in counting attempts and dead-lettering.
+// Invariants: carried is sorted and disjoint, its ranges may touch; every
+// batch of gated is registered, unresolved and counted retrying in the
+// ledger (not in the pipeline); writes holds a cancel for every batch whose
+// dead-letter write is in flight. Owned by the owner goroutine, inside its
+// partState.
+type attemptPart struct {
+	// carried holds the attempts made before this epoch, by offset range.
+	// The queue cuts batches at its boundaries (enqueue), so a batch lies
+	// within one range or outside all of them.
+	carried []commitmeta.Attempts
+	// reason and since are the last error class and first failure the
+	// carried attempts came with (the stall provenance of the commit), for
+	// the dead letters of records dead-lettered without a hand-out here.
+	reason string
+	since  time.Time
+	// gated are the batches waiting for a commit that carries their next
+	// attempt; firstOut says the epoch handed out (or gated) its first
+	// batch at the watermark.
+	gated    []*Batch
+	firstOut bool
+	// report is the dead-letter report commits carry (Count 0: none), for
+	// dead_letter.report_for.
+	report commitmeta.DeadLetter
+	// writes are the dead-letter writes in flight, each cancelled when the
+	// epoch ends.
+	writes map[*Batch]func()
+}
+
+// priorAttempts returns the attempts carried for the records first..last:
+// the most of any carried range they overlap.
+func (a *attemptPart) priorAttempts(first, last int64) int {
+	n := int32(0)
+	for _, r := range a.carried {
+		if r.From <= last && first < r.To {
+			n = max(n, r.N)
+		}
+	}
+	return int(n)
+}
+
+// cutsAt reports whether a batch must start at offset: a boundary of a
+// carried range lies between offset-1 and offset.
+func (a *attemptPart) cutsAt(offset int64) bool {
+	for _, r := range a.carried {
+		if r.From == offset || r.To == offset {
+			return true
+		}
+	}
+	return false
+}
+
+// tried is how many times b's records were handed out, counting the
+// hand-out it is on or waits for (the gated one): at least 1.
+func (b *Batch) tried() int { return b.prior + b.attempt + 1 }
+
+// DeliveryAttempt is the attempt this hand-out of b is, counting those made
+// before this epoch and before this process: 1 on the first delivery, as
+// kafka_delivery_attempt says.
+func (b *Batch) DeliveryAttempt() int { return b.tried() }
+
+// counted reports whether b's attempts are carried in commits: it failed,
+// or it waits for the gate, or it was tried before this epoch.
+func (b *Batch) counted() bool { return !b.nackedAt.IsZero() || b.gated || b.prior > 0 }
+
+// ranges appends the offset ranges of b's records that its attempts count
+// for: the records a batch error named when it named some (b.only), else
+// all of them, each run of adjacent records one range.
+func (b *Batch) appendRanges(dst []commitmeta.Attempts) []commitmeta.Attempts {
+	n := int32(min(b.tried(), 1<<31-1))
+	if b.only == nil {
+		return append(dst, commitmeta.Attempts{From: b.raw.first, To: b.raw.last + 1, N: n})
+	}
+	for i := 0; i < len(b.only); {
+		j := i
+		for j+1 < len(b.only) && b.only[j+1] == b.only[j]+1 {
+			j++
+		}
+		dst = append(dst, commitmeta.Attempts{From: b.raw.records[b.only[i]].Offset, To: b.raw.records[b.only[j]].Offset + 1, N: n})
+		i = j + 1
+	}
+	return dst
+}
+
+// attemptRanges returns the attempts a commit of p at base carries: those
+// of its counted batches, then the carried ranges beyond what it has
+// registered, sorted and disjoint, each at or above base.
+func (p *partState) attemptRanges(base int64) []commitmeta.Attempts {
+	var out []commitmeta.Attempts
+	for _, w := range p.led.window.batches {
+		if w.b != nil && !w.delivered && w.b.counted() {
+			out = w.b.appendRanges(out)
+		}
+	}
+	frontier := p.led.frontier(base)
+	for _, r := range p.att.carried {
+		if r.To <= frontier || r.To <= base {
+			continue
+		}
+		r.From = max(r.From, frontier, base)
+		out = append(out, r)
+	}
+	out = slices.DeleteFunc(out, func(r commitmeta.Attempts) bool { return r.To <= base })
+	for i := range out {
+		out[i].From = max(out[i].From, base)
+	}
+	return out
+}
+
+// gateHolds reports whether b must wait for a commit of its next attempt
+// before it goes out: with a dead-letter topic, a batch that failed before
+// (in this epoch or earlier), and the first batch of an epoch at its
+// watermark. b's attempt is the hand-out it waits for.
+func (o *owner) gateHolds(p *partState, b *Batch) bool {
+	if o.conf.DeadLetter == nil || !o.conf.CommitMetadata {
+		return false
+	}
+	first := !p.att.firstOut
+	p.att.firstOut = true
+	if b.attempt == 0 && b.prior == 0 {
+		base, ok := p.commitBase()
+		if !first || !ok || b.raw.first != base {
+			return false
+		}
+	}
+	return !p.commits.carries(b)
+}
+
+// gate holds b back until a commit carries its next attempt, and asks for
+// that commit now. b.gated stays set: its attempts are carried from now on
+// until it is resolved, so a crash during the hand-out it waits for counts.
+func (o *owner) gate(p *partState, b *Batch) {
+	b.gated = true
+	b.unread = true // the hand-out it waits for is counted already
+	p.led.waitRetry()
+	p.att.gated = append(p.att.gated, b)
+	o.markDirty(p)
+	o.commitSoon()
+}
+
+// ungate lets out the gated batches of p whose attempt the broker now
+// holds; when the commit had no room for some (commit_metadata_max_bytes),
+// they go all the same, said once per batch: a room too small must not
+// wedge the partition.
+func (o *owner) ungate(p *partState, cut bool) {
+	if len(p.att.gated) == 0 || p.draining {
+		return
+	}
+	kept := p.att.gated[:0]
+	for _, b := range p.att.gated {
+		if !p.commits.carries(b) {
+			if !cut {
+				kept = append(kept, b)
+				continue
+			}
+			o.log.Warnf("kafka_watermark: %s/%d offsets %d-%d go out as attempt %d before a commit carried it: the commit metadata had no room for it (%s)",
+				p.tp.topic, p.tp.partition, b.raw.first, b.raw.last, b.tried(), FieldCommitMetadataMaxBytes)
+		}
+		p.queue.retry = append(p.queue.retry, b)
+	}
+	clear(p.att.gated[len(kept):])
+	p.att.gated = kept
+	o.schedule(p)
+}
+
+// carries reports whether the attempts the broker holds for this epoch
+// count b's records at least b.tried() times.
+func (c *commitState) carries(b *Batch) bool {
+	for _, want := range b.appendRanges(nil) {
+		ok := false
+		for _, r := range c.attempts {
+			if r.From <= want.From && want.To <= r.To && r.N >= want.N {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// inheritAttempts takes the attempts and the dead-letter report that the
+// commit p starts from carries.
+func (o *owner) inheritAttempts(p *partState, d commitmeta.Decoded) {
+	p.att.carried = d.Attempts
+	if d.Stall != nil {
+		p.att.reason, p.att.since = d.Stall.Reason, d.Stall.Since
+	}
+	if d.DeadLetter != nil && o.conf.DeadLetterReportFor > 0 && time.Since(d.DeadLetter.Since) < o.conf.DeadLetterReportFor {
+		p.att.report = *d.DeadLetter
+		o.lists.losses.add(p)
+	}
+}
+
+// commitSoon starts a commit now, or right after the one in flight.
+func (o *owner) commitSoon() {
+	if o.commits.committing {
+		o.commits.again = true
+		return
+	}
+	o.commit()
+}
