@@ -148,7 +148,7 @@ func scrub(s string, secrets []string) string {
 func Command() *cli.Command {
 	return &cli.Command{
 		Name:      "status",
-		Usage:     "Report each partition's committed offset, lag, stall and lost records from the group's commits, for a readiness probe",
+		Usage:     "Report each partition's committed offset, lag, stall, lost and dead-lettered records from the group's commits, for a readiness probe",
 		ArgsUsage: " ",
 		Description: `
 Reads a consumer group's committed offsets and their commit metadata from the
@@ -159,7 +159,11 @@ stalled partition the failed batch that holds it: its offsets, since when, how
 many deliveries, the error class and the member that saw it, and under LOST
 the records Kafka deleted (retention) or rewrote (an unclean leader election)
 before they were delivered, as long as the input's commits carry the report
-(lost_records_report_for).
+(lost_records_report_for), and under DEAD-LETTERED the records the input
+dead-lettered lately: how many, within which offsets, since when, and the
+error class of the last failure. When writing to the dead-letter topic fails,
+the partition stalls and STALLED names it (e.g. "dead_letter_write: broker
+down").
 
 It joins no group and needs no metrics endpoint: it works from any host that
 can read the group's offsets, while the pipeline runs or after it stopped.
@@ -180,7 +184,8 @@ Exit status: 0 when no partition is stalled and none lost records, 1 when any
 is stalled, 2 when it cannot tell (brokers unreachable, authentication failed,
 unknown group, a bad config), with the reason on stderr, and 3 when none is
 stalled but some partition lost records. For a readiness probe 1 and 2 are
-unready; 3 is ready (the partitions flow) but should alert. Secrets are never
+unready; 3 is ready (the partitions flow) but should alert. Dead-lettered
+records change no exit status: dead-lettering is by design. Secrets are never
 printed.`[1:],
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "a Benthos config whose kafka_watermark input gives the connection settings"},

@@ -53,6 +53,15 @@ func TestRunExitStatus(t *testing.T) {
 	c.commit(t, "healthy", "orders", 1, 40, meta(t, 40, nil, nil))
 	c.commit(t, "lost", "orders", 0, 100, meta(t, 100, nil, nil))
 	c.commit(t, "lost", "orders", 1, 40, meta(t, 40, nil, &testLoss))
+	c.commit(t, "dead", "orders", 0, 100, meta(t, 100, nil, &testDeadLetter))
+	c.commit(t, "dead", "orders", 1, 40, meta(t, 40, nil, nil))
+	c.commit(t, "deadlost", "orders", 0, 100, meta(t, 100, nil, &testDeadLetter))
+	c.commit(t, "deadlost", "orders", 1, 40, meta(t, 40, nil, &testLoss))
+	// The input cannot write to the dead-letter topic: the batch stays at
+	// the watermark, and the stall's reason says why.
+	deadStall := testStall
+	deadStall.Reason = "dead_letter_write: broker down"
+	c.commit(t, "deadstall", "orders", 2, 20, meta(t, 20, nil, &deadStall, &testDeadLetter))
 
 	for _, tc := range []struct {
 		name   string
@@ -76,6 +85,17 @@ func TestRunExitStatus(t *testing.T) {
 				"group lost: none of 2 partitions stalled; 1 of 2 lost records before delivery"}, ""},
 		{"lost records, nothing stalled, json", Options{SeedBrokers: []string{c.addr}, Group: "lost", Format: "json"}, ExitLost,
 			[]string{`"healthy": true`, `"cause": "retention"`}, ""},
+		// Dead-lettering is by design: it changes no exit status.
+		{"dead-lettered records", Options{SeedBrokers: []string{c.addr}, Group: "dead"}, ExitHealthy,
+			[]string{"LOST  DEAD-LETTERED", "orders  0          100        100      0    0                no       -     4 (offsets 30-39, http 400, since 2026-01-01T11:30:00Z)",
+				"group dead: healthy, none of 2 partitions stalled; 1 of 2 dead-lettered records"}, ""},
+		{"dead-lettered records, json", Options{SeedBrokers: []string{c.addr}, Group: "dead", Format: "json"}, ExitHealthy,
+			[]string{`"healthy": true`, `"dead_lettered": {`, `"error": "http 400"`, `"since": "2026-01-01T11:30:00.000Z"`}, ""},
+		{"dead-lettered and lost records", Options{SeedBrokers: []string{c.addr}, Group: "deadlost"}, ExitLost,
+			[]string{"group deadlost: none of 2 partitions stalled; 1 of 2 lost records before delivery; 1 of 2 dead-lettered records"}, ""},
+		{"the dead-letter write fails", Options{SeedBrokers: []string{c.addr}, Group: "deadstall"}, ExitStalled,
+			[]string{"by watermark-connect@pod-7: dead_letter_write: broker down", "4 (offsets 30-39, http 400, since 2026-01-01T11:30:00Z)",
+				"group deadstall: 1 of 1 partition stalled; 1 of 1 dead-lettered records"}, ""},
 		{"unknown group", Options{SeedBrokers: []string{c.addr}, Group: "nosuch"}, ExitUnknown,
 			nil, `status: unknown group "nosuch"`},
 		{"unreachable", Options{SeedBrokers: []string{closedAddr(t)}, Group: "healthy"}, ExitUnknown,
@@ -124,9 +144,10 @@ func TestRunJSON(t *testing.T) {
 		return out
 	}
 	p0 := parts[0].(map[string]any)
-	assert.ElementsMatch(t, []string{"topic", "partition", "committed", "log_end", "lag", "delivered_above", "stalled", "stall", "lost"}, keys(p0))
+	assert.ElementsMatch(t, []string{"topic", "partition", "committed", "log_end", "lag", "delivered_above", "stalled", "stall", "lost", "dead_lettered"}, keys(p0))
 	assert.Nil(t, p0["stall"])
 	assert.Nil(t, p0["lost"])
+	assert.Nil(t, p0["dead_lettered"])
 	lost := parts[1].(map[string]any)["lost"].(map[string]any)
 	assert.Equal(t, map[string]any{"first_offset": 10.0, "last_offset": 29.0, "count": 20.0, "since": "2026-01-01T11:00:00.000Z", "cause": "retention"}, lost)
 	p2 := parts[2].(map[string]any)
@@ -141,7 +162,7 @@ func TestRunJSON(t *testing.T) {
 // TestExitStatus pins the order of the exit statuses: a stall comes before
 // a loss, and a loss before healthy.
 func TestExitStatus(t *testing.T) {
-	stall, loss := testStall, testLoss
+	stall, loss, dead := testStall, testLoss, testDeadLetter
 	for _, tc := range []struct {
 		name  string
 		parts []Partition
@@ -153,6 +174,10 @@ func TestExitStatus(t *testing.T) {
 		{"lost", []Partition{{Committed: 3}, {Loss: &loss}}, ExitLost},
 		{"stalled and lost, one partition", []Partition{{Stall: &stall, Loss: &loss}}, ExitStalled},
 		{"stalled and lost, two partitions", []Partition{{Loss: &loss}, {Stall: &stall}}, ExitStalled},
+		// Dead-lettering is by design, whatever else the group shows.
+		{"dead-lettered", []Partition{{Committed: 3}, {DeadLetter: &dead}}, ExitHealthy},
+		{"dead-lettered and lost", []Partition{{DeadLetter: &dead}, {Loss: &loss}}, ExitLost},
+		{"dead-lettered and stalled", []Partition{{DeadLetter: &dead, Stall: &stall}}, ExitStalled},
 		// A malformed report is no report.
 		{"a malformed loss", []Partition{{MetadataErr: errors.New("loss field ln")}}, ExitHealthy},
 	} {

@@ -16,15 +16,20 @@
 // after. Likewise it reports the records Kafka deleted (retention) or
 // rewrote (an unclean leader election) before the input delivered them,
 // while the input's commits carry that loss report (lost_records_report_for
-// after the loss). Metadata is used only when it was written for the
-// committed offset.
+// after the loss). And it reports the records the input dead-lettered
+// lately (DEAD-LETTERED, "dead_lettered" in JSON): how many, within which
+// offsets, since when, and the error class of the last failure. When the
+// dead-letter write itself fails, the batch stays at the watermark and the
+// stall's reason says so (e.g. "dead_letter_write: broker down"). Metadata
+// is used only when it was written for the committed offset.
 //
 // The exit status is the answer for a readiness probe: 0 when no partition
 // is stalled and none carries a loss, 1 when one is stalled, 2 when it
 // cannot tell, 3 when none is stalled but one carries a loss (ExitHealthy,
 // ExitStalled, ExitUnknown, ExitLost; Report.ExitStatus). 1 and 2 mean
 // unready; 3 means data was lost but the partitions flow: ready, and worth
-// an alert.
+// an alert. Dead-lettering changes no exit status: it is by design, how a
+// partition keeps flowing past records its output refuses.
 //
 // Files: command.go (the command, Run and its exit statuses), config.go
 // (reading a Benthos config's kafka_watermark input), envvars.go (Benthos's

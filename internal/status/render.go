@@ -7,22 +7,29 @@ import (
 	"strconv"
 	"text/tabwriter"
 	"time"
+
+	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
 )
 
 // WriteText writes r as a table, one row per partition, and a summary line:
 //
-//	TOPIC   PARTITION  COMMITTED  LOG END  LAG  DELIVERED ABOVE  STALLED                                                                                             LOST
-//	orders  0          1200       1500     300  50               yes: offsets 1200-1209 for 4m12s (since 2026-01-01T00:00:00Z), 3 attempts, by sink@pod-7: http 503  -
-//	orders  1          1500       1500     0    0                no                                                                                                  1100 (offsets 100-1499, retention, since 2026-01-01T00:00:00Z)
-//	group orders-to-http: 1 of 2 partitions stalled; 1 of 2 lost records before delivery
+//	TOPIC   PARTITION  COMMITTED  LOG END  LAG  DELIVERED ABOVE  STALLED                                                                                             LOST                                                            DEAD-LETTERED
+//	orders  0          1200       1500     300  50               yes: offsets 1200-1209 for 4m12s (since 2026-01-01T00:00:00Z), 3 attempts, by sink@pod-7: http 503  -                                                               -
+//	orders  1          1500       1500     0    0                no                                                                                                  1100 (offsets 100-1499, retention, since 2026-01-01T00:00:00Z)  12 (offsets 100-140, http 503, since 2026-01-01T11:00:00Z)
+//	group orders-to-http: 1 of 2 partitions stalled; 1 of 2 lost records before delivery; 1 of 2 dead-lettered records
 //
 // A partition without a commit shows "-" for COMMITTED and LAG, one whose
-// commit carries no loss report "-" for LOST. LOST is the last column, so
-// that the columns before it read as they did before it existed. Metadata
-// that was not used is listed after the table.
+// commit carries no loss report "-" for LOST, and one whose commit carries
+// no dead-letter report "-" for DEAD-LETTERED. The columns that came later
+// come last, so that the columns before them read as they did before they
+// existed. Metadata that was not used is listed after the table.
+//
+// Dead-lettering is by design (the input sets aside records its output
+// refuses, so that the partition flows): unlike a loss, it does not keep
+// the summary from calling the group healthy.
 func WriteText(w io.Writer, r *Report) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tLOG END\tLAG\tDELIVERED ABOVE\tSTALLED\tLOST")
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tCOMMITTED\tLOG END\tLAG\tDELIVERED ABOVE\tSTALLED\tLOST\tDEAD-LETTERED")
 	for _, p := range r.Partitions {
 		committed, lag := "-", "-"
 		if l, ok := p.Lag(); ok {
@@ -43,7 +50,7 @@ func WriteText(w io.Writer, r *Report) error {
 		if l := p.Loss; l != nil {
 			lost = fmt.Sprintf("%d (offsets %d-%d, %s, since %s)", l.Count, l.First, l.Last, l.Cause, l.Since.UTC().Format(time.RFC3339))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%d\t%s\t%s\n", p.Topic, p.Partition, committed, p.LogEnd, lag, p.DeliveredAbove, stalled, lost)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%d\t%s\t%s\t%s\n", p.Topic, p.Partition, committed, p.LogEnd, lag, p.DeliveredAbove, stalled, lost, deadLettered(p.DeadLetter))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -61,18 +68,36 @@ func WriteText(w io.Writer, r *Report) error {
 	if n := r.Lost(); n > 0 {
 		lost = fmt.Sprintf("; %d of %d lost records before delivery", n, len(r.Partitions))
 	}
+	dead := ""
+	if n := r.DeadLettered(); n > 0 {
+		dead = fmt.Sprintf("; %d of %d dead-lettered records", n, len(r.Partitions))
+	}
 	var err error
 	switch n := r.Stalled(); {
 	case len(r.Partitions) == 0:
 		_, err = fmt.Fprintf(w, "group %s: no partitions with commits\n", r.Group)
 	case n == 0 && lost == "":
-		_, err = fmt.Fprintf(w, "group %s: healthy, none of %d partition%s stalled\n", r.Group, len(r.Partitions), plural(len(r.Partitions)))
+		_, err = fmt.Fprintf(w, "group %s: healthy, none of %d partition%s stalled%s\n", r.Group, len(r.Partitions), plural(len(r.Partitions)), dead)
 	case n == 0:
-		_, err = fmt.Fprintf(w, "group %s: none of %d partition%s stalled%s\n", r.Group, len(r.Partitions), plural(len(r.Partitions)), lost)
+		_, err = fmt.Fprintf(w, "group %s: none of %d partition%s stalled%s%s\n", r.Group, len(r.Partitions), plural(len(r.Partitions)), lost, dead)
 	default:
-		_, err = fmt.Fprintf(w, "group %s: %d of %d partition%s stalled%s\n", r.Group, n, len(r.Partitions), plural(len(r.Partitions)), lost)
+		_, err = fmt.Fprintf(w, "group %s: %d of %d partition%s stalled%s%s\n", r.Group, n, len(r.Partitions), plural(len(r.Partitions)), lost, dead)
 	}
 	return err
+}
+
+// deadLettered is the DEAD-LETTERED cell of a report, in LOST's form with
+// the error class in the cause's place: "12 (offsets 100-140, http 503,
+// since 2026-01-01T11:00:00Z)"; "-" for none.
+func deadLettered(d *commitmeta.DeadLetter) string {
+	if d == nil {
+		return "-"
+	}
+	cause := ""
+	if d.Error != "" {
+		cause = d.Error + ", "
+	}
+	return fmt.Sprintf("%d (offsets %d-%d, %ssince %s)", d.Count, d.First, d.Last, cause, d.Since.UTC().Format(time.RFC3339))
 }
 
 func plural(n int) string {
@@ -91,9 +116,10 @@ func stallAge(at, since time.Time) time.Duration {
 // The JSON document, one object. Its keys are a contract (monitoring reads
 // them): add keys, never rename or remove one. "committed" and "lag" are null
 // for a partition without a commit; "stall" is null when not stalled; "lost"
-// is null when the commit carries no loss report; "metadata_error" is
-// present only when metadata, or a report in it, was not used. "healthy" is
-// about stalls only: a group that lost records and flows is healthy.
+// is null when the commit carries no loss report; "dead_lettered" is null
+// when it carries no dead-letter report; "metadata_error" is present only
+// when metadata, or a report in it, was not used. "healthy" is about stalls
+// only: a group that lost or dead-lettered records and flows is healthy.
 type jsonReport struct {
 	Group      string          `json:"group"`
 	Healthy    bool            `json:"healthy"`
@@ -110,6 +136,7 @@ type jsonPartition struct {
 	Stalled        bool       `json:"stalled"`
 	Stall          *jsonStall `json:"stall"`
 	Lost           *jsonLoss  `json:"lost"`
+	DeadLettered   *jsonDead  `json:"dead_lettered"`
 	MetadataError  string     `json:"metadata_error,omitempty"`
 }
 
@@ -131,6 +158,14 @@ type jsonLoss struct {
 	Cause       string `json:"cause"` // retention, truncation or unknown
 }
 
+type jsonDead struct {
+	FirstOffset int64  `json:"first_offset"`
+	LastOffset  int64  `json:"last_offset"`
+	Count       int64  `json:"count"` // dead-lettered offsets within first_offset..last_offset
+	Since       string `json:"since"` // RFC 3339, UTC, to the millisecond: the earliest event
+	Error       string `json:"error"` // the error class of the last failure
+}
+
 // sinceJSON is the form of "since" in the JSON: RFC 3339 in UTC, to the
 // millisecond the metadata keeps.
 const sinceJSON = "2006-01-02T15:04:05.000Z07:00"
@@ -142,7 +177,9 @@ const sinceJSON = "2006-01-02T15:04:05.000Z07:00"
 //	  "stall": {"first_offset": 1200, "last_offset": 1209, "since": "2026-01-01T00:00:00.000Z",
 //	  "age_s": 252, "attempts": 3, "reason": "http 503", "member": "sink@pod-7"},
 //	  "lost": {"first_offset": 100, "last_offset": 1199, "count": 1100,
-//	  "since": "2026-01-01T00:00:00.000Z", "cause": "retention"}}]}
+//	  "since": "2026-01-01T00:00:00.000Z", "cause": "retention"},
+//	  "dead_lettered": {"first_offset": 100, "last_offset": 140, "count": 12,
+//	  "since": "2026-01-01T11:00:00.000Z", "error": "http 503"}}]}
 func WriteJSON(w io.Writer, r *Report) error {
 	doc := jsonReport{Group: r.Group, Healthy: r.Healthy(), Partitions: []jsonPartition{}}
 	for _, p := range r.Partitions {
@@ -175,6 +212,15 @@ func WriteJSON(w io.Writer, r *Report) error {
 				Count:       l.Count,
 				Since:       l.Since.UTC().Format(sinceJSON),
 				Cause:       l.Cause,
+			}
+		}
+		if d := p.DeadLetter; d != nil {
+			jp.DeadLettered = &jsonDead{
+				FirstOffset: d.First,
+				LastOffset:  d.Last,
+				Count:       d.Count,
+				Since:       d.Since.UTC().Format(sinceJSON),
+				Error:       d.Error,
 			}
 		}
 		if p.MetadataErr != nil {

@@ -9,17 +9,19 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
 )
 
 // testReport is a report of each kind of partition, read 4m12.7s after
 // testStall began.
 func testReport() *Report {
-	stall, loss := testStall, testLoss
+	stall, loss, dead := testStall, testLoss, testDeadLetter
 	return &Report{
 		Group: "orders-to-http",
 		At:    testStall.Since.Add(4*time.Minute + 12700*time.Millisecond),
 		Partitions: []Partition{
-			{Topic: "orders", Partition: 0, Committed: 100, LogEnd: 100},
+			{Topic: "orders", Partition: 0, Committed: 100, LogEnd: 100, DeadLetter: &dead},
 			{Topic: "orders", Partition: 1, Committed: 40, LogEnd: 100, DeliveredAbove: 15, Loss: &loss},
 			{Topic: "orders", Partition: 2, Committed: 20, LogEnd: 100, DeliveredAbove: 10, Stall: &stall},
 			{Topic: "orders", Partition: 3, Committed: -1, LogEnd: 7},
@@ -31,14 +33,14 @@ func testReport() *Report {
 func TestWriteText(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, WriteText(&b, testReport()))
-	const want = `TOPIC   PARTITION  COMMITTED  LOG END  LAG  DELIVERED ABOVE  STALLED                                                                                                      LOST
-orders  0          100        100      0    0                no                                                                                                           -
-orders  1          40         100      60   15               no                                                                                                           20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)
-orders  2          20         100      80   10               yes: offsets 20-29 for 4m12s (since 2026-01-01T12:00:00Z), 3 attempts, by watermark-connect@pod-7: http 503  -
-orders  3          -          7        -    0                no                                                                                                           -
-other   0          5          10       5    0                no                                                                                                           -
+	const want = `TOPIC   PARTITION  COMMITTED  LOG END  LAG  DELIVERED ABOVE  STALLED                                                                                                      LOST                                                       DEAD-LETTERED
+orders  0          100        100      0    0                no                                                                                                           -                                                          4 (offsets 30-39, http 400, since 2026-01-01T11:30:00Z)
+orders  1          40         100      60   15               no                                                                                                           20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)  -
+orders  2          20         100      80   10               yes: offsets 20-29 for 4m12s (since 2026-01-01T12:00:00Z), 3 attempts, by watermark-connect@pod-7: http 503  -                                                          -
+orders  3          -          7        -    0                no                                                                                                           -                                                          -
+other   0          5          10       5    0                no                                                                                                           -                                                          -
 other/0: commit metadata not used: the metadata was written for offset 3
-group orders-to-http: 1 of 5 partitions stalled; 1 of 5 lost records before delivery
+group orders-to-http: 1 of 5 partitions stalled; 1 of 5 lost records before delivery; 1 of 5 dead-lettered records
 `
 	assert.Equal(t, want, b.String())
 
@@ -50,11 +52,21 @@ group orders-to-http: 1 of 5 partitions stalled; 1 of 5 lost records before deli
 		{&Report{Group: "g"}, "group g: no partitions with commits\n"},
 		// Records lost, nothing stalled: not called healthy.
 		{&Report{Group: "g", Partitions: []Partition{{Topic: "t", Committed: 3, LogEnd: 3}, {Topic: "t", Partition: 1, Committed: 30, LogEnd: 30, Loss: &testLoss}}},
-			"  -\nt      1          30         30       0    0                no       20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)\n" +
+			"  -\nt      1          30         30       0    0                no       20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)  -\n" +
 				"group g: none of 2 partitions stalled; 1 of 2 lost records before delivery\n"},
 		// A stalled partition that lost records too: both on its row.
 		{&Report{Group: "g", At: testStall.Since.Add(time.Minute), Partitions: []Partition{{Topic: "t", Committed: 20, LogEnd: 30, Stall: &testStall, Loss: &testLoss}}},
-			"http 503  20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)\ngroup g: 1 of 1 partition stalled; 1 of 1 lost records before delivery\n"},
+			"http 503  20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)  -\ngroup g: 1 of 1 partition stalled; 1 of 1 lost records before delivery\n"},
+		// Records dead-lettered, nothing stalled or lost: by design, still
+		// healthy.
+		{&Report{Group: "g", Partitions: []Partition{{Topic: "t", Committed: 3, LogEnd: 3, DeadLetter: &testDeadLetter}}},
+			"t      0          3          3        0    0                no       -     4 (offsets 30-39, http 400, since 2026-01-01T11:30:00Z)\n" +
+				"group g: healthy, none of 1 partition stalled; 1 of 1 dead-lettered records\n"},
+		// Every report on one row; a report without an error class.
+		{&Report{Group: "g", At: testStall.Since.Add(time.Minute), Partitions: []Partition{{Topic: "t", Committed: 20, LogEnd: 30, Stall: &testStall, Loss: &testLoss,
+			DeadLetter: &commitmeta.DeadLetter{First: 30, Last: 39, Count: 4, Since: testDeadLetter.Since}}}},
+			"20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)  4 (offsets 30-39, since 2026-01-01T11:30:00Z)\n" +
+				"group g: 1 of 1 partition stalled; 1 of 1 lost records before delivery; 1 of 1 dead-lettered records\n"},
 	} {
 		b.Reset()
 		require.NoError(t, WriteText(&b, tc.r))
@@ -79,7 +91,14 @@ func TestWriteJSON(t *testing.T) {
       "delivered_above": 0,
       "stalled": false,
       "stall": null,
-      "lost": null
+      "lost": null,
+      "dead_lettered": {
+        "first_offset": 30,
+        "last_offset": 39,
+        "count": 4,
+        "since": "2026-01-01T11:30:00.000Z",
+        "error": "http 400"
+      }
     },
     {
       "topic": "orders",
@@ -96,7 +115,8 @@ func TestWriteJSON(t *testing.T) {
         "count": 20,
         "since": "2026-01-01T11:00:00.000Z",
         "cause": "retention"
-      }
+      },
+      "dead_lettered": null
     },
     {
       "topic": "orders",
@@ -115,7 +135,8 @@ func TestWriteJSON(t *testing.T) {
         "reason": "http 503",
         "member": "watermark-connect@pod-7"
       },
-      "lost": null
+      "lost": null,
+      "dead_lettered": null
     },
     {
       "topic": "orders",
@@ -126,7 +147,8 @@ func TestWriteJSON(t *testing.T) {
       "delivered_above": 0,
       "stalled": false,
       "stall": null,
-      "lost": null
+      "lost": null,
+      "dead_lettered": null
     },
     {
       "topic": "other",
@@ -138,6 +160,7 @@ func TestWriteJSON(t *testing.T) {
       "stalled": false,
       "stall": null,
       "lost": null,
+      "dead_lettered": null,
       "metadata_error": "the metadata was written for offset 3"
     }
   ]
@@ -163,6 +186,14 @@ func TestWriteJSON(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, since.Equal(testLoss.Since))
 	assert.Equal(t, "null", string(doc.Partitions[0]["lost"]), "lost is null without a loss")
+	var dead map[string]any
+	require.NoError(t, json.Unmarshal(doc.Partitions[0]["dead_lettered"], &dead))
+	assert.Equal(t, map[string]any{"first_offset": 30.0, "last_offset": 39.0, "count": 4.0,
+		"since": "2026-01-01T11:30:00.000Z", "error": "http 400"}, dead, "the keys of dead_lettered")
+	since, err = time.Parse(time.RFC3339, dead["since"].(string))
+	require.NoError(t, err)
+	assert.True(t, since.Equal(testDeadLetter.Since))
+	assert.Equal(t, "null", string(doc.Partitions[1]["dead_lettered"]), "dead_lettered is null without a report")
 
 	// healthy is about stalls only: a group that lost records and flows
 	// is healthy in the JSON (its exit status is ExitLost).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -71,12 +72,19 @@ type Partition struct {
 	// partition may flow meanwhile: a loss is not a stall.
 	Loss *commitmeta.Loss
 
+	// DeadLetter is the records the input dead-lettered lately (the output
+	// kept refusing them, and they went to the dead-letter topic), from the
+	// commit metadata; nil when the commit carries no dead-letter report.
+	// Dead-lettering is by design: it changes no exit status.
+	DeadLetter *commitmeta.DeadLetter
+
 	// MetadataErr says why metadata that looked like the input's was not
 	// used, or which of its reports was not: malformed, another version, or
 	// written for another offset (an offset reset by an admin tool keeps the
-	// old metadata). A malformed stall provenance or loss report leaves
-	// Stall or Loss nil and the other report, and the ranges, in use.
-	// Another client's metadata is no error. nil when all of it was used.
+	// old metadata). A malformed stall provenance, loss report or
+	// dead-letter report leaves that report nil and the others, and the
+	// ranges, in use. Another client's metadata is no error. nil when all
+	// of it was used.
 	MetadataErr error
 }
 
@@ -93,6 +101,9 @@ func (p Partition) Stalled() bool { return p.Stall != nil }
 
 // Lost reports whether p's commit carries a loss report.
 func (p Partition) Lost() bool { return p.Loss != nil }
+
+// DeadLettered reports whether p's commit carries a dead-letter report.
+func (p Partition) DeadLettered() bool { return p.DeadLetter != nil }
 
 // Healthy reports whether no partition is stalled.
 func (r *Report) Healthy() bool {
@@ -116,6 +127,20 @@ func (r *Report) Lost() int {
 	n := 0
 	for _, p := range r.Partitions {
 		if p.Lost() {
+			n++
+		}
+	}
+	return n
+}
+
+// DeadLettered returns the number of partitions whose commit carries a
+// dead-letter report. Neither Healthy nor ExitStatus counts them:
+// dead-lettering is how a partition keeps flowing past records its output
+// refuses.
+func (r *Report) DeadLettered() int {
+	n := 0
+	for _, p := range r.Partitions {
+		if p.DeadLettered() {
 			n++
 		}
 	}
@@ -318,11 +343,12 @@ func unknownGroup(group, detail string) error {
 }
 
 // readMetadata decodes the commit metadata of p's committed offset: the
-// ranges delivered above it, the stall provenance and the loss report, all
-// only when the metadata was written for that offset. The two reports are
-// read independently: a malformed one is left out (and named in
-// MetadataErr) without hiding the other, so that a malformed loss report
-// cannot make a stalled partition read as healthy.
+// ranges delivered above it, the stall provenance, the loss report and the
+// dead-letter report, all only when the metadata was written for that
+// offset. The reports are read independently: a malformed one is left out
+// (and named in MetadataErr) without hiding the others, so that a
+// malformed loss or dead-letter report cannot make a stalled partition
+// read as healthy.
 func (p *Partition) readMetadata(meta string) {
 	m, fields, err := commitmeta.DecodeFields(meta)
 	switch {
@@ -344,14 +370,34 @@ func (p *Partition) readMetadata(meta string) {
 	if lost {
 		p.Loss = &l
 	}
-	switch {
-	case stallErr != nil && lossErr != nil:
-		// One line (the text output lists it as one): both stay
-		// reachable with errors.Is and errors.As.
-		p.MetadataErr = fmt.Errorf("%w; %w", stallErr, lossErr)
-	case stallErr != nil:
-		p.MetadataErr = stallErr
-	case lossErr != nil:
-		p.MetadataErr = lossErr
+	dead, deadErr := commitmeta.DeadLetterFromFields(fields)
+	p.DeadLetter = dead
+	var errs reportErrors
+	for _, err := range []error{stallErr, lossErr, deadErr} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	switch len(errs) {
+	case 0:
+	case 1:
+		p.MetadataErr = errs[0]
+	default:
+		p.MetadataErr = errs
 	}
 }
+
+// reportErrors is more than one malformed report of one commit, as one
+// line (the text output lists it as one) whose parts stay reachable with
+// errors.Is and errors.As.
+type reportErrors []error
+
+func (e reportErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (e reportErrors) Unwrap() []error { return e }

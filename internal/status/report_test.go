@@ -3,6 +3,7 @@ package status
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +33,17 @@ var testLoss = commitmeta.Loss{
 	Count: 20,
 	Since: time.Date(2026, 1, 1, 11, 0, 0, 0, time.UTC),
 	Cause: commitmeta.CauseRetention,
+}
+
+// The dead letter the tests commit: 4 of the records 30-39 of orders/0
+// went to the dead-letter topic, the first half an hour before testStall,
+// the last for "http 400".
+var testDeadLetter = commitmeta.DeadLetter{
+	First: 30,
+	Last:  39,
+	Count: 4,
+	Since: time.Date(2026, 1, 1, 11, 30, 0, 0, time.UTC),
+	Error: "http 400",
 }
 
 // seedGroup commits, for group, one partition of each kind a report tells
@@ -322,4 +334,57 @@ func TestReadMetadata(t *testing.T) {
 	var se *commitmeta.StallError
 	var le *commitmeta.LossError
 	assert.True(t, errors.As(p.MetadataErr, &se) && errors.As(p.MetadataErr, &le), "MetadataErr %v, want a *StallError and a *LossError", p.MetadataErr)
+}
+
+// TestReadMetadataDeadLetter: the dead-letter report is read like the loss
+// report, on its own: a malformed one is left out and named, and hides
+// neither the other reports nor the ranges; the runs of attempts (a=) that
+// the input writes next to it are not status's to show.
+func TestReadMetadataDeadLetter(t *testing.T) {
+	const badLoss = "lf=7 ll=9 ln=4 ls=0 lc=retention"
+	const badDead = "xf=7 xl=6 xn=1 xs=0 xr=x" // xl below xf
+	dead := testDeadLetter.Fields()
+	for _, tc := range []struct {
+		name                string
+		meta                string
+		delivered           int64
+		stalled, lost, dead bool
+		errText             string // a part of MetadataErr's message, or "" for none
+	}{
+		{"a dead letter", "wm1 o=7 e=0 d=3.2 a=0.3.2 " + dead + " l=0", 2, false, false, true, ""},
+		{"every report", "wm1 o=7 e=0 " + testStall.Fields() + " " + testLoss.Fields() + " a=0.3.2 " + dead, 0, true, true, true, ""},
+		{"a malformed dead letter", "wm1 o=7 e=0 d=3.2 " + testStall.Fields() + " " + badDead + " l=0", 2, true, false, false, `dead-letter field xl="6"`},
+		{"a dead letter without its error", "wm1 o=7 e=0 xf=1 xl=2 xn=1 xs=0", 0, false, false, false, "dead-letter field xr"},
+		{"all three malformed", "wm1 o=7 e=0 sf=7 " + badLoss + " " + badDead, 0, false, false, false, `stall field sl`},
+		{"a dead letter for another offset", "wm1 o=6 e=0 " + dead, 0, false, false, false, "written for offset 6"},
+	} {
+		p := Partition{Committed: 7}
+		p.readMetadata(tc.meta)
+		assert.Equal(t, tc.delivered, p.DeliveredAbove, tc.name)
+		assert.Equal(t, tc.stalled, p.Stalled(), "%s: stalled", tc.name)
+		assert.Equal(t, tc.lost, p.Lost(), "%s: lost", tc.name)
+		assert.Equal(t, tc.dead, p.DeadLettered(), "%s: dead-lettered", tc.name)
+		if tc.dead {
+			assert.Equal(t, testDeadLetter.Error, p.DeadLetter.Error, tc.name)
+			assert.True(t, testDeadLetter.Since.Equal(p.DeadLetter.Since), tc.name)
+		}
+		if tc.errText == "" {
+			assert.NoError(t, p.MetadataErr, tc.name)
+			continue
+		}
+		if assert.Error(t, p.MetadataErr, tc.name) {
+			assert.Contains(t, p.MetadataErr.Error(), tc.errText, tc.name)
+			assert.NotContains(t, p.MetadataErr.Error(), "\n", "%s: one line in the text output", tc.name)
+		}
+	}
+
+	// All three stay reachable when all three are malformed.
+	p := Partition{Committed: 7}
+	p.readMetadata("wm1 o=7 e=0 sf=7 " + badLoss + " " + badDead)
+	var se *commitmeta.StallError
+	var le *commitmeta.LossError
+	var de *commitmeta.DeadLetterError
+	assert.True(t, errors.As(p.MetadataErr, &se) && errors.As(p.MetadataErr, &le) && errors.As(p.MetadataErr, &de),
+		"MetadataErr %v, want a *StallError, a *LossError and a *DeadLetterError", p.MetadataErr)
+	assert.Equal(t, 3, strings.Count(p.MetadataErr.Error(), "commitmeta: "), "MetadataErr %v: three errors on one line", p.MetadataErr)
 }
