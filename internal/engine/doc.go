@@ -32,6 +32,12 @@
 //   - Delivered ranges are the offsets above the watermark already
 //     delivered; every commit carries them (plan.go), and the next epoch
 //     skips them (resume.go).
+//   - An attempt is one hand-out of a record to the pipeline, counted
+//     across retries, replays in place and processes (attempts.go): the
+//     commits carry those of the batches that failed, by offset range.
+//   - A record is dead-lettered when, after dead_letter.max_attempts, it
+//     was written to the dead-letter topic and the broker acknowledged the
+//     write: it then counts as delivered (deadletter.go).
 //
 // # State
 //
@@ -40,7 +46,8 @@
 // registered: the tracker, the window, the leader epochs and the counts,
 // updated together by register, resolve and advance), queue (batches
 // waiting to go out), resume (the commit the epoch started from), commits
-// (what the broker holds), replay and loss. The owner's own state is in
+// (what the broker holds), replay, loss and att (the attempts carried, the
+// gate, the dead-letter writes). The owner's own state is in
 // parts too: inbox (owner.go), lists (lists.go), polls (replay.go),
 // commitLoop (commit.go), queries (lag.go), lossBook (loss.go), fence
 // (fence.go).
@@ -56,8 +63,13 @@
 //     (Batch.TakeAck, ack.go); Engine.Ack is one channel send, and never
 //     waits on the network.
 //  3. The owner (owner.go, run and drainAcks) drops an ack of an ended epoch,
-//     schedules a retry for a nack with retries left, or resolves the batch
-//     in the ledger, which advances the watermark (ack.go, ledger.go).
+//     schedules a retry for a nack with retries left, starts the write of a
+//     nack that reached max_attempts to the dead-letter topic (deadletter.go:
+//     the batch resolves as delivered once the broker acknowledged it), or
+//     resolves the batch in the ledger, which advances the watermark (ack.go,
+//     ledger.go). With a dead-letter topic, a retry, and an epoch's first
+//     batch at its watermark, go out only after a commit carries their new
+//     attempt (the gate, attempts.go).
 //  4. On the next commit tick (commit.go) the owner plans a commit of every
 //     partition on its dirty list (plan.go): the watermark, with the leader
 //     epoch of the record before it, and its metadata
@@ -94,6 +106,10 @@
 //   - retry timers (time.AfterFunc in onAck): one per nacked batch in
 //     backoff, each a send on retryCh; drain timers (startDrain), one per
 //     drain, each a send on drainDone.
+//   - dead-letter writes (writeDeadLetter): one per batch being
+//     dead-lettered, calling the plugin's DeadLetterWriter until a try
+//     succeeds, each outcome a send on deadLetterCh; cancelled when its
+//     epoch ends or the input stops.
 //   - queries: one log-end query at a time (lag.go, every
 //     topic_lag_refresh_period while a partition is paused or its head has
 //     failed) and one retention description at a time (retention.go).

@@ -26,15 +26,14 @@ import (
 //     are in the pipeline, what a drain waits for;
 //   - the leader-epoch log covers every offset from the watermark on.
 //
-// What comes next is built here. Attempts (the dead-letter topic) are per
-// record range: the window's batches hold their hand-outs already
-// (Batch.attempt), and the ranges a commit's metadata carries with their
-// attempts would be kept beside the window, resolved with it, and
-// registered when an epoch starts, as resume's delivered ranges are. A
-// batch that is not a contiguous range of offsets (key-ordered delivery)
-// changes the window's notion of a batch, not the ledger's API: register
-// takes a batch, resolve a verdict, advance moves the watermark to the first
-// offset not delivered; the tracker then orders what the window resolves.
+// Attempts are per record range and live beside the ledger (attempts.go):
+// a batch holds its hand-outs (Batch.attempt) and, from register, the
+// attempts carried for its records from before the epoch (Batch.prior); a
+// commit's attempts are read off the window's batches. A batch that is not
+// a contiguous range of offsets (key-ordered delivery) changes the window's
+// notion of a batch, not the ledger's API: register takes a batch, resolve
+// a verdict, advance moves the watermark to the first offset not
+// delivered; the tracker then orders what the window resolves.
 //
 // Owned by the owner goroutine, inside its partState.
 type ledger struct {
