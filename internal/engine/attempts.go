@@ -92,16 +92,20 @@ func (b *Batch) counted() bool { return !b.nackedAt.IsZero() || b.gated || b.pri
 // for: the records a batch error named when it named some (b.only), else
 // all of them, each run of adjacent records one range.
 func (b *Batch) appendRanges(dst []commitmeta.Attempts) []commitmeta.Attempts {
-	n := int32(min(b.tried(), 1<<31-1))
+	n := b.tried()
+	if b.deadLettering {
+		n = b.letterAttempts // no hand-out pending: the write is the ending
+	}
+	n32 := int32(min(n, 1<<31-1))
 	if b.only == nil {
-		return append(dst, commitmeta.Attempts{From: b.raw.first, To: b.raw.last + 1, N: n})
+		return append(dst, commitmeta.Attempts{From: b.raw.first, To: b.raw.last + 1, N: n32})
 	}
 	for i := 0; i < len(b.only); {
 		j := i
 		for j+1 < len(b.only) && b.only[j+1] == b.only[j]+1 {
 			j++
 		}
-		dst = append(dst, commitmeta.Attempts{From: b.raw.records[b.only[i]].Offset, To: b.raw.records[b.only[j]].Offset + 1, N: n})
+		dst = append(dst, commitmeta.Attempts{From: b.raw.records[b.only[i]].Offset, To: b.raw.records[b.only[j]].Offset + 1, N: n32})
 		i = j + 1
 	}
 	return dst

@@ -38,21 +38,20 @@ func (o *owner) serve() {
 			p.commits.handedOut(int64(len(b.raw.records)))
 			o.pauseAtLimit(p)
 			o.lists.gauges.add(p)
-			if o.deadLetters() && b.prior >= o.conf.MaxAttempts {
-				// Tried max_attempts times before this epoch: it goes
-				// to the dead-letter topic without another hand-out.
-				p.att.firstOut = true
-				o.deadLetter(p, b, b.prior)
-				o.schedule(p)
-				continue
-			}
 		}
-		if o.gateHolds(p, b) {
+		switch {
+		case b.attempt == 0 && o.deadLetters() && b.prior >= o.conf.MaxAttempts:
+			// Tried max_attempts times before this epoch: it goes to the
+			// dead-letter topic without another hand-out.
+			p.att.firstOut = true
+			o.deadLetter(p, b, b.prior)
+		case o.gateHolds(p, b):
 			o.gate(p, b)
-			o.schedule(p)
-			continue
+		default:
+			o.popParked().reply <- b
 		}
-		o.popParked().reply <- b
+		// The skip batches now at the front of the ready queue must be
+		// registered before the next hand-out pops one.
 		o.passSkipped(p)
 		o.resumeBelowLimits(p)
 		o.schedule(p)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -157,15 +158,16 @@ type omStats struct {
 	steps, polls, handOuts, acks, nacks, revokes, losses, assigns       int
 	deletions, truncations, skipped, lost, lostLow, lostHigh, truncated int64
 	replays, backCommits, divergences, resetsPastEnd, exactLoss         int64
+	deadLettered                                                        int
 }
 
 func (s omStats) String() string {
 	return fmt.Sprintf("%d steps, %d polls, %d hand-outs, %d acks, %d nacks, %d revokes, %d losses, %d assignments, "+
 		"%d deletions, %d truncations, %d divergences seen by kgo, %d resets past the log end, %d skipped, "+
-		"%d lost (model bounds %d..%d, exact in %d partitions), %d truncated, %d replays in place, %d commits back",
+		"%d lost (model bounds %d..%d, exact in %d partitions), %d truncated, %d replays in place, %d commits back, %d dead-lettered",
 		s.steps, s.polls, s.handOuts, s.acks, s.nacks, s.revokes, s.losses, s.assigns,
 		s.deletions, s.truncations, s.divergences, s.resetsPastEnd, s.skipped,
-		s.lost, s.lostLow, s.lostHigh, s.exactLoss, s.truncated, s.replays, s.backCommits)
+		s.lost, s.lostLow, s.lostHigh, s.exactLoss, s.truncated, s.replays, s.backCommits, s.deadLettered)
 }
 
 // omConf is one schedule's configuration.
@@ -173,18 +175,55 @@ type omConf struct {
 	parts, batchMax, maxPending, maxFetch, retries int
 	drain, stallReplay, reportFor                  time.Duration
 	meta                                           bool
+	// deadLetter is dead_letter.max_attempts with a dead-letter topic
+	// (omWriter), 0 without one.
+	deadLetter int
 }
 
 func (c omConf) String() string {
-	return fmt.Sprintf("%d partition(s), batch_max_records %d, max_pending_batches %d, fetches of up to %d records, max_retries %d, drain_timeout %v, stall_replay_after %v, lost_records_report_for %v, commit_metadata %v",
-		c.parts, c.batchMax, c.maxPending, c.maxFetch, c.retries, c.drain, c.stallReplay, c.reportFor, c.meta)
+	return fmt.Sprintf("%d partition(s), batch_max_records %d, max_pending_batches %d, fetches of up to %d records, max_retries %d, drain_timeout %v, stall_replay_after %v, lost_records_report_for %v, commit_metadata %v, dead_letter.max_attempts %d",
+		c.parts, c.batchMax, c.maxPending, c.maxFetch, c.retries, c.drain, c.stallReplay, c.reportFor, c.meta, c.deadLetter)
 }
 
 func (c omConf) yaml() string {
 	return fmt.Sprintf("batch_max_records: %d\nmax_pending_batches: %d\ncommit_period: 1s\ndrain_timeout: %v\n"+
 		"stall_replay_after: %v\ntopic_lag_refresh_period: 1s\nlost_records_report_for: %v\ncommit_metadata: %v\n"+
-		"nack_retry: { max_retries: %d, initial_backoff: 500ms, max_backoff: 2s }\n",
-		c.batchMax, c.maxPending, c.drain, c.stallReplay, c.reportFor, c.meta, c.retries)
+		"nack_retry: { max_retries: %d, initial_backoff: 500ms, max_backoff: 2s }\ndead_letter: { max_attempts: %d }\n",
+		c.batchMax, c.maxPending, c.drain, c.stallReplay, c.reportFor, c.meta, c.retries, max(c.deadLetter, 1))
+}
+
+// omWriter is the model's dead-letter topic: it takes every letter while
+// up, refuses every write while down (a missing topic, an ACL, a broker
+// down). Safe for concurrent use: the owner's write goroutines call it.
+type omWriter struct {
+	mu      sync.Mutex
+	down    bool
+	letters []Letter // written, not yet taken by the model (takeLetters)
+}
+
+func (w *omWriter) Write(_ context.Context, l Letter) (string, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.down {
+		return "", errors.New("dead-letter topic down")
+	}
+	w.letters = append(w.letters, l)
+	return "dlq", nil
+}
+
+func (w *omWriter) setDown(down bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.down = down
+}
+
+// take returns the letters written since the last take.
+func (w *omWriter) take() []Letter {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.letters
+	w.letters = nil
+	return out
 }
 
 // omRec is one record of the modelled log.
@@ -341,6 +380,7 @@ type ownerModel struct {
 	log    []string
 	nextID int
 
+	writer      *omWriter            // the dead-letter topic, nil without one
 	sent        map[*kgo.Record]bool // every record handed to the owner
 	outstanding []*omHandout
 	liveAcked   map[string]bool // acknowledged by an ack applied to a live epoch
@@ -372,12 +412,21 @@ func runOwnerModel(t *testing.T, seed uint64, steps int, mt *Metrics, g *memmetr
 		reportFor:   []time.Duration{0, 30 * time.Second, 24 * time.Hour, 24 * time.Hour}[rng.IntN(4)],
 		meta:        rng.IntN(6) != 0,
 	}
-	h := startOwner(t, testConfig(t, conf.yaml()), mt)
+	if conf.meta && rng.IntN(3) == 0 {
+		conf.deadLetter = 1 + rng.IntN(4)
+	}
+	oc := testConfig(t, conf.yaml())
+	var w *omWriter
+	if conf.deadLetter > 0 {
+		w = &omWriter{}
+		oc.DeadLetter = w
+	}
+	h := startOwner(t, oc, mt)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel) // runs before the owner stops: ends a final commit held in the client
 	m := &ownerModel{
 		t: t, seed: seed, rng: rng, h: h, g: g, conf: conf, stats: stats,
-		byTP: map[topicPartition]*omPart{}, sent: map[*kgo.Record]bool{},
+		byTP: map[topicPartition]*omPart{}, sent: map[*kgo.Record]bool{}, writer: w,
 		liveAcked: map[string]bool{}, anyAcked: map[string]bool{},
 		errNext: map[topicPartition]error{}, ctx: ctx,
 	}
@@ -438,6 +487,7 @@ func (m *ownerModel) randomStep() {
 		{2, m.deleteRecords},
 		{2, m.truncate},
 		{1, m.bump},
+		{1, m.deadLetterOutage},
 	}
 	total := 0
 	for _, a := range actions {
@@ -1049,6 +1099,7 @@ func (m *ownerModel) assign(tps []topicPartition) {
 // the invariants.
 func (m *ownerModel) check() {
 	synctest.Wait()
+	m.takeLetters()
 	m.takeRewinds()
 	m.takeCommits()
 	if m.reb != nil && m.reb.done == nil {
@@ -1205,6 +1256,9 @@ func (m *ownerModel) checkCommit(p *omPart, c omCommit, what string) {
 func (m *ownerModel) heal() {
 	m.healing = true
 	m.logf("heal")
+	if m.writer != nil {
+		m.writer.setDown(false)
+	}
 	m.h.cl.mu.Lock()
 	clear(m.h.cl.codes)
 	if m.h.cl.block != nil {
@@ -1308,6 +1362,39 @@ func (m *ownerModel) heal() {
 		}
 		m.stats.truncated += m.g.Get(MetricTruncated, "t", p.tp.partition)
 		m.stats.replays += m.g.Get(MetricStallReplays, "t", p.tp.partition)
+	}
+}
+
+// deadLetterOutage takes the dead-letter topic down, or brings it back.
+func (m *ownerModel) deadLetterOutage() {
+	if m.writer == nil {
+		return
+	}
+	down := m.rng.IntN(2) == 0
+	m.logf("dead-letter topic down: %v", down)
+	m.writer.setDown(down)
+}
+
+// takeLetters counts the records written to the dead-letter topic as
+// delivered (they reached it), and checks each letter (invariant 8): its
+// records were fetched and are data, and it was tried at least once and at
+// most max_attempts times.
+func (m *ownerModel) takeLetters() {
+	if m.writer == nil {
+		return
+	}
+	for _, l := range m.writer.take() {
+		m.stats.deadLettered += len(l.Records)
+		m.logf("dead-lettered %s after %d attempt(s)", omSpan(l.Records), l.Attempts)
+		if l.Attempts < 1 || l.Attempts > m.conf.deadLetter {
+			m.fail("8", "dead-lettered %s after %d attempt(s), max_attempts %d", omSpan(l.Records), l.Attempts, m.conf.deadLetter)
+		}
+		for _, r := range l.Records {
+			if !m.sent[r] || r.Attrs.IsControl() {
+				m.fail("8", "dead-lettered offset %d, not a fetched data record", r.Offset)
+			}
+		}
+		m.delivered(l.Records, true)
 	}
 }
 
