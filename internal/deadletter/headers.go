@@ -1,0 +1,23 @@
+package deadletter
+
+// Header names: a contract with users and scripts.
+const (
+	Prefix              = "dead_letter_"
+	HeaderTopic         = "dead_letter_topic"           // origin topic, plain text
+	HeaderPartition     = "dead_letter_partition"       // decimal ASCII
+	HeaderOffset        = "dead_letter_offset"          // decimal
+	HeaderTimestampMs   = "dead_letter_timestamp_ms"    // the original record's timestamp, unix ms, decimal
+	HeaderAttempts      = "dead_letter_attempts"        // decimal >= 1
+	HeaderError         = "dead_letter_error"           // sanitized error class of the last failure
+	HeaderFirstFailedMs = "dead_letter_first_failed_ms" // decimal unix ms
+	HeaderMember        = "dead_letter_member"          // client id @ host
+	HeaderRedrivenFrom  = "dead_letter_redriven_from"   // set by redrive: "<dlq topic>/<partition>/<offset>"
+)
+
+// provenanceHeaders is how many headers Letter adds.
+const provenanceHeaders = 8
+
+// isOurs reports whether a header key is in the dead_letter_ namespace.
+func isOurs(key string) bool {
+	return len(key) >= len(Prefix) && key[:len(Prefix)] == Prefix
+}
