@@ -56,6 +56,13 @@ type config struct {
 	commitMetadata         bool
 	commitMetadataMaxBytes int
 
+	// The dead-letter topic: deadLetterTopic is the field as written ("":
+	// off), deadLetter its interpolation.
+	deadLetterTopic     string
+	deadLetter          *service.InterpolatedString
+	maxAttempts         int
+	deadLetterReportFor time.Duration
+
 	regexpInclude          []string // regexp_topics_include; validate moves them to topics
 	regexpExclude          []string
 	fetchMinBytes          int64
@@ -165,6 +172,13 @@ func parseConfig(pc *service.ParsedConfig) (*config, error) {
 	c.commitMetadata, err = pc.FieldBool(fieldCommitMetadata)
 	errs = append(errs, err)
 	num(&c.commitMetadataMaxBytes, fieldCommitMetadataMaxBytes)
+	str(&c.deadLetterTopic, fieldDeadLetter, fieldDeadLetterTopic)
+	if c.deadLetterTopic != "" {
+		c.deadLetter, err = pc.FieldInterpolatedString(fieldDeadLetter, fieldDeadLetterTopic)
+		errs = append(errs, err)
+	}
+	num(&c.maxAttempts, fieldDeadLetter, fieldDeadLetterMaxAttempts)
+	dur(&c.deadLetterReportFor, fieldDeadLetter, fieldDeadLetterReportFor)
 	errs = append(errs, parseRedpanda(pc, c)...)
 
 	if err := errors.Join(errs...); err != nil {
@@ -271,6 +285,7 @@ func (c *config) validate() error {
 			bad("%s (%v) must be between 100ms and 15m", name, d)
 		}
 	}
+	c.validateDeadLetter(bad)
 	if c.lostReportFor < 0 {
 		bad("%s (%v) must be 0s (carry no loss in commits) or positive", fieldLostRecordsReportFor, c.lostReportFor)
 	}
@@ -338,6 +353,8 @@ func (c *config) engine() engine.Config {
 		StallReplayAfter:       c.stallReplayAfter,
 		DrainTimeout:           c.drainTimeout,
 		LostReportFor:          c.lostReportFor,
+		MaxAttempts:            c.maxAttempts,
+		DeadLetterReportFor:    c.deadLetterReportFor,
 		TopicLagRefresh:        c.topicLagRefresh,
 		MetadataMaxAge:         c.metadataMaxAge,
 	}

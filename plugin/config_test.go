@@ -64,6 +64,11 @@ func TestInvalidConfigs(t *testing.T) {
 		{"negative retries", validYAML + "nack_retry: { max_retries: -2 }\n", "nack_retry.max_retries (-2) must be -1 (unlimited) or at least 0"},
 		{"negative replay wait", validYAML + "stall_replay_after: -1s\n", "stall_replay_after (-1s) must be 0s (never replay in place) or positive"},
 		{"metadata too small", validYAML + "commit_metadata_max_bytes: 10\n", "commit_metadata_max_bytes (10) must be between 64 and 1048576 bytes"},
+		{"no attempts", validYAML + "dead_letter: { topic: dlq, max_attempts: 0 }\n", `dead_letter.max_attempts (0) must be at least 1 when dead_letter.topic is set ("dlq")`},
+		{"dead letters without metadata", validYAML + "commit_metadata: false\ndead_letter: { topic: dlq }\n", `dead_letter.topic ("dlq") needs commit_metadata: true`},
+		{"dead letters consumed", validYAML + "dead_letter: { topic: orders }\n", `dead_letter.topic ("orders") is a topic this input consumes`},
+		{"dead letters consumed by a pattern", "seed_brokers: [x:1]\nconsumer_group: g\nregexp_topics_include: [ \"ord.*\" ]\ndead_letter: { topic: orders-dlq }\n", `dead_letter.topic ("orders-dlq") is a topic this input consumes`},
+		{"negative dead-letter report", validYAML + "dead_letter: { report_for: -1s }\n", "dead_letter.report_for (-1s) must be 0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pc, err := ConfigSpec().ParseYAML(tc.yaml, nil)
@@ -87,6 +92,12 @@ func TestLintRejectsInvalidConfigs(t *testing.T) {
 		{"seed_brokers: [x:1]\ntopics: [a]\nconsumer_group: \"\"\n", "consumer_group"},
 		{validYAML + "nack_retry: { max_retries: -2 }\n", "nack_retry.max_retries"},
 		{validYAML + "tcp: { connect_timeout: -1s }\n", "tcp.connect_timeout: value -1s must not be negative"},
+		{validYAML + "dead_letter: { topic: dlq, max_attempts: 0 }\n", "field dead_letter.max_attempts: value 0 must be at least 1 when dead_letter.topic is set (dlq)"},
+		{validYAML + "commit_metadata: false\ndead_letter: { topic: dlq }\n", "field dead_letter.topic: dlq needs commit_metadata: true"},
+		{validYAML + "dead_letter: { topic: orders }\n", "field dead_letter.topic: orders is a topic this input consumes"},
+		{"seed_brokers: [x:1]\nconsumer_group: g\ntopics: [ \"a,orders\" ]\ndead_letter: { topic: orders }\n", "field dead_letter.topic: orders is a topic this input consumes"},
+		{"seed_brokers: [x:1]\nconsumer_group: g\nregexp_topics_include: [ \"ord.*\" ]\ndead_letter: { topic: orders-dlq }\n", "field dead_letter.topic: orders-dlq is a topic this input consumes"},
+		{validYAML + "dead_letter: { report_for: -1s }\n", "field dead_letter.report_for"},
 	} {
 		indented := "  " + strings.ReplaceAll(strings.TrimSpace(tc.yaml), "\n", "\n  ")
 		err := env.NewStreamBuilder().AddInputYAML("kafka_watermark:\n" + indented)
@@ -94,4 +105,14 @@ func TestLintRejectsInvalidConfigs(t *testing.T) {
 		require.Contains(t, err.Error(), tc.want)
 	}
 	require.NoError(t, env.NewStreamBuilder().AddInputYAML("kafka_watermark:\n  "+strings.ReplaceAll(strings.TrimSpace(validYAML), "\n", "\n  ")))
+	for _, ok := range []string{
+		"dead_letter: { topic: orders-dlq }\n",
+		"dead_letter: { topic: '${! meta(\"kafka_topic\") }-dlq' }\n",
+		"dead_letter: { max_attempts: 0 }\n", // no topic: off, whatever the rest says
+	} {
+		yaml := "kafka_watermark:\n  " + strings.ReplaceAll(strings.TrimSpace(validYAML+ok), "\n", "\n  ")
+		require.NoError(t, env.NewStreamBuilder().AddInputYAML(yaml), ok)
+	}
+	// An excluded pattern does not consume the dead-letter topic.
+	require.NoError(t, env.NewStreamBuilder().AddInputYAML("kafka_watermark:\n  seed_brokers: [x:1]\n  consumer_group: g\n  regexp_topics_include: [ \"ord.*\" ]\n  regexp_topics_exclude: [ \".*-dlq\" ]\n  dead_letter: { topic: orders-dlq }"))
 }

@@ -202,6 +202,7 @@ type rec struct {
 	partition int32
 	offset    int64
 	value     string
+	attempt   int // kafka_delivery_attempt
 }
 
 func newSink() *sink {
@@ -252,7 +253,9 @@ func (s *sink) write(ctx context.Context, b service.MessageBatch, decide func([]
 		pv, _ := m.MetaGetMut("kafka_partition")
 		ov, _ := m.MetaGetMut("kafka_offset")
 		v, _ := m.AsBytes()
-		recs[i] = rec{topic: tv.(string), partition: int32(pv.(int)), offset: int64(ov.(int)), value: string(v)}
+		av, _ := m.MetaGetMut("kafka_delivery_attempt")
+		attempt, _ := av.(int)
+		recs[i] = rec{topic: tv.(string), partition: int32(pv.(int)), offset: int64(ov.(int)), value: string(v), attempt: attempt}
 	}
 	s.mu.Lock()
 	s.batches++

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/watermark-connect/watermark-connect/internal/engine"
+	"github.com/watermark-connect/watermark-connect/internal/kafkamsg"
 )
 
 func init() {
@@ -52,8 +53,9 @@ type Input struct {
 	log  *service.Logger
 	m    *engine.Metrics
 
-	mu     sync.Mutex // guards eng across Connect and Close
+	mu     sync.Mutex // guards eng and dlw across Connect and Close
 	eng    *engine.Engine
+	dlw    *deadLetterWriter // the dead-letter producer, nil without one
 	closed atomic.Bool
 }
 
@@ -73,9 +75,18 @@ func (in *Input) Connect(ctx context.Context) error {
 	if in.eng != nil {
 		return nil
 	}
-	e := engine.New(in.conf.engine(), in.log, in.m)
+	ec := in.conf.engine()
+	dlw, err := newDeadLetterWriter(in.conf)
+	if err != nil {
+		return err
+	}
+	if dlw != nil {
+		ec.DeadLetter = dlw
+	}
+	e := engine.New(ec, in.log, in.m)
 	cl, err := kgo.NewClient(in.clientOpts(e)...)
 	if err != nil {
+		dlw.close()
 		return fmt.Errorf("kafka_watermark: invalid client options: %w", err)
 	}
 	if err := cl.Ping(ctx); err != nil {
@@ -83,9 +94,10 @@ func (in *Input) Connect(ctx context.Context) error {
 		// closing this client returns at once.
 		e.Abandon()
 		cl.Close()
+		dlw.close()
 		return fmt.Errorf("kafka_watermark: cannot reach seed brokers %s%s: %w", strings.Join(in.conf.seedBrokers, ","), in.authDescription(), err)
 	}
-	in.eng = e
+	in.eng, in.dlw = e, dlw
 	e.Start(cl)
 	in.log.Infof("kafka_watermark: consuming %v as group %q (%s protocol)", in.conf.topics, in.conf.group, in.conf.groupProtocol)
 	return nil
@@ -153,13 +165,23 @@ func (in *Input) stoppedErr() error {
 // retried is indexed before it leaves (service.MessageBatch.Index), so the
 // error's messages map back to records whatever processors did to the
 // batch. The index costs allocations per message, so it is made only when
-// nack_retry allows retries.
+// nack_retry allows retries or a dead-letter topic takes the failed
+// messages (only those are dead-lettered).
+//
+// Every message carries kafka_delivery_attempt: 1 on its first delivery,
+// counting retries, replays and deliveries before a restart (the engine's
+// attempts.go).
 func (in *Input) handOut(e *engine.Engine, b *engine.Batch) (service.MessageBatch, service.AckFunc, error) {
 	records, sent := b.Records()
 	msgs := RecordsToBatch(records, b.LogEnd())
 	var index *service.Indexer
-	if in.conf.nackRetries != 0 {
+	if in.conf.nackRetries != 0 || in.conf.deadLetter != nil {
 		index = msgs.Index()
+	}
+	// A small int boxes without allocating (Go's static array of 0-255).
+	var delivery any = b.DeliveryAttempt()
+	for _, m := range msgs {
+		m.MetaSetMut(kafkamsg.MetaDeliveryAttempt, delivery)
 	}
 	attempt := b.Attempt()
 	ack := func(_ context.Context, err error) error {
@@ -227,6 +249,10 @@ func (in *Input) Close(ctx context.Context) error {
 		return nil // never connected, or closed already
 	}
 	in.eng = nil
+	// The producer outlives the engine: a write the engine waits for
+	// (none after Close: it cancels them) never meets a closed client.
+	defer in.dlw.close()
+	in.dlw = nil
 	// Benthos closes inputs with a context that has no deadline: bound the
 	// final commit so that an unreachable broker cannot hang the shutdown.
 	if _, ok := ctx.Deadline(); !ok {

@@ -57,7 +57,15 @@ const (
 	fieldCommitMetadata         = "commit_metadata"
 	fieldCommitMetadataMaxBytes = "commit_metadata_max_bytes"
 	fieldLostRecordsReportFor   = "lost_records_report_for"
+
+	fieldDeadLetter            = "dead_letter"
+	fieldDeadLetterTopic       = "topic"
+	fieldDeadLetterMaxAttempts = "max_attempts"
+	fieldDeadLetterReportFor   = "report_for"
 )
+
+// defaultMaxAttempts is dead_letter.max_attempts's default.
+const defaultMaxAttempts = 5
 
 // Enum values.
 const (
@@ -276,6 +284,18 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 			service.NewDurationField(fieldLostRecordsReportFor).
 				Description("How long a partition's commits carry a report of records Kafka deleted or rewrote before they were delivered (retention passing a stalled watermark, an unclean leader election), so that a restart, another member and `watermark-connect status` see the loss too. Each loss is also logged once at ERROR and counted in `kafka_watermark_lost_records_total`. `0s` carries nothing in the commits.").
 				Default("24h").Advanced(),
+			service.NewObjectField(fieldDeadLetter,
+				service.NewInterpolatedStringField(fieldDeadLetterTopic).
+					Description("The topic, on the same cluster, that a record goes to once it was delivered `max_attempts` times without success; empty (the default) turns dead-lettering off. Evaluated once per record, on the record as the input built it (before any processor), so every attempt goes to the same place; an evaluation error counts as a failed write. The record keeps its key, value, timestamp and headers, with `dead_letter_*` headers saying where it came from and why. Only once the broker has acknowledged the write (acks all, idempotent producer) does the record count as delivered and the watermark pass it; a write that fails is retried with backoff while the partition stays stalled. A topic this input consumes is refused.").
+					Default(""),
+				service.NewIntField(fieldDeadLetterMaxAttempts).
+					Description("How many times a record is delivered before it is dead-lettered, counting in-process retries (`nack_retry`), replays in place (`stall_replay_after`) and deliveries after a restart or a rebalance: the attempts are carried in the commit metadata. At least 1. With `stall_replay_after: 0s`, a batch whose `nack_retry` retries are spent is dead-lettered then, even below this: nothing else would try it again.").
+					Default(defaultMaxAttempts),
+				service.NewDurationField(fieldDeadLetterReportFor).
+					Description("How long a partition's commits carry the last dead-letter event (merged with those before it), for `watermark-connect status`. `0s` carries nothing.").
+					Default("24h").Advanced(),
+			).
+				Description("Dead-letter topic: the ending of a stall. A record the sink never accepts is retried, then written to this topic and committed past, never lost: nothing is committed past a record that reached neither the sink nor the dead-letter topic. Needs `commit_metadata: true`."),
 		).
 		Fields(redpandaFields()...).
 		LintRule(lintRule).
@@ -302,6 +322,12 @@ output:
 var lintRule = `
 let has_include = this.regexp_topics_include.or([]).length() > 0
 let regex_mode = this.regexp_topics.or(false) || $has_include
+let dl_topic = this.dead_letter.topic.or("")
+let dl_static = $dl_topic != "" && !$dl_topic.contains("${!")
+let topic_entries = this.topics.or([]).map_each(t -> t.split(",")).flatten().map_each(t -> t.trim())
+let include_entries = if $has_include { this.regexp_topics_include.map_each(t -> t.split(",")).flatten().map_each(t -> t.trim()) } else { $topic_entries }
+let dl_excluded = this.regexp_topics_exclude.or([]).any(p -> $dl_topic.re_match(p).catch(false))
+let dl_consumed = $dl_static && if $regex_mode { $include_entries.any(p -> $dl_topic.re_match(p).catch(false)) && !$dl_excluded } else { $topic_entries.contains($dl_topic) }
 ` + redpandaLets + `
 root = [
   if this.max_pending_batches.or(1) < 1 { "field max_pending_batches: value %v must be at least 1".format(this.max_pending_batches) },
@@ -310,6 +336,10 @@ root = [
   if this.topics.or([]).length() == 0 && !$has_include { "field topics: ` + msgNoTopics + `" },
   if this.consumer_group.or("") == "" { "field consumer_group: ` + msgNoGroup + `" },
   if this.tcp.connect_timeout.or("0s").parse_duration().catch(0) < 0 { "field tcp.connect_timeout: value %v must not be negative (0s is kgo's 10s)".format(this.tcp.connect_timeout) },
+  if $dl_topic != "" && this.dead_letter.max_attempts.or(5) < 1 { "field dead_letter.max_attempts: value %v must be at least 1 when dead_letter.topic is set (%v)".format(this.dead_letter.max_attempts, $dl_topic) },
+  if $dl_topic != "" && !this.commit_metadata.or(true) { "field dead_letter.topic: %v needs commit_metadata: true, where the attempts are carried".format($dl_topic) },
+  if $dl_consumed { "field dead_letter.topic: %v is a topic this input consumes; dead letters would be consumed again".format($dl_topic) },
+  if this.dead_letter.report_for.or("24h").parse_duration().catch(0) < 0 { "field dead_letter.report_for: value %v must be 0s (carry nothing) or positive".format(this.dead_letter.report_for) },
   if this.nack_retry.max_retries.or(0) < -1 { "field nack_retry.max_retries: value %v must be -1 (unlimited) or at least 0".format(this.nack_retry.max_retries) },
 ` + redpandaLints + `
 ].flatten().filter(e -> e != null)

@@ -136,6 +136,12 @@ func (s *sink) prefix(p int32) (o int64) {
 	return o
 }
 
+// count returns how often offset o of partition p was delivered.
+func (s *sink) count(p int32, o int64) (n int) {
+	s.View(func(l *testkit.Ledger) { n = l.Count(p, o) })
+	return n
+}
+
 // total is the number of records acknowledged, duplicates included.
 func (s *sink) total() int64 { return s.Records() }
 

@@ -1,0 +1,131 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/deadletter"
+	"github.com/watermark-connect/watermark-connect/internal/engine"
+	"github.com/watermark-connect/watermark-connect/internal/kafkamsg"
+)
+
+// validateDeadLetter checks the dead_letter block: the lint rule's checks,
+// with the parsed values.
+func (c *config) validateDeadLetter(bad func(string, ...any)) {
+	if c.deadLetterReportFor < 0 {
+		bad("%s.%s (%v) must be 0s (carry nothing) or positive", fieldDeadLetter, fieldDeadLetterReportFor, c.deadLetterReportFor)
+	}
+	if c.deadLetterTopic == "" {
+		return
+	}
+	if c.maxAttempts < 1 {
+		bad("%s.%s (%d) must be at least 1 when %s.%s is set (%q)", fieldDeadLetter, fieldDeadLetterMaxAttempts, c.maxAttempts, fieldDeadLetter, fieldDeadLetterTopic, c.deadLetterTopic)
+	}
+	if !c.commitMetadata {
+		bad("%s.%s (%q) needs %s: true, where the attempts are carried", fieldDeadLetter, fieldDeadLetterTopic, c.deadLetterTopic, fieldCommitMetadata)
+	}
+	if !strings.Contains(c.deadLetterTopic, "${!") && c.consumes(c.deadLetterTopic) {
+		bad("%s.%s (%q) is a topic this input consumes; dead letters would be consumed again", fieldDeadLetter, fieldDeadLetterTopic, c.deadLetterTopic)
+	}
+}
+
+// consumes reports whether topic is one this input consumes: one of its
+// topics, or under regexp_topics one its patterns include and do not
+// exclude. Patterns that do not compile are validate's to refuse.
+func (c *config) consumes(topic string) bool {
+	include := c.topics
+	if len(c.regexpInclude) > 0 {
+		include = c.regexpInclude
+	}
+	if !c.regexpTopics && len(c.regexpInclude) == 0 {
+		return slices.Contains(include, topic)
+	}
+	match := func(patterns []string) bool {
+		for _, p := range patterns {
+			if re, err := regexp.Compile(p); err == nil && re.MatchString(topic) {
+				return true
+			}
+		}
+		return false
+	}
+	return match(include) && !match(c.regexpExclude)
+}
+
+// deadLetterWriter writes dead letters with a producer client of its own,
+// on the input's cluster and connection settings: acks from all in-sync
+// replicas and idempotence (kgo's defaults, stated), records keyed and
+// stamped as the originals. Safe for concurrent use: Write is called from a
+// goroutine per batch.
+type deadLetterWriter struct {
+	conf  *config
+	topic *service.InterpolatedString
+	cl    *kgo.Client
+}
+
+// newDeadLetterWriter makes the producer; nil when dead_letter.topic is empty.
+func newDeadLetterWriter(conf *config) (*deadLetterWriter, error) {
+	if conf.deadLetter == nil {
+		return nil, nil
+	}
+	opts := append(conf.conn().Opts(),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(0),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
+	)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka_watermark: invalid dead-letter producer options: %w", err)
+	}
+	return &deadLetterWriter{conf: conf, topic: conf.deadLetter, cl: cl}, nil
+}
+
+// Write produces l's records to their dead-letter topic and returns once the
+// broker acknowledged them all, naming the topic(s) written.
+func (w *deadLetterWriter) Write(ctx context.Context, l engine.Letter) (string, error) {
+	f := deadletter.Failure{Attempts: l.Attempts, Error: l.Error, FirstFailed: l.FirstFailed, Member: l.Member}
+	out := make([]*kgo.Record, 0, len(l.Records))
+	var dests []string
+	for i, r := range l.Records {
+		dest, err := w.destination(r)
+		if err != nil {
+			return "", fmt.Errorf("%s.%s for %s/%d offset %d: %w", fieldDeadLetter, fieldDeadLetterTopic, r.Topic, r.Partition, r.Offset, err)
+		}
+		out = append(out, deadletter.Letter(l.Records[i], dest, f))
+		if !slices.Contains(dests, dest) {
+			dests = append(dests, dest)
+		}
+	}
+	if err := w.cl.ProduceSync(ctx, out...).FirstErr(); err != nil {
+		return "", fmt.Errorf("producing to dead-letter topic %s: %w", strings.Join(dests, ","), err)
+	}
+	return strings.Join(dests, ","), nil
+}
+
+// destination evaluates dead_letter.topic on r as the input builds its
+// message, before any processor.
+func (w *deadLetterWriter) destination(r *kgo.Record) (string, error) {
+	msg := kafkamsg.RecordsToBatch([]*kgo.Record{r}, -1)[0]
+	dest, err := w.topic.TryString(msg)
+	switch {
+	case err != nil:
+		return "", err
+	case dest == "":
+		return "", fmt.Errorf("evaluated to an empty topic")
+	case w.conf.consumes(dest):
+		return "", fmt.Errorf("evaluated to %q, a topic this input consumes", dest)
+	}
+	return dest, nil
+}
+
+// close closes the producer.
+func (w *deadLetterWriter) close() {
+	if w != nil {
+		w.cl.Close()
+	}
+}
