@@ -179,6 +179,7 @@ func TestPoisonRecordSurvivesKills(t *testing.T) {
 	attemptsCommitted(2) // before it went out
 	p.kill()             // mid-delivery: no verdict ever comes
 
+	hold.Store(false)
 	conf.instance, conf.input = "poison3", input("1h")
 	p = startProc(t, "poison3", conf.yaml())
 	require.EventuallyWithT(t, func(c *assert.CollectT) {

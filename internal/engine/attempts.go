@@ -39,6 +39,11 @@ type attemptPart struct {
 	// the dead letters of records dead-lettered without a hand-out here.
 	reason string
 	since  time.Time
+	// stall is the stall provenance of the commit the epoch started from,
+	// when it names the batch at that commit's offset: the partition goes
+	// on showing it (stallInfo) until the batch is delivered, through the
+	// restart or rebalance that made this epoch.
+	stall *commitmeta.Stall
 	// gated are the batches waiting for a commit that carries their next
 	// attempt; firstOut says the epoch handed out (or gated) its first
 	// batch at the watermark.
@@ -216,6 +221,10 @@ func (o *owner) inheritAttempts(p *partState, d commitmeta.Decoded) {
 	p.att.carried = d.Attempts
 	if d.Stall != nil {
 		p.att.reason, p.att.since = d.Stall.Reason, d.Stall.Since
+		if d.Stall.First == d.Base {
+			s := *d.Stall
+			p.att.stall = &s
+		}
 	}
 	if d.DeadLetter != nil && o.conf.DeadLetterReportFor > 0 && time.Since(d.DeadLetter.Since) < o.conf.DeadLetterReportFor {
 		p.att.report = *d.DeadLetter

@@ -240,6 +240,8 @@ func TestDeadLetterAttemptsSurviveRestarts(t *testing.T) {
 	require.Len(t, letters, 1)
 	require.Equal(t, 3, letters[0].Attempts)
 	require.Equal(t, []int64{0, 1}, letters[0].offsets())
+	require.Contains(t, letters[0].Error, "400", "the error class of the first process, carried through the crashes in the stall provenance")
+	require.False(t, letters[0].FirstFailed.IsZero())
 	d, err := commitmeta.DecodeCommit(meta.meta)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), d.Base, "committed past the dead letters")

@@ -36,9 +36,10 @@ import (
 
 // stallInfo returns p's stall, if p is stalled: the batch at its watermark
 // was nacked and is not delivered, in this epoch or, for a partition that
-// replays in place, in the epoch before (until the batch is delivered, the
-// replayed partition shows the stall it replays, even before the batch is
-// handed out again). b is the batch at the watermark, nil when it is not
+// replays in place, in the epoch before, or, for an epoch that started from
+// a commit that carried a stall at its offset, in an earlier process (until
+// the batch is delivered, the partition shows the stall it replays or
+// inherited, even before the batch is handed out again). b is the batch at the watermark, nil when it is not
 // handed out yet. Attempts counts every delivery, replays included.
 func (p *partState) stallInfo() (s commitmeta.Stall, b *Batch, ok bool) {
 	if w, ok := p.led.head(); ok {
@@ -49,13 +50,19 @@ func (p *partState) stallInfo() (s commitmeta.Stall, b *Batch, ok bool) {
 	}
 	base, _ := p.commitBase()
 	replayed := p.replay.state.count > 0 && p.replay.state.offset == base
+	carried := p.att.stall != nil && p.att.stall.First == base
 	nacked := b != nil && !b.nackedAt.IsZero()
-	if !nacked && !replayed {
+	if !nacked && !replayed && !carried {
 		return s, nil, false
 	}
-	if replayed {
+	switch {
+	case replayed:
 		r := p.replay.state
 		s = commitmeta.Stall{First: r.first, Last: r.last, Since: r.since, Attempts: r.attempts, Reason: r.reason}
+	case carried:
+		// The stall of the commit this epoch started from (a restart, a
+		// rebalance): its attempts are the batch's prior ones.
+		s = *p.att.stall
 	}
 	if nacked {
 		s.First, s.Last, s.Reason = b.raw.first, b.raw.last, b.lastErr
