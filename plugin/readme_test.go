@@ -277,8 +277,9 @@ func TestReadmeMetrics(t *testing.T) {
 	for _, name := range []string{engine.MetricCommitted, engine.MetricPending, engine.MetricStalled, engine.MetricPaused, engine.MetricAge, engine.MetricLag,
 		engine.MetricCommits, engine.MetricCommitErrors, engine.MetricCommitLatency, engine.MetricLateAcks, engine.MetricDuplicateAcks,
 		engine.MetricExposure, engine.MetricSkipped, engine.MetricMetaTruncated, engine.MetricStallReplays,
-		engine.MetricLostRecords, engine.MetricTruncated, engine.MetricHeadroom, engine.MetricRetention} {
+		engine.MetricLostRecords, engine.MetricTruncated, engine.MetricHeadroom, engine.MetricRetention,
+		engine.MetricDeadLettered, engine.MetricDeadLetterErrors} {
 		require.Contains(t, section, "`"+name+"`", "README metrics section")
 	}
-	require.Equal(t, 19, strings.Count(section, "`kafka_watermark_"), "the metrics section documents exactly the exported metrics")
+	require.Equal(t, 21, strings.Count(section, "`kafka_watermark_"), "the metrics section documents exactly the exported metrics")
 }
