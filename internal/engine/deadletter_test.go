@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -278,5 +280,43 @@ func TestNoDeadLetterTopicNoGate(t *testing.T) {
 		h.cl.mu.Lock()
 		defer h.cl.mu.Unlock()
 		require.Empty(t, h.cl.commits)
+	})
+}
+
+// A failed batch still in memory when retention deletes it is dead-lettered
+// from memory, not lost: only what was never fetched is reported lost.
+func TestDeadLetterFromMemoryAfterRetention(t *testing.T) {
+	m, g := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		conf, w := deadLetterConfig(t, "batch_max_records: 100\nmax_pending_batches: 4\ncommit_period: 1s\ntopic_lag_refresh_period: 1s\n"+
+			"nack_retry: { max_retries: 0, initial_backoff: 1s, max_backoff: 1s }\ndead_letter: { max_attempts: 1 }\n")
+		w.fail = 1 << 30 // the dead-letter topic is down
+		h := startOwner(t, conf, m)
+		h.assign(tp0)
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
+		h.fetch(tp0, 2000, records(tp0, 0, 400)...)
+		bs := h.readAll()
+		slices.SortFunc(bs, func(a, b *Batch) int { return cmp.Compare(a.raw.first, b.raw.first) }) // the first waited for the gate
+		require.Equal(t, []int64{0, 100, 200, 300}, firsts(bs))
+		h.ack(bs[0], nil)
+		h.ack(bs[1], errors.New("HTTP 400"))
+		h.ack(bs[2], nil)
+		h.ack(bs[3], nil)
+		h.cl.setStart(tp0, 1500) // retention passes the failed batch
+		h.fetchFrom(tp0, 2000, 1500, records(tp0, 1500, 1600)...)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		require.Equal(t, int64(1100), g.Get(MetricLostRecords, "t", 0), "400-1499 were never fetched and are gone; 100-199 are in memory")
+		h.ack(h.read(), nil) // 1500-1599
+		require.Equal(t, int64(100), h.lastCommit(tp0).Base, "nothing past the batch while the dead-letter topic is down")
+		w.mu.Lock()
+		w.fail = 0 // the topic is back
+		w.mu.Unlock()
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		require.Len(t, w.written(), 1)
+		require.Equal(t, int64(100), g.Get(MetricDeadLettered, "t", 0))
+		require.Equal(t, int64(1100), g.Get(MetricLostRecords, "t", 0), "the dead letters were not lost")
+		require.Equal(t, int64(1600), h.lastCommit(tp0).Base)
 	})
 }
