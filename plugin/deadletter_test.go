@@ -130,6 +130,9 @@ func TestDeadLetterTopicEndsAStall(t *testing.T) {
 				var failed partialFailure
 				for i, r := range b {
 					if poison(r) {
+						if r.attemptOK != (r.attempt > 1) {
+							t.Errorf("kafka_delivery_attempt of offset %d: %d, set %v: it is set from the second attempt on", r.offset, r.attempt, r.attemptOK)
+						}
 						mu.Lock()
 						attempts[r.offset] = append(attempts[r.offset], r.attempt)
 						mu.Unlock()

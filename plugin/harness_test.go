@@ -202,7 +202,8 @@ type rec struct {
 	partition int32
 	offset    int64
 	value     string
-	attempt   int // kafka_delivery_attempt
+	attempt   int  // kafka_delivery_attempt, 1 when absent
+	attemptOK bool // kafka_delivery_attempt was set
 }
 
 func newSink() *sink {
@@ -253,9 +254,12 @@ func (s *sink) write(ctx context.Context, b service.MessageBatch, decide func([]
 		pv, _ := m.MetaGetMut("kafka_partition")
 		ov, _ := m.MetaGetMut("kafka_offset")
 		v, _ := m.AsBytes()
-		av, _ := m.MetaGetMut("kafka_delivery_attempt")
-		attempt, _ := av.(int)
-		recs[i] = rec{topic: tv.(string), partition: int32(pv.(int)), offset: int64(ov.(int)), value: string(v), attempt: attempt}
+		attempt := 1 // absent: the first delivery
+		av, set := m.MetaGetMut("kafka_delivery_attempt")
+		if set {
+			attempt = av.(int)
+		}
+		recs[i] = rec{topic: tv.(string), partition: int32(pv.(int)), offset: int64(ov.(int)), value: string(v), attempt: attempt, attemptOK: set}
 	}
 	s.mu.Lock()
 	s.batches++
