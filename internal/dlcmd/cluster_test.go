@@ -90,7 +90,7 @@ func seed(t *testing.T) *testCluster {
 		letter(0, "orders", 0, 12, t0.Add(2*time.Minute), 1, "timeout"),
 		letter(1, "orders", 1, 5, t0.Add(30*time.Minute), 2, "timeout"),
 		letter(1, "payments", 0, 7, t0.Add(90*time.Minute), 1, "bad request"),
-		&kgo.Record{Topic: "orders.dlq", Partition: 1, Value: []byte("junk"), Headers: []kgo.RecordHeader{{Key: deadletter.HeaderTopic, Value: []byte("orders")}}},
+		&kgo.Record{Topic: "orders.dlq", Partition: 1, Value: []byte("junk"), Timestamp: t0, Headers: []kgo.RecordHeader{{Key: deadletter.HeaderTopic, Value: []byte("orders")}}},
 	)
 	return c
 }
@@ -102,10 +102,10 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 	var stdout, stderr bytes.Buffer
 	code := 0
 	app := &cli.App{
-		Name:           "watermark-connect",
-		Writer:         &stdout,
-		ErrWriter:      &stderr,
-		Commands:       []*cli.Command{Command()},
+		Name:      "watermark-connect",
+		Writer:    &stdout,
+		ErrWriter: &stderr,
+		Commands:  []*cli.Command{Command()},
 		ExitErrHandler: func(_ *cli.Context, err error) {
 			if ec, ok := err.(cli.ExitCoder); ok {
 				code = ec.ExitCode()
@@ -132,4 +132,6 @@ func snapshotFor(t *testing.T, cl *kgo.Client, topic string) (map[int32]span, er
 	return snapshot(ctxFor(t), kadm.NewClient(cl), topic)
 }
 
-func kfakeTopics(partitions int32, topics ...string) kfake.Opt { return kfake.SeedTopics(partitions, topics...) }
+func kfakeTopics(partitions int32, topics ...string) kfake.Opt {
+	return kfake.SeedTopics(partitions, topics...)
+}

@@ -1,10 +1,12 @@
 package dlcmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -162,6 +164,11 @@ func Redrive(ctx context.Context, o RedriveOptions, stdout, stderr io.Writer) in
 		return fail(fmt.Errorf("nothing produced: %w", err))
 	}
 
+	// In the order of the dead-letter topic, whatever order the fetches
+	// came in: a failure then stops at the same record every run.
+	slices.SortFunc(sel.picks, func(a, b pick) int {
+		return cmp.Or(cmp.Compare(a.r.Partition, b.r.Partition), cmp.Compare(a.r.Offset, b.r.Offset))
+	})
 	m := moved{}
 	perr := produce(ctx, s.cl, sel.picks, o.BatchSize, m)
 	var out strings.Builder
