@@ -146,7 +146,7 @@ func TestHelpNamesOnlyWhatThisBinaryHas(t *testing.T) {
 	for _, args := range [][]string{{"--help"}, {"echo", "--help"}, {"lint", "--help"}, {"run", "--help"},
 		{"streams", "--help"}, {"list", "--help"}, {"create", "--help"}, {"test", "--help"}, {"template", "--help"},
 		{"template", "lint", "--help"}, {"blobl", "--help"}, {"blobl", "server", "--help"}, {"demo", "--help"},
-		{"status", "--help"}} {
+		{"status", "--help"}, {"dead-letter", "--help"}, {"dead-letter", "inspect", "--help"}, {"dead-letter", "redrive", "--help"}} {
 		out, code := runBinary(t, nil, args...)
 		require.Equal(t, 0, code, "%v: %s", args, out)
 		pages[strings.Join(args, " ")] = out

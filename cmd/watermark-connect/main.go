@@ -12,6 +12,7 @@ import (
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 
 	"github.com/watermark-connect/watermark-connect/internal/demo"
+	"github.com/watermark-connect/watermark-connect/internal/dlcmd"
 	"github.com/watermark-connect/watermark-connect/internal/status"
 	wmversion "github.com/watermark-connect/watermark-connect/internal/version"
 	_ "github.com/watermark-connect/watermark-connect/metrics/prometheus"
@@ -36,5 +37,6 @@ func main() {
 		service.CLIOptSetDocumentationURL(docsURL),
 		service.CLIOptAddCommand(demo.Command()),
 		service.CLIOptAddCommand(status.Command()),
+		service.CLIOptAddCommand(dlcmd.Command()),
 	)
 }

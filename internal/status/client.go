@@ -19,7 +19,18 @@ func NewClient(ctx context.Context, t Target) (*kgo.Client, error) {
 	if err := t.validate(); err != nil {
 		return nil, err
 	}
-	cl, err := kgo.NewClient(t.Conn.Opts()...)
+	return Connect(ctx, t)
+}
+
+// Connect is NewClient for a command that needs no group (t.Group is not
+// read): a client connecting as the input does, with extra options after
+// the connection's (a producer's, or partitions to consume), checked to
+// reach a seed broker. The caller closes it.
+func Connect(ctx context.Context, t Target, extra ...kgo.Opt) (*kgo.Client, error) {
+	if err := t.validateConn(); err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(append(t.Conn.Opts(), extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("invalid client options: %w", err)
 	}

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -64,7 +62,7 @@ const scrubbed = "!!!SECRET_SCRUBBED!!!"
 func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 	var secrets []string
 	fail := func(err error) int {
-		fmt.Fprintf(stderr, "status: %s\n", scrub(err.Error(), secrets))
+		fmt.Fprintf(stderr, "status: %s\n", Scrub(err.Error(), secrets))
 		return ExitUnknown
 	}
 	switch o.Format {
@@ -75,23 +73,13 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 	if o.Timeout <= 0 {
 		return fail(fmt.Errorf("--timeout (%v) must be positive", o.Timeout))
 	}
-	if o.Lookup == nil {
-		o.Lookup = os.LookupEnv
-	}
 
-	var t Target
-	if o.ConfigPath != "" {
-		var err error
-		if t, err = LoadConfig(o.ConfigPath, o.Lookup, o.Env); err != nil {
-			return fail(err)
-		}
-	} else {
-		t.Conn.ClientID = "watermark-connect"
+	in, err := Conn{ConfigPath: o.ConfigPath, SeedBrokers: o.SeedBrokers, Lookup: o.Lookup, Env: o.Env}.Load()
+	if err != nil {
+		return fail(err)
 	}
-	secrets = t.secrets()
-	if len(o.SeedBrokers) > 0 {
-		t.Conn.SeedBrokers = o.SeedBrokers
-	}
+	t := in.Target
+	secrets = t.Secrets()
 	if o.Group != "" {
 		t.Group = o.Group
 	}
@@ -126,21 +114,10 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	if _, err := io.WriteString(stdout, scrub(out.String(), secrets)); err != nil {
+	if _, err := io.WriteString(stdout, Scrub(out.String(), secrets)); err != nil {
 		return fail(err)
 	}
 	return r.ExitStatus()
-}
-
-// scrub replaces every secret of four bytes or more in s. Shorter ones are
-// left: replacing every "a" would garble the output and protect nothing.
-func scrub(s string, secrets []string) string {
-	for _, secret := range secrets {
-		if len(secret) >= 4 {
-			s = strings.ReplaceAll(s, secret, scrubbed)
-		}
-	}
-	return s
 }
 
 // Command is `watermark-connect status`. Add it to the binary with
@@ -187,22 +164,21 @@ stalled but some partition lost records. For a readiness probe 1 and 2 are
 unready; 3 is ready (the partitions flow) but should alert. Dead-lettered
 records change no exit status: dead-lettering is by design. Secrets are never
 printed.`[1:],
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "a Benthos config whose kafka_watermark input gives the connection settings"},
-			&cli.StringFlag{Name: "seed-brokers", Usage: "comma-separated seed brokers (overrides the config's seed_brokers)"},
+		Flags: append(ConnFlags(),
 			&cli.StringFlag{Name: "consumer-group", Usage: "the consumer group (overrides the config's consumer_group)"},
 			&cli.StringFlag{Name: "topics", Usage: "comma-separated topics to report, including partitions without a commit (overrides the config's topics); default: every partition the group committed"},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "output format: text or json"},
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "give up (exit 2) after this long"},
-		},
+		),
 		Action: func(c *cli.Context) error {
 			if c.Args().Present() {
-				fmt.Fprintf(c.App.ErrWriter, "status: unexpected arguments %v: the config is given with -c\n", c.Args().Slice())
+				fmt.Fprint(c.App.ErrWriter, unexpectedArgs("status", c.Args().Slice()))
 				return cli.Exit("", ExitUnknown)
 			}
+			conn := ConnFromFlags(c)
 			o := Options{
-				ConfigPath:  c.String("config"),
-				SeedBrokers: splitList(c.String("seed-brokers")),
+				ConfigPath:  conn.ConfigPath,
+				SeedBrokers: conn.SeedBrokers,
 				Group:       c.String("consumer-group"),
 				Topics:      splitList(c.String("topics")),
 				Format:      c.String("format"),

@@ -254,8 +254,8 @@ output:
 // The second line of defence: were a message to hold a configured secret,
 // it is scrubbed before it is written.
 func TestScrub(t *testing.T) {
-	assert.Equal(t, "a !!!SECRET_SCRUBBED!!! b !!!SECRET_SCRUBBED!!!", scrub("a hunter2 b hunter2", []string{"", "x", "hunter2"}))
-	assert.Equal(t, "abc", scrub("abc", []string{"ab"}), "secrets under four bytes are left")
+	assert.Equal(t, "a !!!SECRET_SCRUBBED!!! b !!!SECRET_SCRUBBED!!!", Scrub("a hunter2 b hunter2", []string{"", "x", "hunter2"}))
+	assert.Equal(t, "abc", Scrub("abc", []string{"ab"}), "secrets under four bytes are left")
 }
 
 func TestRunTimeout(t *testing.T) {

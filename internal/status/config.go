@@ -42,8 +42,9 @@ type Target struct {
 	Group        string
 }
 
-// secrets returns the values output must never contain.
-func (t Target) secrets() []string {
+// Secrets returns the values output must never contain: print nothing
+// without Scrub.
+func (t Target) Secrets() []string {
 	var out []string
 	for _, s := range t.Conn.SASL {
 		out = append(out, s.Password, s.Token)
@@ -82,6 +83,26 @@ func (t Target) validate() error {
 	return errors.Join(errs...)
 }
 
+// validateConn is validate without the group: what Connect needs.
+func (t Target) validateConn() error {
+	t.Group = "-"
+	return t.validate()
+}
+
+// Input is a config's kafka_watermark input as LoadInput found it.
+//
+// An Input is a value, safe for concurrent reads; like Target it holds
+// secrets, in Target and in Fields.
+type Input struct {
+	Target Target
+	// Fields are the input's fields as the config holds them, environment
+	// variables interpolated, neither defaulted nor parsed: for commands
+	// that need a field status does not read (dead-letter reads
+	// dead_letter.topic, and whether it is interpolated per message).
+	Fields map[string]any
+	Where  string // "<file>: <path in the config> (line N)", to start messages with
+}
+
 // LoadConfig reads the kafka_watermark input of the Benthos config file at
 // path as `run` would: environment variables interpolated in the text first
 // (see interpolate; lookup is os.LookupEnv in the binary), then the YAML
@@ -95,16 +116,23 @@ func (t Target) validate() error {
 // No error carries a secret: interpolation errors name variables, lints name
 // fields.
 func LoadConfig(path string, lookup func(string) (string, bool), env *service.Environment) (Target, error) {
+	in, err := LoadInput(path, lookup, env)
+	return in.Target, err
+}
+
+// LoadInput is LoadConfig, returning the input's raw fields and where it
+// sits besides the Target.
+func LoadInput(path string, lookup func(string) (string, bool), env *service.Environment) (Input, error) {
 	if env == nil {
 		env = service.GlobalEnvironment()
 	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return Target{}, err
+		return Input{}, err
 	}
 	text, err := interpolate(raw, lookup)
 	if err != nil {
-		return Target{}, fmt.Errorf("%s: %w", path, err)
+		return Input{}, fmt.Errorf("%s: %w", path, err)
 	}
 
 	type found struct {
@@ -126,18 +154,18 @@ func LoadConfig(path string, lookup func(string) (string, bool), env *service.En
 		return nil
 	})
 	if err != nil {
-		return Target{}, fmt.Errorf("%s: %w", path, err)
+		return Input{}, fmt.Errorf("%s: %w", path, err)
 	}
 	switch len(inputs) {
 	case 0:
-		return Target{}, fmt.Errorf("%s: no %s input in the config", path, plugin.InputName)
+		return Input{}, fmt.Errorf("%s: no %s input in the config", path, plugin.InputName)
 	case 1:
 	default:
 		var where []string
 		for _, in := range inputs {
 			where = append(where, fmt.Sprintf("%s (line %d)", in.path, in.line))
 		}
-		return Target{}, fmt.Errorf("%s: %d %s inputs (%s): status reads one: give it a config with one, or --seed-brokers and --consumer-group without -c",
+		return Input{}, fmt.Errorf("%s: %d %s inputs (%s): one is read: give it a config with one, or --seed-brokers (and the command's other flags) without -c",
 			path, len(inputs), plugin.InputName, strings.Join(where, ", "))
 	}
 	in := inputs[0]
@@ -147,24 +175,25 @@ func LoadConfig(path string, lookup func(string) (string, bool), env *service.En
 	// JSON is YAML, so it is handed back to Benthos as JSON.
 	component, ok := in.conf.(map[string]any)
 	if !ok {
-		return Target{}, fmt.Errorf("%s: the %s input is not an object", where, plugin.InputName)
+		return Input{}, fmt.Errorf("%s: the %s input is not an object", where, plugin.InputName)
 	}
 	fields, err := json.Marshal(component[plugin.InputName])
 	if err != nil {
-		return Target{}, fmt.Errorf("%s: %w", where, err)
+		return Input{}, fmt.Errorf("%s: %w", where, err)
 	}
 	if err := lintInput(env, component); err != nil {
-		return Target{}, fmt.Errorf("%s: %w", where, err)
+		return Input{}, fmt.Errorf("%s: %w", where, err)
 	}
 	pc, err := plugin.ConfigSpec().ParseYAML(string(fields), env)
 	if err != nil {
-		return Target{}, fmt.Errorf("%s: %w", where, err)
+		return Input{}, fmt.Errorf("%s: %w", where, err)
 	}
 	t, err := targetFromParsed(pc)
 	if err != nil {
-		return Target{}, fmt.Errorf("%s: %w", where, err)
+		return Input{}, fmt.Errorf("%s: %w", where, err)
 	}
-	return t, nil
+	rawFields, _ := component[plugin.InputName].(map[string]any) // nil for an input with no fields
+	return Input{Target: t, Fields: rawFields, Where: where}, nil
 }
 
 // lintInput lints the input with Benthos's linter and the input's spec. The

@@ -77,7 +77,7 @@ output:
 		{Mechanism: "OAUTHBEARER", Token: "literal-token"},
 	}, tg.Conn.SASL)
 	assert.Equal(t, " with TLS and SASL SCRAM-SHA-512 and SASL OAUTHBEARER", tg.security())
-	assert.ElementsMatch(t, []string{testEnv["PASSWORD"], "", "", "literal-token"}, tg.secrets())
+	assert.ElementsMatch(t, []string{testEnv["PASSWORD"], "", "", "literal-token"}, tg.Secrets())
 }
 
 // The input is found wherever a component may sit, as Benthos walks the
@@ -141,7 +141,7 @@ input:
     inputs:
       - kafka_watermark: { seed_brokers: [ a ], topics: [ t ], consumer_group: g1 }
       - kafka_watermark: { seed_brokers: [ b ], topics: [ t ], consumer_group: g2 }
-`, []string{"2 kafka_watermark inputs (input.broker.inputs.0 (line 5), input.broker.inputs.1 (line 6)): status reads one"}, nil},
+`, []string{"2 kafka_watermark inputs (input.broker.inputs.0 (line 5), input.broker.inputs.1 (line 6)): one is read"}, nil},
 		{"an unset variable", conf("    consumer_group: ${GROUP_NAME}", "PLAIN"),
 			[]string{"pipeline.yaml: required environment variables were not set: GROUP_NAME"}, new(*MissingEnvError)},
 		{"a misspelt field", conf("    consumer_grup: g", "PLAIN"),

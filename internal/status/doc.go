@@ -31,8 +31,9 @@
 // an alert. Dead-lettering changes no exit status: it is by design, how a
 // partition keeps flowing past records its output refuses.
 //
-// Files: command.go (the command, Run and its exit statuses), config.go
-// (reading a Benthos config's kafka_watermark input), envvars.go (Benthos's
+// Files: command.go (the command, Run and its exit statuses), conn.go (the
+// connection flags and Scrub, which `watermark-connect dead-letter` shares),
+// config.go (reading a Benthos config's kafka_watermark input), envvars.go (Benthos's
 // environment interpolation), client.go (the kgo client, which connects as
 // the input does, with internal/kafkaconn), report.go (Collect and the
 // Report), render.go (text and JSON).

@@ -1,0 +1,217 @@
+package dlcmd
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/status"
+)
+
+// Exit statuses of the dead-letter commands.
+const (
+	ExitOK      = 0
+	ExitFailed  = 1 // nothing was produced: the reason is on stderr
+	ExitPartial = 2 // redrive produced some records, then failed: stdout says which were moved, stderr what failed
+)
+
+// Options are what both subcommands need: how to connect, the dead-letter
+// topic and a time limit. A value; the commands neither keep nor modify it.
+type Options struct {
+	Conn    status.Conn
+	Topic   string        // --dead-letter-topic; "" for the config's dead_letter.topic
+	Timeout time.Duration // for the whole command
+}
+
+// InspectOptions are inspect's inputs.
+type InspectOptions struct {
+	Options
+	Format string // "text" (the default) or "json"
+}
+
+// RedriveOptions are redrive's inputs.
+type RedriveOptions struct {
+	Options
+	To        string // destination topic; "" for each record's origin topic
+	Select    Selection
+	BatchSize int // records per ProduceSync; 0 is defaultBatchSize
+}
+
+const defaultBatchSize = 500
+
+// session is a connected command: its client, the dead-letter topic and
+// the secrets its output must not hold.
+type session struct {
+	cl      *kgo.Client
+	topic   string
+	secrets []string
+}
+
+// open loads the connection settings, finds the topic and connects, with
+// extra client options.
+func (o Options) open(ctx context.Context, extra ...kgo.Opt) (*session, error) {
+	if o.Timeout <= 0 {
+		return nil, fmt.Errorf("--timeout (%v) must be positive", o.Timeout)
+	}
+	in, err := o.Conn.Load()
+	if err != nil {
+		return nil, err
+	}
+	s := &session{secrets: in.Target.Secrets()}
+	if s.topic, err = deadLetterTopic(o.Topic, in, o.Conn.ConfigPath != ""); err != nil {
+		return s, err
+	}
+	if s.cl, err = status.Connect(ctx, in.Target, extra...); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// Inspect reads the dead-letter topic from its log start to the end offsets
+// it had when Inspect started, and writes the Summary to stdout. It returns
+// ExitOK, or ExitFailed with the reason on stderr and nothing on stdout.
+// Unparsable records are reported in the summary, not as a failure.
+func Inspect(ctx context.Context, o InspectOptions, stdout, stderr io.Writer) int {
+	var secrets []string
+	fail := failer("inspect", stderr, &secrets)
+	switch o.Format {
+	case "", "text", "json":
+	default:
+		return fail(fmt.Errorf("--format (%q) must be text or json", o.Format))
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	s, err := o.open(ctx)
+	if s != nil {
+		secrets = s.secrets
+	}
+	if err != nil {
+		return fail(timedOut(ctx, o.Timeout, err))
+	}
+	defer s.cl.Close()
+
+	spans, err := snapshot(ctx, kadm.NewClient(s.cl), s.topic)
+	if err != nil {
+		return fail(timedOut(ctx, o.Timeout, err))
+	}
+	sum := newSummarizer(s.topic, len(spans))
+	if err := scan(ctx, s.cl, s.topic, spans, func(r *kgo.Record) error { sum.add(r); return nil }); err != nil {
+		return fail(timedOut(ctx, o.Timeout, err))
+	}
+	var out strings.Builder
+	if o.Format == "json" {
+		err = writeJSON(&out, sum.summary())
+	} else {
+		err = writeText(&out, sum.summary())
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := io.WriteString(stdout, status.Scrub(out.String(), secrets)); err != nil {
+		return fail(err)
+	}
+	return ExitOK
+}
+
+// Redrive reads the selected dead letters (Selection, over the end offsets
+// the topic had when it started), checks that each can be placed, and
+// produces them (deadletter.Redriven) to --to or their origin topics with an
+// idempotent producer and acks from all in-sync replicas, in batches. It
+// writes what it moved to stdout and returns ExitOK; ExitFailed when it
+// produced nothing (the reason on stderr); ExitPartial when it produced
+// some records and then failed. Nothing is deleted from the dead-letter
+// topic: a second run writes the records again.
+func Redrive(ctx context.Context, o RedriveOptions, stdout, stderr io.Writer) int {
+	var secrets []string
+	fail := failer("redrive", stderr, &secrets)
+	if err := o.Select.validate(); err != nil {
+		return fail(err)
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = defaultBatchSize
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	s, err := o.open(ctx, kgo.RequiredAcks(kgo.AllISRAcks())) // idempotent is kgo's default, and needs all acks
+	if s != nil {
+		secrets = s.secrets
+	}
+	if err != nil {
+		return fail(timedOut(ctx, o.Timeout, err))
+	}
+	defer s.cl.Close()
+
+	spans, err := snapshot(ctx, kadm.NewClient(s.cl), s.topic)
+	if err == nil {
+		spans, err = o.Select.narrow(spans)
+	}
+	if err != nil {
+		return fail(timedOut(ctx, o.Timeout, err))
+	}
+	sel := &selector{sel: o.Select, to: o.To, dlTopic: s.topic}
+	if err := scan(ctx, s.cl, s.topic, spans, func(r *kgo.Record) error { sel.add(r); return nil }); err != nil {
+		return fail(timedOut(ctx, o.Timeout, err))
+	}
+	if err := sel.check(); err != nil {
+		return fail(fmt.Errorf("nothing produced: %w", err))
+	}
+
+	// In the order of the dead-letter topic, whatever order the fetches
+	// came in: a failure then stops at the same record every run.
+	slices.SortFunc(sel.picks, func(a, b pick) int {
+		return cmp.Or(cmp.Compare(a.r.Partition, b.r.Partition), cmp.Compare(a.r.Offset, b.r.Offset))
+	})
+	m := moved{}
+	perr := produce(ctx, s.cl, sel.picks, o.BatchSize, m)
+	var out strings.Builder
+	fmt.Fprintf(&out, "redrove %d of %d selected record%s from %s\n", count(m), len(sel.picks), plural(len(sel.picks)), s.topic)
+	if err := m.write(&out, s.topic); err != nil {
+		return fail(err)
+	}
+	if _, err := io.WriteString(stdout, status.Scrub(out.String(), secrets)); err != nil {
+		return fail(err)
+	}
+	if perr != nil {
+		code := fail(timedOut(ctx, o.Timeout, perr))
+		if len(m) > 0 {
+			return ExitPartial
+		}
+		return code
+	}
+	return ExitOK
+}
+
+func count(m moved) int {
+	n := 0
+	for _, ps := range m {
+		for _, r := range ps {
+			n += r.count
+		}
+	}
+	return n
+}
+
+// failer returns the function that reports err on stderr, scrubbed of the
+// secrets as they are when it is called, and returns ExitFailed.
+func failer(command string, stderr io.Writer, secrets *[]string) func(error) int {
+	return func(err error) int {
+		fmt.Fprintf(stderr, "dead-letter %s: %s\n", command, status.Scrub(err.Error(), *secrets))
+		return ExitFailed
+	}
+}
+
+// timedOut says so when err came from the command's deadline.
+func timedOut(ctx context.Context, timeout time.Duration, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("not done within --timeout %v: %w", timeout, err)
+	}
+	return err
+}

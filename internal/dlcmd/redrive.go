@@ -1,0 +1,209 @@
+package dlcmd
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/deadletter"
+)
+
+// Selection is which dead letters redrive moves. Every bound is optional;
+// set ones all apply. A value.
+type Selection struct {
+	Partition  *int32    // of the dead-letter topic; nil: all
+	FromOffset *int64    // in the dead-letter topic, inclusive
+	ToOffset   *int64    // in the dead-letter topic, inclusive
+	FromTime   time.Time // on the origin record's timestamp (dead_letter_timestamp_ms), inclusive; zero: none
+	ToTime     time.Time // likewise, exclusive; zero: none
+}
+
+// validate checks s, in one place, with messages that name the flag.
+func (s Selection) validate() error {
+	var errs []error
+	if s.Partition != nil && *s.Partition < 0 {
+		errs = append(errs, fmt.Errorf("--partition (%d) must not be negative", *s.Partition))
+	}
+	if s.FromOffset != nil && *s.FromOffset < 0 {
+		errs = append(errs, fmt.Errorf("--from-offset (%d) must not be negative", *s.FromOffset))
+	}
+	if s.ToOffset != nil && *s.ToOffset < 0 {
+		errs = append(errs, fmt.Errorf("--to-offset (%d) must not be negative", *s.ToOffset))
+	}
+	if s.FromOffset != nil && s.ToOffset != nil && *s.FromOffset > *s.ToOffset {
+		errs = append(errs, fmt.Errorf("--from-offset (%d) must be at most --to-offset (%d)", *s.FromOffset, *s.ToOffset))
+	}
+	if !s.FromTime.IsZero() && !s.ToTime.IsZero() && !s.FromTime.Before(s.ToTime) {
+		errs = append(errs, fmt.Errorf("--from-time (%s) must be before --to-time (%s)", formatTime(s.FromTime), formatTime(s.ToTime)))
+	}
+	return errors.Join(errs...)
+}
+
+// byTime reports whether s selects by time, which needs the provenance.
+func (s Selection) byTime() bool { return !s.FromTime.IsZero() || !s.ToTime.IsZero() }
+
+// narrow cuts the spans of the dead-letter topic to the partition and
+// offsets s selects.
+func (s Selection) narrow(spans map[int32]span) (map[int32]span, error) {
+	out := map[int32]span{}
+	for p, sp := range spans {
+		if s.Partition != nil && *s.Partition != p {
+			continue
+		}
+		if s.FromOffset != nil {
+			sp.from = max(sp.from, *s.FromOffset)
+		}
+		if s.ToOffset != nil {
+			sp.to = min(sp.to, *s.ToOffset+1)
+		}
+		out[p] = sp
+	}
+	if s.Partition != nil && len(out) == 0 {
+		return nil, fmt.Errorf("--partition %d: the dead-letter topic has partitions 0 to %d", *s.Partition, len(spans)-1)
+	}
+	return out, nil
+}
+
+// inTime reports whether the origin timestamp t is in s's time range.
+func (s Selection) inTime(t time.Time) bool {
+	return (s.FromTime.IsZero() || !t.Before(s.FromTime)) && (s.ToTime.IsZero() || t.Before(s.ToTime))
+}
+
+// pick is a selected dead letter and where it goes.
+type pick struct {
+	r    *kgo.Record // the dead letter, as read
+	dest string
+}
+
+// selector collects the dead letters to redrive, and the ones it cannot
+// place: every unparsable record in the offsets read, when the destination
+// or the time range needs the provenance.
+type selector struct {
+	sel        Selection
+	to         string // --to; "" for each record's origin topic
+	dlTopic    string
+	picks      []pick
+	unparsable []Unparsable
+}
+
+func (s *selector) add(r *kgo.Record) {
+	if s.to != "" && !s.sel.byTime() {
+		s.picks = append(s.picks, pick{r, s.to})
+		return
+	}
+	p, err := deadletter.Parse(r)
+	if err != nil {
+		s.unparsable = append(s.unparsable, Unparsable{Partition: r.Partition, Offset: r.Offset, Reason: err.Error()})
+		return
+	}
+	if !s.sel.inTime(p.Timestamp) {
+		return
+	}
+	s.picks = append(s.picks, pick{r, cmp.Or(s.to, p.Topic)})
+}
+
+// check refuses a selection that cannot be redriven as asked: unparsable
+// records (nothing is skipped silently), or a destination that is the
+// dead-letter topic itself.
+func (s *selector) check() error {
+	var errs []error
+	for _, u := range s.unparsable {
+		need := "its origin topic (give --to)"
+		if s.sel.byTime() {
+			need = "its origin timestamp (select it by offset)"
+		}
+		errs = append(errs, fmt.Errorf("unparsable %s/%d@%d, so %s is unknown: %s", s.dlTopic, u.Partition, u.Offset, need, u.Reason))
+	}
+	for _, p := range s.picks {
+		if p.dest == s.dlTopic {
+			errs = append(errs, fmt.Errorf("%s/%d@%d would go back to the dead-letter topic %s itself", s.dlTopic, p.r.Partition, p.r.Offset, s.dlTopic))
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// moved counts what was produced, per destination topic and dead-letter
+// partition.
+type moved map[string]map[int32]*offsetRange
+
+type offsetRange struct {
+	count       int
+	first, last int64
+}
+
+func (m moved) add(dest string, partition int32, offset int64) {
+	if m[dest] == nil {
+		m[dest] = map[int32]*offsetRange{}
+	}
+	r := m[dest][partition]
+	if r == nil {
+		r = &offsetRange{first: offset, last: offset}
+		m[dest][partition] = r
+	}
+	r.count++
+	r.first, r.last = min(r.first, offset), max(r.last, offset)
+}
+
+// write prints one line per destination topic:
+//
+//	orders: 3 records from orders.dlq partition 0 offsets 10-12
+//	payments: 2 records from orders.dlq partition 0 offset 13, partition 1 offset 4
+func (m moved) write(w io.Writer, dlTopic string) error {
+	for _, dest := range slices.Sorted(maps.Keys(m)) {
+		total := 0
+		var parts []string
+		for _, p := range slices.Sorted(maps.Keys(m[dest])) {
+			r := m[dest][p]
+			total += r.count
+			if r.first == r.last {
+				parts = append(parts, fmt.Sprintf("partition %d offset %d", p, r.first))
+			} else {
+				parts = append(parts, fmt.Sprintf("partition %d offsets %d-%d", p, r.first, r.last))
+			}
+		}
+		if _, err := fmt.Fprintf(w, "%s: %d record%s from %s %s\n", dest, total, plural(total), dlTopic, strings.Join(parts, ", ")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// produce produces the picks in order, batchSize at a time, each batch with
+// ProduceSync, and records what the brokers acknowledged in m. It stops
+// after the first batch with a failure: the batches after it are not tried.
+// The error names every record of that batch that failed and how many were
+// not tried.
+func produce(ctx context.Context, cl *kgo.Client, picks []pick, batchSize int, m moved) error {
+	for i := 0; i < len(picks); i += batchSize {
+		batch := picks[i:min(i+batchSize, len(picks))]
+		rs := make([]*kgo.Record, len(batch))
+		for j, p := range batch {
+			rs[j] = deadletter.Redriven(p.r, p.dest)
+		}
+		var errs []error
+		for j, res := range cl.ProduceSync(ctx, rs...) {
+			src := batch[j].r
+			if res.Err != nil {
+				errs = append(errs, fmt.Errorf("%s/%d@%d to %s: %w", src.Topic, src.Partition, src.Offset, batch[j].dest, res.Err))
+				continue
+			}
+			m.add(batch[j].dest, src.Partition, src.Offset)
+		}
+		if len(errs) > 0 {
+			if rest := len(picks) - i - len(batch); rest > 0 {
+				errs = append(errs, fmt.Errorf("%d later record%s not tried", rest, plural(rest)))
+			}
+			return errors.Join(errs...)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package dlcmd
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/deadletter"
+)
+
+// summary is "topic/partition@offset key redriven_from" per record, to
+// compare what reached a topic.
+func summary(rs []*kgo.Record) []string {
+	var out []string
+	for _, r := range rs {
+		var from string
+		for _, h := range r.Headers {
+			if strings.HasPrefix(h.Key, deadletter.Prefix) && h.Key != deadletter.HeaderRedrivenFrom {
+				from = "PROVENANCE LEFT: " + h.Key
+				break
+			}
+			if h.Key == deadletter.HeaderRedrivenFrom {
+				from = string(h.Value)
+			}
+		}
+		out = append(out, fmt.Sprintf("%s %s %s", r.Key, from, r.Timestamp.UTC().Format(time.TimeOnly)))
+	}
+	return out
+}
+
+func TestRedriveByOffsetToOrigin(t *testing.T) {
+	c := seed(t)
+	code, stdout, stderr := runCLI(t, "redrive", "--seed-brokers", c.addr, "--dead-letter-topic", "orders.dlq",
+		"--partition", "0", "--from-offset", "1", "--to-offset", "2")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Equal(t, "redrove 2 of 2 selected records from orders.dlq\norders: 2 records from orders.dlq partition 0 offsets 1-2\n", stdout)
+	got := c.read(t, "orders")
+	// Keyed records go where the partitioner puts them: compare as sets.
+	assert.ElementsMatch(t, []string{"k10 orders.dlq/0/1 12:00:00", "k12 orders.dlq/0/2 12:02:00"}, summary(got))
+	assert.Equal(t, "t", string(got[0].Headers[0].Value), "the origin's own headers go along")
+	assert.Empty(t, c.read(t, "payments"))
+}
+
+func TestRedriveByTime(t *testing.T) {
+	c := seed(t)
+	// Origin timestamps 12:00, 12:01, 12:02 (partition 0), 12:30 and 13:30
+	// (partition 1); the unparsable record is in partition 1, which a time
+	// range cannot place: select partition 0 only.
+	code, stdout, stderr := runCLI(t, "redrive", "--seed-brokers", c.addr, "--dead-letter-topic", "orders.dlq",
+		"--partition", "0", "--from-time", "2026-03-01T12:01:00Z", "--to-time", "2026-03-01T12:02:00Z")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Equal(t, "redrove 1 of 1 selected record from orders.dlq\norders: 1 record from orders.dlq partition 0 offset 0\n", stdout, "from inclusive, to exclusive")
+	assert.Equal(t, []string{"k11 orders.dlq/0/0 12:01:00"}, summary(c.read(t, "orders")))
+
+	// Over both partitions, the unparsable record fails the run, and
+	// nothing is produced.
+	code, stdout, stderr = runCLI(t, "redrive", "--seed-brokers", c.addr, "--dead-letter-topic", "orders.dlq",
+		"--from-time", "2026-03-01T13:00:00Z")
+	assert.Equal(t, ExitFailed, code)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "nothing produced: unparsable orders.dlq/1@2, so its origin timestamp (select it by offset) is unknown: header dead_letter_partition: missing")
+	assert.Empty(t, c.read(t, "payments"))
+}
+
+func TestRedriveTo(t *testing.T) {
+	c := seed(t)
+	// With --to and no time range the provenance is not needed: the
+	// unparsable record goes along, as it is.
+	code, stdout, stderr := runCLI(t, "redrive", "--seed-brokers", c.addr, "--dead-letter-topic", "orders.dlq",
+		"--partition", "1", "--to", "retry")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Equal(t, "redrove 3 of 3 selected records from orders.dlq\nretry: 3 records from orders.dlq partition 1 offsets 0-2\n", stdout)
+	got := c.read(t, "retry")
+	assert.ElementsMatch(t, []string{"k5 orders.dlq/1/0 12:30:00", "k7 orders.dlq/1/1 13:30:00", " orders.dlq/1/2 12:00:00"}, summary(got))
+}
+
+func TestRedriveUnparsableWithoutTo(t *testing.T) {
+	c := seed(t)
+	code, stdout, stderr := runCLI(t, "redrive", "--seed-brokers", c.addr, "--dead-letter-topic", "orders.dlq")
+	assert.Equal(t, ExitFailed, code)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "dead-letter redrive: nothing produced: unparsable orders.dlq/1@2, so its origin topic (give --to) is unknown")
+	assert.Empty(t, c.read(t, "orders"), "nothing is produced when one record cannot be placed")
+
+	// Selected around it, the rest goes to each origin topic.
+	code, stdout, stderr = runCLI(t, "redrive", "--seed-brokers", c.addr, "--dead-letter-topic", "orders.dlq", "--to-offset", "1")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Equal(t, "redrove 4 of 4 selected records from orders.dlq\n"+
+		"orders: 3 records from orders.dlq partition 0 offsets 0-1, partition 1 offset 0\n"+
+		"payments: 1 record from orders.dlq partition 1 offset 1\n", stdout)
+	assert.Len(t, c.read(t, "payments"), 1)
+}
+
+func TestRedriveFailures(t *testing.T) {
+	c := seed(t)
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"missing destination", []string{"--partition", "0", "--to", "nosuch", "--timeout", "10s"}, ExitFailed,
+			"redrove 0 of 3 selected records from orders.dlq\n", "orders.dlq/0@0 to nosuch: UNKNOWN_TOPIC_OR_PARTITION"},
+		{"back to itself", []string{"--partition", "0", "--to", "orders.dlq"}, ExitFailed,
+			"", "orders.dlq/0@0 would go back to the dead-letter topic orders.dlq itself"},
+		{"bad range", []string{"--from-offset", "5", "--to-offset", "4", "--from-time", "2026-03-01T13:00:00Z", "--to-time", "2026-03-01T12:00:00Z"}, ExitFailed,
+			"", "--from-offset (5) must be at most --to-offset (4)\n--from-time (2026-03-01T13:00:00.000Z) must be before --to-time (2026-03-01T12:00:00.000Z)"},
+		{"bad time", []string{"--from-time", "yesterday"}, ExitFailed, "", `--from-time ("yesterday") must be an RFC 3339 time`},
+		{"no such partition", []string{"--partition", "7"}, ExitFailed, "", "--partition 7: the dead-letter topic has partitions 0 to 1"},
+	} {
+		args := append([]string{"redrive", "--seed-brokers", c.addr, "--dead-letter-topic", "orders.dlq"}, tc.args...)
+		code, stdout, stderr := runCLI(t, args...)
+		assert.Equal(t, tc.code, code, "%s: exit status; stderr: %s", tc.name, stderr)
+		assert.Equal(t, tc.stdout, stdout, tc.name)
+		assert.Contains(t, stderr, tc.stderr, tc.name)
+	}
+}
+
+// The first batch goes through, the second fails: exit 2, stdout says what
+// moved and stderr what failed.
+func TestRedrivePartial(t *testing.T) {
+	c := seed(t)
+	_, err := kadm.NewClient(c.cl).DeleteTopic(ctxFor(t), "payments")
+	require.NoError(t, err)
+
+	// Partition 1: offset 0 goes to orders, offset 1 to payments.
+	code, stdout, stderr := runCLI(t, "redrive", "--seed-brokers", c.addr, "--dead-letter-topic", "orders.dlq",
+		"--partition", "1", "--to-offset", "1", "--batch-size", "1", "--timeout", "10s")
+	assert.Equal(t, ExitPartial, code, stderr)
+	assert.Equal(t, "redrove 1 of 2 selected records from orders.dlq\norders: 1 record from orders.dlq partition 1 offset 0\n", stdout)
+	assert.Contains(t, stderr, "dead-letter redrive: orders.dlq/1@1 to payments: UNKNOWN_TOPIC_OR_PARTITION")
+	assert.Equal(t, []string{"k5 orders.dlq/1/0 12:30:00"}, summary(c.read(t, "orders")))
+
+	// Records go in dead-letter partition and offset order; the batches
+	// after a failing one are not tried.
+	_, err = kadm.NewClient(c.cl).DeleteTopic(ctxFor(t), "orders")
+	require.NoError(t, err)
+	code, stdout, stderr = runCLI(t, "redrive", "--seed-brokers", c.addr, "--dead-letter-topic", "orders.dlq",
+		"--to-offset", "1", "--batch-size", "1", "--timeout", "10s")
+	assert.Equal(t, ExitFailed, code, stderr)
+	assert.Equal(t, "redrove 0 of 4 selected records from orders.dlq\n", stdout)
+	assert.Contains(t, stderr, "orders.dlq/0@0 to orders: UNKNOWN_TOPIC_OR_PARTITION")
+	assert.Contains(t, stderr, "\n3 later records not tried\n")
+}
