@@ -25,10 +25,11 @@ const (
 	metaHeaders = "__rpcn_kafka_headers"
 )
 
-// MetaDeliveryAttempt is the key of a message's delivery attempt (int): 1
-// on its first delivery, counting in-process retries, replays in place and
-// deliveries before a restart or a rebalance. The input sets it on every
-// hand-out; RecordsToBatch does not (a conversion is no delivery).
+// MetaDeliveryAttempt is the key of a message's delivery attempt (int),
+// counting in-process retries, replays in place and deliveries before a
+// restart or a rebalance. The input sets it from the second attempt on
+// (absent means 1: plugin/input.go says why); RecordsToBatch does not (a
+// conversion is no delivery).
 const MetaDeliveryAttempt = "kafka_delivery_attempt"
 
 // RecordsToBatch converts records of one partition into a Benthos batch with
