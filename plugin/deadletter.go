@@ -86,17 +86,27 @@ func newDeadLetterWriter(conf *config) (*deadLetterWriter, error) {
 }
 
 // Write produces l's records to their dead-letter topic and returns once the
-// broker acknowledged them all, naming the topic(s) written.
-func (w *deadLetterWriter) Write(ctx context.Context, l engine.Letter) (string, error) {
+// broker acknowledged them all, naming the topic(s) written. The topics are
+// evaluated on the first try and kept in l for the next ones: once per
+// record.
+func (w *deadLetterWriter) Write(ctx context.Context, l *engine.Letter) (string, error) {
+	if l.Topics == nil {
+		topics := make([]string, len(l.Records))
+		for i, r := range l.Records {
+			dest, err := w.destination(r)
+			if err != nil {
+				return "", fmt.Errorf("%s.%s for %s/%d offset %d: %w", fieldDeadLetter, fieldDeadLetterTopic, r.Topic, r.Partition, r.Offset, err)
+			}
+			topics[i] = dest
+		}
+		l.Topics = topics
+	}
 	f := deadletter.Failure{Attempts: l.Attempts, Error: l.Error, FirstFailed: l.FirstFailed, Member: l.Member}
 	out := make([]*kgo.Record, 0, len(l.Records))
 	var dests []string
 	for i, r := range l.Records {
-		dest, err := w.destination(r)
-		if err != nil {
-			return "", fmt.Errorf("%s.%s for %s/%d offset %d: %w", fieldDeadLetter, fieldDeadLetterTopic, r.Topic, r.Partition, r.Offset, err)
-		}
-		out = append(out, deadletter.Letter(l.Records[i], dest, f))
+		dest := l.Topics[i]
+		out = append(out, deadletter.Letter(r, dest, f))
 		if !slices.Contains(dests, dest) {
 			dests = append(dests, dest)
 		}

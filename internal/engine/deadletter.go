@@ -24,9 +24,10 @@ import (
 // the topic and the headers. Write returns once the broker acknowledged
 // every record, with the topic(s) written, or the first error; it is called
 // from a goroutine of its own per batch, and must be safe for concurrent
-// use.
+// use. The tries of one batch pass the same *Letter, one at a time: the
+// writer may keep what it worked out (Topics) for the next try.
 type DeadLetterWriter interface {
-	Write(ctx context.Context, l Letter) (dest string, err error)
+	Write(ctx context.Context, l *Letter) (dest string, err error)
 }
 
 // Letter is one batch's records to dead-letter and what is known of their
@@ -37,6 +38,10 @@ type Letter struct {
 	Error       string // the error class of the last failure
 	FirstFailed time.Time
 	Member      string
+	// Topics is the writer's: the dead-letter topic of each record, which
+	// it works out on its first try and keeps for the next, so that every
+	// try of a record goes to the same place.
+	Topics []string
 }
 
 // deadLetterDone is the outcome of one try of a dead-letter write.
@@ -97,7 +102,7 @@ func (o *owner) deadLetter(p *partState, b *Batch, attempts int) {
 func (o *owner) writeDeadLetter(ctx context.Context, b *Batch, l Letter, labels [2]string) {
 	wait := o.conf.NackBackoff
 	for {
-		dest, err := o.conf.DeadLetter.Write(ctx, l)
+		dest, err := o.conf.DeadLetter.Write(ctx, &l)
 		if ctx.Err() != nil {
 			return
 		}

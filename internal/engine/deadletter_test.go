@@ -24,14 +24,14 @@ type fakeWriter struct {
 	fail    int
 }
 
-func (w *fakeWriter) Write(_ context.Context, l Letter) (string, error) {
+func (w *fakeWriter) Write(_ context.Context, l *Letter) (string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.tries++
 	if w.tries <= w.fail {
 		return "", errors.New("TOPIC_AUTHORIZATION_FAILED: not authorized")
 	}
-	w.letters = append(w.letters, l)
+	w.letters = append(w.letters, *l)
 	return "dlq", nil
 }
 
@@ -318,5 +318,43 @@ func TestDeadLetterFromMemoryAfterRetention(t *testing.T) {
 		require.Equal(t, int64(100), g.Get(MetricDeadLettered, "t", 0))
 		require.Equal(t, int64(1100), g.Get(MetricLostRecords, "t", 0), "the dead letters were not lost")
 		require.Equal(t, int64(1600), h.lastCommit(tp0).Base)
+	})
+}
+
+// Attempts count through replays in place: each replay's new epoch carries
+// the attempts of the one it ended, and the nack that brings the batch to
+// max_attempts dead-letters it at once, without waiting for another replay.
+func TestDeadLetterCountsReplaysInPlace(t *testing.T) {
+	m, g := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		conf, w := deadLetterConfig(t, "batch_max_records: 2\ncommit_period: 1s\nstall_replay_after: 10s\ndrain_timeout: 1s\ndead_letter: { max_attempts: 3 }\n")
+		h := startOwner(t, conf, m)
+		h.assign(tp0)
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
+		h.fetch(tp0, 4, records(tp0, 0, 4)...)
+		a, b := batchAt(t, h.readAll(), 0, 2)
+		h.ack(b, nil)
+		for attempt := 1; attempt <= 3; attempt++ {
+			require.Equal(t, attempt, a.DeliveryAttempt())
+			h.ack(a, errors.New("HTTP 422"))
+			if attempt == 3 {
+				break
+			}
+			time.Sleep(10 * time.Second << (attempt - 1)) // the replay, backed off after the first
+			synctest.Wait()
+			require.Equal(t, int64(attempt), g.Get(MetricStallReplays, "t", 0))
+			h.fetch(tp0, 4) // the rewind's poll window
+			h.fetch(tp0, 4, records(tp0, 0, 4)...)
+			bs := h.readAll()
+			require.Equal(t, []int64{0}, firsts(bs), "2-3 was delivered: skipped")
+			a = bs[0]
+		}
+		letters := w.written()
+		require.Len(t, letters, 1, "dead-lettered at the third nack, not at a third replay")
+		require.Equal(t, 3, letters[0].Attempts)
+		require.Equal(t, int64(2), g.Get(MetricStallReplays, "t", 0))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Equal(t, int64(4), h.lastCommit(tp0).Base)
 	})
 }

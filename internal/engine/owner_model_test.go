@@ -201,13 +201,13 @@ type omWriter struct {
 	letters []Letter // written, not yet taken by the model (takeLetters)
 }
 
-func (w *omWriter) Write(_ context.Context, l Letter) (string, error) {
+func (w *omWriter) Write(_ context.Context, l *Letter) (string, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.down {
 		return "", errors.New("dead-letter topic down")
 	}
-	w.letters = append(w.letters, l)
+	w.letters = append(w.letters, *l)
 	return "dlq", nil
 }
 
