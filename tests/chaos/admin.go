@@ -21,7 +21,7 @@ import (
 
 // createTopic creates topic with parts partitions of rf replicas, and waits
 // until every partition has a leader.
-func createTopic(ctx context.Context, brokers, topic string, parts, rf int) error {
+func createTopic(ctx context.Context, brokers, topic string, parts, rf int, configs map[string]*string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seedList(brokers)...))
 	if err != nil {
 		return err
@@ -30,7 +30,7 @@ func createTopic(ctx context.Context, brokers, topic string, parts, rf int) erro
 	adm := kadm.NewClient(cl)
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	resp, err := adm.CreateTopic(cctx, int32(parts), int16(rf), nil, topic)
+	resp, err := adm.CreateTopic(cctx, int32(parts), int16(rf), configs, topic)
 	if err == nil {
 		err = resp.Err
 	}

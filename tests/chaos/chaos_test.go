@@ -144,7 +144,7 @@ func TestAccountCleanRun(t *testing.T) {
 	hist := [][]commitObs{{{offset: 4, meta: "wm1 o=4 e=-1", firstSeen: 11e9, lastSeen: 12e9}, {offset: 10, firstSeen: 13e9, lastSeen: 14e9}}}
 	audit := []auditRec{{p: 0, offset: 4, commitTs: 11e3, logOffset: 1}, {p: 0, offset: 10, commitTs: 13e3, logOffset: 2}}
 	faults := []*faultRun{{plannedFault: plannedFault{Kind: kindStart}, At: 1e9, End: 2e9, Before: snapshot{commits: []commitObs{{offset: -1}}}}}
-	a := account(lg, ld, hist, nil, audit, nil, faults, nil, 20e9, nil)
+	a := account(lg, ld, hist, nil, audit, nil, faults, nil, 20e9, nil, nil)
 	if a.Records != 8 || a.Aborted != 1 || a.Markers != 1 || a.Lost != 0 || a.ViolationsN != 0 || len(a.BackwardLog) != 0 {
 		t.Fatalf("clean run: %+v", a)
 	}
@@ -166,7 +166,7 @@ func TestAccountFindsBreaches(t *testing.T) {
 	backs := []backObs{{p: 0, from: 10, to: 3, at: 30e9}, {p: 0, from: 10, to: 3, at: 100e9}}
 	outages := []window{{from: 25e9, to: 28e9}}
 	faults := []*faultRun{{plannedFault: plannedFault{Kind: kindStart}, At: 1e9, End: 2e9, Before: snapshot{commits: []commitObs{{offset: -1}}}}}
-	a := account(lg, ld, hist, backs, audit, outages, faults, nil, 200e9, nil)
+	a := account(lg, ld, hist, backs, audit, outages, faults, nil, 200e9, nil, nil)
 	if a.Lost != 1 || a.LostExamples[0] != "0/5" {
 		t.Errorf("lost %d %v, want 1 [0/5]", a.Lost, a.LostExamples)
 	}
@@ -202,7 +202,7 @@ func TestDuplicatesAgainstExposure(t *testing.T) {
 		ld.Dups = append(ld.Dups, testkit.Dup{P: 0, O: o, At: 30e9})
 		ld.Parts[0][o].Count++
 	}
-	a := account(lg, ld, nil, nil, nil, nil, faults, nil, 100e9, nil)
+	a := account(lg, ld, nil, nil, nil, nil, faults, nil, 100e9, nil, nil)
 	got := a.Faults[1]
 	// Exposure: offsets >= 2 received before the kill or by the victim,
 	// not in the ranges: 2, 3, 5, 8 (4 is covered, 9 came later from m2).

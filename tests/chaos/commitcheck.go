@@ -9,7 +9,9 @@ import (
 
 // The commit checks of account: no commit, polled or in the commit log,
 // passes a visible record (or claims one in its delivered ranges) that the
-// sink had not received when the commit was made, and none goes backwards.
+// sink had not received, nor the dead-letter topic appended with its
+// provenance right (deadletters.go), when the commit was made, and none
+// goes backwards.
 
 // need is when everything a commit of p at c passed had been received. A
 // commit under an old leader epoch above a truncation's divergence passed
@@ -38,12 +40,11 @@ func (c *checker) firstMissing(p int, off, t int64, ms bool) int64 {
 		if c.lg[p][o].kind != offData {
 			continue
 		}
-		e := c.at(p, o)
-		ack := e.FirstAck
-		if ms {
+		ack := c.deliveredAt(p, o, c.lg[p][o].hash)
+		if ms && ack != math.MaxInt64 {
 			ack /= 1e6
 		}
-		if e.Count == 0 || ack > t {
+		if ack > t {
 			return o
 		}
 	}
@@ -70,15 +71,17 @@ func (c *checker) checkRanges(p int, offset int64, meta string, t int64, ms bool
 			if !oldRec && lg[p][o].kind != offData {
 				continue
 			}
-			e := c.at(p, o)
-			ack := e.FirstAck
-			if !oldRec {
-				ack = c.acked(p, o, lg[p][o].hash)
+			ack := int64(math.MaxInt64)
+			switch e := c.at(p, o); {
+			case !oldRec:
+				ack = c.deliveredAt(p, o, lg[p][o].hash)
+			case e.Count > 0:
+				ack = e.FirstAck
 			}
 			if ms && ack != math.MaxInt64 {
 				ack /= 1e6
 			}
-			if e.Count == 0 || ack > t {
+			if ack > t {
 				a.violation("%s: partition %d: commit %d claims [%d,%d) delivered, but offset %d was not received by then", who, p, offset, r.From, r.To, o)
 				break
 			}

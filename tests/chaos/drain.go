@@ -120,8 +120,18 @@ func (h *harness) drainAndCheck(ctx context.Context) (*accounting, error) {
 		}
 		return false
 	}
-	acc := account(lg, ld, hist, backs, audit, h.kafka.outages(), h.faults, paused, runEnd, facts)
 	logs := h.fleet.scanLogs()
+	var dl *deadLetterFacts
+	if h.deadLetter != "" {
+		letters, err := readDeadLetters(ctx, h.kafka.seeds(), h.deadLetter)
+		if err != nil {
+			return nil, err
+		}
+		dl = &deadLetterFacts{topic: h.topic, letters: letters, logged: logs.DeadLettered}
+		dl.refused, dl.slots = h.sink.refusals.snapshot()
+		h.logf("read %d dead letter(s) back from %s", len(letters), h.deadLetter)
+	}
+	acc := account(lg, ld, hist, backs, audit, h.kafka.outages(), h.faults, paused, runEnd, facts, dl)
 	var lostEx []string
 	acc.Loss, lostEx = checkLosses(lg, ld, facts, logs.Losses, h.topic)
 	acc.Loss.Notes = append(resurrected, acc.Loss.Notes...)

@@ -28,10 +28,13 @@ const (
 	kindUnclean         = "unclean-election" // --cluster 3: an unclean election truncates a partition
 	kindReplayRebalance = "replay-rebalance" // a member leaves or joins while a partition replays in place
 	kindKillInOutage    = "kill-in-outage"   // kill -9 of a member while a broker is down
+	// Records the sink refuses for the rest of the run, which the members
+	// dead-letter (poison.go, deadletters.go).
+	kindPoison = "poison"
 )
 
 var allKinds = []string{kindMemberKill, kindMemberStop, kindBrokerTerm, kindBrokerKill, kindSinkReverse, kindSinkSlow, kindSinkFail, kindLeaderMove, kindMemberCut,
-	kindRetention, kindUnclean, kindReplayRebalance, kindKillInOutage}
+	kindRetention, kindUnclean, kindReplayRebalance, kindKillInOutage, kindPoison}
 
 // clusterKinds need the 3-node cluster.
 var clusterKinds = []string{kindLeaderMove, kindMemberCut, kindUnclean}
@@ -41,8 +44,17 @@ var clusterKinds = []string{kindLeaderMove, kindMemberCut, kindUnclean}
 // retention and unclean-election faults are checked against the input's
 // loss reports (losscheck.go), which a binary before the input's loss
 // reporting (b1d103a) does not print; docs/RELIABILITY.md has what their
-// first runs found.
-var optInKinds = []string{kindRetention, kindUnclean, kindReplayRebalance, kindKillInOutage}
+// first runs found. A run that draws poison gives its members a dead-letter
+// topic, which changes what a stall of sink-fail ends in: not in the
+// short profile.
+var optInKinds = []string{kindRetention, kindUnclean, kindReplayRebalance, kindKillInOutage, kindPoison}
+
+// notWithPoison are the kinds a run that draws poison refuses: each makes a
+// partition stall by failing the sink and needs the stall to last (a
+// deletion above the stalled commit, a membership change at its replay, a
+// truncation of what it delivered), where dead_letter would end it after
+// deadLetterAttempts deliveries and change what their checks hold.
+var notWithPoison = []string{kindRetention, kindReplayRebalance, kindUnclean}
 
 const (
 	defaultWeights      = "member-kill=3,member-stop=2,broker-term=1,broker-kill=1,sink-reverse=1,sink-slow=1,sink-fail=1"
@@ -99,9 +111,10 @@ type plannedFault struct {
 	clustered   bool
 	// The opt-in kinds only, drawn from a generator of their own (aux), so
 	// that they never shift the other kinds' draws.
-	Variant string        `json:"variant,omitempty"` // retention: running | down; replay-rebalance: leave-owner | leave-other | join; kill-in-outage: term | kill
-	Delay   time.Duration `json:"-"`                 // replay-rebalance: how long the sink still fails after the replay began; kill-in-outage: from the broker down to the kill
-	Hold2   time.Duration `json:"-"`                 // kill-in-outage: how long the killed member stays down
+	Variant string        `json:"variant,omitempty"`      // retention: running | down; replay-rebalance: leave-owner | leave-other | join; kill-in-outage: term | kill
+	Delay   time.Duration `json:"-"`                      // replay-rebalance: how long the sink still fails after the replay began; kill-in-outage: from the broker down to the kill
+	Hold2   time.Duration `json:"-"`                      // kill-in-outage: how long the killed member stays down
+	Ahead   []int64       `json:"poison_ahead,omitempty"` // poison: its slots, in offsets past the partition's log end
 }
 
 func (f plannedFault) String() string {
@@ -140,6 +153,8 @@ func (f plannedFault) String() string {
 			s += fmt.Sprintf(" node %d", f.Node+1)
 		}
 		s += fmt.Sprintf(" broker %s, down %v + restart; %s killed %v into the outage, down %v", f.Variant, f.Hold, f.Victim, f.Delay, f.Hold2)
+	case kindPoison:
+		s += fmt.Sprintf(" partition %d, records %v past its log end refused for the rest of the run", f.Part, f.Ahead)
 	}
 	s += fmt.Sprintf(", after a gap of %v", f.Gap)
 	if !f.Wait {
@@ -229,6 +244,8 @@ func (s *schedule) next() plannedFault {
 		f.Variant = []string{"term", "kill"}[s.aux.IntN(2)]
 		f.Delay = (time.Duration(s.aux.Float64() * float64(2*time.Second))).Round(100 * time.Millisecond)
 		f.Hold2 = (500*time.Millisecond + time.Duration(s.aux.Float64()*float64(5500*time.Millisecond))).Round(100 * time.Millisecond)
+	case kindPoison:
+		f.Part, f.Ahead = part, drawPoison(s.aux)
 	}
 	return f
 }
@@ -308,6 +325,8 @@ func (h *harness) execute(ctx context.Context, pf plannedFault) *faultRun {
 		err = h.replayRebalance(ctx, fr)
 	case kindKillInOutage:
 		err = h.killInOutage(ctx, fr)
+	case kindPoison:
+		err = h.poison(ctx, fr)
 	}
 	if err != nil {
 		fr.Err = err.Error()

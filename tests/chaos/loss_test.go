@@ -196,7 +196,7 @@ func TestAccountDeletedOffsets(t *testing.T) {
 		{offset: 4, epoch: -1, meta: "wm1 o=4 e=-1 d=2.2", firstSeen: 20e9, lastSeen: 49e9},
 		{offset: 20, epoch: -1, firstSeen: 61e9, lastSeen: 70e9}, // after the deletion and the rest
 	}}
-	a := account(lg, ld, hist, nil, nil, nil, faults, nil, 100e9, facts)
+	a := account(lg, ld, hist, nil, nil, nil, faults, nil, 100e9, facts, nil)
 	if a.Lost != 0 || a.Phantom != 0 || a.ViolationsN != 0 || a.Deleted != 12 || a.DeletedReceived != 5 || a.Records != 8 {
 		t.Fatalf("deleted offsets: lost %d, phantom %d, violations %v, deleted %d (%d received), records %d; want 0, 0, none, 12 (5), 8",
 			a.Lost, a.Phantom, a.Violations, a.Deleted, a.DeletedReceived, a.Records)
@@ -204,7 +204,7 @@ func TestAccountDeletedOffsets(t *testing.T) {
 	// The same commit of 20 seen before the deletion passed 4, 5, 8, 10
 	// and 11, which were neither received nor gone yet.
 	hist[0][1].firstSeen = 45e9
-	a = account(lg, ld, hist, nil, nil, nil, faults, nil, 100e9, facts)
+	a = account(lg, ld, hist, nil, nil, nil, faults, nil, 100e9, facts, nil)
 	if a.ViolationsN != 1 {
 		t.Errorf("a commit past deleted records before their deletion: violations %v, want 1", a.Violations)
 	}
@@ -252,7 +252,7 @@ func TestAccountTruncation(t *testing.T) {
 		{offset: 12, epoch: 5, firstSeen: 65e9, lastSeen: 66e9},
 	}}
 	backs := []backObs{{p: 0, from: 10, to: 6, at: 55e9}}
-	a := account(lg, ld, hist, backs, audit, nil, faults, nil, 100e9, facts)
+	a := account(lg, ld, hist, backs, audit, nil, faults, nil, 100e9, facts, nil)
 	if a.Lost != 0 || a.Corrupt != 0 || a.ViolationsN != 0 || len(a.BackwardLog) != 0 || len(a.BackwardPolled) != 0 || a.BackSteps != 2 {
 		t.Fatalf("truncation: lost %d, corrupt %d %v, violations %v, backward %v %v, steps %d; want 0, 0, none, none, 2 steps",
 			a.Lost, a.Corrupt, a.BadExamples, a.Violations, a.BackwardLog, a.BackwardPolled, a.BackSteps)
@@ -261,7 +261,7 @@ func TestAccountTruncation(t *testing.T) {
 	// Nothing else goes back: a second step back, to the divergence again,
 	// and a step back to anywhere else.
 	audit2 := append(slices.Clone(audit), auditRec{p: 0, offset: 11, epoch: 5, commitTs: 66e3, logOffset: 4}, auditRec{p: 0, offset: 6, epoch: 5, commitTs: 67e3, logOffset: 5})
-	a = account(lg, ld, hist, backs, audit2, nil, faults, nil, 100e9, facts)
+	a = account(lg, ld, hist, backs, audit2, nil, faults, nil, 100e9, facts, nil)
 	if len(a.BackwardLog) != 2 {
 		t.Errorf("backward in the log %v, want 12 -> 11 and 11 -> 6", a.BackwardLog)
 	}
@@ -270,13 +270,13 @@ func TestAccountTruncation(t *testing.T) {
 	// truncation), never below it.
 	audit3 := []auditRec{{p: 0, offset: 10, epoch: 3, commitTs: 45e3, logOffset: 1}, {p: 0, offset: 5, epoch: 5, commitTs: 55e3, logOffset: 2}}
 	hist3 := [][]commitObs{{hist[0][0], {offset: 5, epoch: 5, firstSeen: 55e9, lastSeen: 56e9}}}
-	a = account(lg, ld, hist3, backs, audit3, nil, faults, nil, 100e9, facts)
+	a = account(lg, ld, hist3, backs, audit3, nil, faults, nil, 100e9, facts, nil)
 	if len(a.BackwardLog) != 1 || len(a.BackwardPolled) != 1 {
 		t.Errorf("back to 5, below the divergence 6: backward %v %v, want one each", a.BackwardLog, a.BackwardPolled)
 	}
 	audit5 := []auditRec{{p: 0, offset: 10, epoch: 3, commitTs: 45e3, logOffset: 1}, {p: 0, offset: 8, epoch: 5, commitTs: 65e3, logOffset: 2}}
 	hist5 := [][]commitObs{{hist[0][0], {offset: 8, epoch: 5, firstSeen: 65e9, lastSeen: 66e9}}}
-	a = account(lg, ld, hist5, backs, audit5, nil, faults, nil, 100e9, facts)
+	a = account(lg, ld, hist5, backs, audit5, nil, faults, nil, 100e9, facts, nil)
 	if len(a.BackwardLog) != 0 || len(a.BackwardPolled) != 0 || a.ViolationsN != 0 {
 		t.Errorf("back to 8, above the divergence 6, the new 6-7 delivered: backward %v %v, violations %v, want none",
 			a.BackwardLog, a.BackwardPolled, a.Violations)
@@ -284,7 +284,7 @@ func TestAccountTruncation(t *testing.T) {
 	// A commit of 10 under the new epoch before the new 6-9 came passes
 	// records not received.
 	hist4 := [][]commitObs{{{offset: 10, epoch: 5, firstSeen: 58e9, lastSeen: 58e9}}}
-	a = account(lg, ld, hist4, nil, nil, nil, faults, nil, 100e9, facts)
+	a = account(lg, ld, hist4, nil, nil, nil, faults, nil, 100e9, facts, nil)
 	if a.ViolationsN != 1 {
 		t.Errorf("a new-epoch commit past undelivered new records: violations %v, want 1", a.Violations)
 	}
@@ -293,7 +293,7 @@ func TestAccountTruncation(t *testing.T) {
 	// lost though its offset was delivered (the old record).
 	lg, ld, facts = truncScenario()
 	ld.Alts = slices.DeleteFunc(ld.Alts, func(d testkit.Alt) bool { return d.O == 8 })
-	a = account(lg, ld, nil, nil, nil, nil, faults, nil, 100e9, facts)
+	a = account(lg, ld, nil, nil, nil, nil, faults, nil, 100e9, facts, nil)
 	if a.Lost != 1 || !strings.Contains(a.LostExamples[0], "0/8") {
 		t.Errorf("new 8 never delivered: lost %d %v, want 1 (0/8)", a.Lost, a.LostExamples)
 	}
@@ -302,23 +302,23 @@ func TestAccountTruncation(t *testing.T) {
 	lg, ld, facts = truncScenario()
 	lg[0][8].kind = offMarker
 	ld.Alts = slices.DeleteFunc(ld.Alts, func(d testkit.Alt) bool { return d.O == 8 })
-	a = account(lg, ld, nil, nil, nil, nil, faults, nil, 100e9, facts)
+	a = account(lg, ld, nil, nil, nil, nil, faults, nil, 100e9, facts, nil)
 	if a.Phantom != 0 || a.Lost != 0 || a.Markers != 1 {
 		t.Errorf("a marker where an old record was delivered: phantom %d %v, lost %d, markers %d; want 0, 0, 1", a.Phantom, a.BadExamples, a.Lost, a.Markers)
 	}
-	if a = account(lg, ld, nil, nil, nil, nil, faults, nil, 100e9, nil); a.Phantom != 1 {
+	if a = account(lg, ld, nil, nil, nil, nil, faults, nil, 100e9, nil, nil); a.Phantom != 1 {
 		t.Errorf("a delivery at a marker without a truncation: phantom %d, want 1", a.Phantom)
 	}
 	// Another value at an offset no truncation rewrote is corruption.
 	lg, ld, facts = truncScenario()
 	ld.Alts = append(ld.Alts, testkit.Alt{P: 0, O: 3, Hash: 999, At: 70e9})
-	a = account(lg, ld, nil, nil, nil, nil, faults, nil, 100e9, facts)
+	a = account(lg, ld, nil, nil, nil, nil, faults, nil, 100e9, facts, nil)
 	if a.Corrupt != 1 {
 		t.Errorf("another value at 3: corrupt %d, want 1", a.Corrupt)
 	}
 	// Without the truncation facts, the same ledger is corrupt.
 	lg, ld, _ = truncScenario()
-	if a = account(lg, ld, nil, nil, nil, nil, faults, nil, 100e9, nil); a.Corrupt == 0 {
+	if a = account(lg, ld, nil, nil, nil, nil, faults, nil, 100e9, nil, nil); a.Corrupt == 0 {
 		t.Error("old values at rewritten offsets accepted without a truncation")
 	}
 }

@@ -2,8 +2,9 @@
 // schedule of faults (kill -9 and graceful restarts of group members, broker
 // SIGTERM and SIGKILL restarts, a sink that acknowledges in reverse, slows
 // down or fails one partition for a while; selected by --weights only,
-// Kafka deleting or truncating records the group has not delivered, and
-// compound faults) against the real broker
+// Kafka deleting or truncating records the group has not delivered,
+// compound faults, and poison records that end in a dead-letter topic)
+// against the real broker
 // (resources/kafka/broker.sh) and the real binary (./cmd/watermark-connect),
 // several members of one group, a live producer and a transactional producer
 // that aborts some of its transactions. A checker outside the binary (the
@@ -22,7 +23,11 @@
 //   - the members report lost (their ERROR lines) exactly the offsets the
 //     harness deleted before any sink had them (reported_lost), and after an
 //     unclean election every record of the new log is delivered and the
-//     commits go back once at most, to the divergence point.
+//     commits go back once at most, to the divergence point;
+//   - with poison drawn, a record in the dead-letter topic counts as
+//     delivered (from when the broker appended it) only with its provenance
+//     right, every poison record ends in it, and no record the sink never
+//     refused does (deadletters.go).
 //
 // It writes chaos-report.md and chaos-report.json to $CHAOS_OUT (default
 // chaos-out/ at the project root) and exits 1 when the guarantee broke, 2
@@ -91,7 +96,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.DurationVar(&o.faultGap, "fault-gap", 8*time.Second, "mean pause between one fault's recovery and the next fault")
 	fs.Float64Var(&o.overlap, "overlap", 0.2, "probability that a fault starts without waiting for the previous one to recover")
 	fs.StringVar(&o.weights, "weights", "", "relative weights of the fault kinds, kind=weight,... (default "+defaultWeights+"; with --cluster 3 also "+clusterExtraWeights+
-		"; in no default, selected here only: retention, unclean-election (--cluster 3), replay-rebalance, kill-in-outage)")
+		"; in no default, selected here only: retention, unclean-election (--cluster 3), replay-rebalance, kill-in-outage, poison (not with the first three))")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 5*time.Minute, "how long the final drain may take")
 	fs.DurationVar(&o.recoveryTimeout, "recovery-timeout", 3*time.Minute, "how long to wait for a fault's recovery before the next fault")
 	fs.StringVar(&o.out, "out", "", "report folder (default $CHAOS_OUT, else chaos-out/ at the project root)")
@@ -140,6 +145,9 @@ func parseOptions(args []string) (*options, error) {
 		if o.cluster == 1 && w.w > 0 && slices.Contains(clusterKinds, w.kind) {
 			return nil, fmt.Errorf("--weights: %s needs --cluster 3", w.kind)
 		}
+		if w.w > 0 && slices.Contains(notWithPoison, w.kind) && drawsPoison(weights) {
+			return nil, fmt.Errorf("--weights: %s and %s in one run: dead_letter would end the stall %s needs", kindPoison, w.kind, w.kind)
+		}
 	}
 	if o.seed == 0 {
 		o.seed = uint64(time.Now().UnixNano()%1_000_000_000) + 1
@@ -182,6 +190,17 @@ func main() {
 	cancel()
 	stop()
 	os.Exit(code)
+}
+
+// drawsPoison reports whether the weights can draw the poison fault: only
+// then do the members run with a dead-letter topic.
+func drawsPoison(weights []weight) bool {
+	for _, w := range weights {
+		if w.kind == kindPoison && w.w > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // reproduceCommand is the command line that runs o again: the seed, the

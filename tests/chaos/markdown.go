@@ -70,6 +70,16 @@ func markdown(r *report) string {
 			fmt.Sprintf("%d: %d / %d; %d; %d", r.Losses.Rewritten, r.Losses.TruncDelivered, r.Losses.TruncNeverSeen, r.Losses.ReportedTrunc, r.Losses.ReportedTrLost))
 		row("backward commits allowed by a truncation (one each at most)", r.BackSteps)
 	}
+	if d := r.DeadLetters; d != nil {
+		row("**dead letters** in "+r.DeadLetterTopic+": records (provenance right) / copies / most copies of one / never in the sink",
+			fmt.Sprintf("%d / %d / %d / %d", d.Records, d.Copies, d.MaxCopies, d.Only))
+		row("**dead letters with a wrong provenance / never refused by the sink** (must be 0)", fmt.Sprintf("%d / %d", d.BadProvenance, d.Unrefused))
+		row("poison records: slots / bound / dead-lettered / **missing** (must be 0) / in the sink (must be 0)",
+			fmt.Sprintf("%d / %d / %d / %d / %d", d.Slots, d.Poison, d.PoisonDead, d.PoisonMissing, d.PoisonInSink))
+		row("dead-lettered records that are not poison: refused beside a poison record / refused by other faults; offsets the sink refused or answered late",
+			fmt.Sprintf("%d / %d; %d", d.Beside, d.RefusedOther, d.Refused))
+		row("records the members logged dead-lettered (at most the copies)", d.Logged)
+	}
 	row("member logs: partitions lost / stalls / replays in place / skipped records / drain timeouts / commit failures",
 		fmt.Sprintf("%d / %d / %d / %d / %d / %d", r.Logs.Lost, r.Logs.Stalled, r.Logs.Replays, r.Logs.Skipped, r.Logs.DrainTimeout, r.Logs.CommitFailed))
 	row("producers: live acked / failed; transactions committed / aborted / failed",
@@ -119,6 +129,8 @@ func markdown(r *report) string {
 			if r.Cluster > 1 {
 				params = fmt.Sprintf("node %d, %s", f.Node+1, params)
 			}
+		case kindPoison:
+			params = fmt.Sprintf("partition %d, %d record(s) past its log end", f.Part, len(f.Ahead))
 		}
 		if f.Kind != kindStart {
 			params += fmt.Sprintf("; gap %.1fs", f.GapS)
@@ -140,6 +152,12 @@ func markdown(r *report) string {
 			for _, k := range slices.Sorted(maps.Keys(f.Sources)) {
 				fmt.Fprintf(&b, "- %s: %d\n", k, f.Sources[k])
 			}
+		}
+	}
+	if d := r.DeadLetters; d != nil && len(d.Examples) > 0 {
+		fmt.Fprintf(&b, "\n## Dead letters held against the run (%s)\n\n", r.DeadLetterTopic)
+		for _, e := range d.Examples {
+			fmt.Fprintf(&b, "- %s\n", e)
 		}
 	}
 	if len(r.Deletions) > 0 || len(r.Truncations) > 0 || len(r.Logs.Losses) > 0 {

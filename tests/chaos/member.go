@@ -26,12 +26,20 @@ type memberConf struct {
 	group    string
 	sinkURL  string
 	protocol string
+	// deadLetter is the dead-letter topic of a run that draws poison
+	// ("": none, the members run without dead_letter).
+	deadLetter string
 }
 
 // yaml is the member's config: read_committed, commit metadata on, short
 // commit period, small batches and max_pending_batches so that a slow sink
-// pauses partitions, stalls that heal in place quickly.
+// pauses partitions, stalls that heal in place quickly; with a dead-letter
+// topic, dead_letter with max_attempts deadLetterAttempts.
 func (c memberConf) yaml(name, instance, metricsAddr string) string {
+	dl := ""
+	if c.deadLetter != "" {
+		dl = fmt.Sprintf("\n    dead_letter:\n      topic: %q\n      max_attempts: %d", c.deadLetter, deadLetterAttempts)
+	}
 	return fmt.Sprintf(`http:
   enabled: true
   address: %s
@@ -60,7 +68,7 @@ input:
     nack_retry:
       max_retries: 1
       initial_backoff: 200ms
-      max_backoff: 1s
+      max_backoff: 1s%s
 pipeline:
   threads: 2
   processors:
@@ -76,9 +84,9 @@ output:
       Content-Type: application/json
       X-Instance: %q
     retries: 0
-    timeout: 60s
+    timeout: %s
     max_in_flight: 16
-`, metricsAddr, c.seeds(name), c.topic, c.group, "chaos-"+name, c.protocol, c.sinkURL, instance)
+`, metricsAddr, c.seeds(name), c.topic, c.group, "chaos-"+name, c.protocol, dl, c.sinkURL, instance, clientTimeout)
 }
 
 // member is one incarnation of one group member: a watermark-connect
@@ -301,13 +309,17 @@ type logStats struct {
 	Skipped      int64          `json:"skipped_records"`
 	DrainTimeout int            `json:"drain_timeouts"`
 	CommitFailed int            `json:"commit_failures"`
+	DeadLettered int64          `json:"dead_lettered"` // records the dead-lettered lines count
 	ByMember     map[string]int `json:"lines_by_member"`
 	// Losses are the loss and truncation reports (losslog.go), in the
 	// order of the processes and of their lines.
 	Losses []lossEvent `json:"loss_reports,omitempty"`
 }
 
-var skippedRe = regexp.MustCompile(`skipped (\d+) record\(s\)`)
+var (
+	skippedRe      = regexp.MustCompile(`skipped (\d+) record\(s\)`)
+	deadLetteredRe = regexp.MustCompile(`kafka_watermark: dead-lettered (\d+) record\(s\) of `)
+)
 
 // scanLogs reads every incarnation's log.
 func (f *fleet) scanLogs() logStats {
@@ -355,6 +367,10 @@ func (f *fleet) scanLogs() logStats {
 				st.DrainTimeout++
 			case strings.Contains(line, "commit failed"):
 				st.CommitFailed++
+			}
+			if mm := deadLetteredRe.FindStringSubmatch(line); mm != nil {
+				n, _ := strconv.ParseInt(mm[1], 10, 64)
+				st.DeadLettered += n
 			}
 			if mm := skippedRe.FindStringSubmatch(line); mm != nil {
 				n, _ := strconv.ParseInt(mm[1], 10, 64)

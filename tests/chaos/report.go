@@ -98,6 +98,10 @@ type report struct {
 	BackSteps    int          `json:"backward_steps_allowed"` // one per truncation at most
 	Deleted      int64        `json:"deleted_offsets"`
 
+	// The dead-letter topic of a run that draws poison (deadletters.go).
+	DeadLetterTopic string            `json:"dead_letter_topic,omitempty"`
+	DeadLetters     *deadLetterResult `json:"dead_letters,omitempty"`
+
 	Produced  producedFigures   `json:"produced"`
 	Logs      logStats          `json:"member_logs"`
 	Schedule  []faultLine       `json:"schedule"`
@@ -184,7 +188,9 @@ func (h *harness) buildReport(acc *accounting, runErr error) *report {
 		r.Produced.ProducedRecords = acc.Records + acc.Aborted
 		r.Losses, r.LossMetrics, r.BackSteps, r.Deleted = acc.Loss, acc.LossMetrics, acc.BackSteps, acc.Deleted
 		r.ReportedLost, r.ExpectedLost = acc.Loss.ReportedLost, acc.Loss.Expected
+		r.DeadLetters = acc.DeadLetters
 	}
+	r.DeadLetterTopic = h.deadLetter
 	r.Deletions, r.Truncations = h.deletions, h.truncations
 	var faultPhaseStart int64
 	if !h.faultStart.IsZero() {
@@ -258,6 +264,9 @@ func (h *harness) buildReport(acc *accounting, runErr error) *report {
 		for _, m := range acc.LossMetrics {
 			r.Failures = append(r.Failures, "loss metrics: "+m)
 		}
+		if acc.DeadLetters != nil {
+			r.Failures = append(r.Failures, acc.DeadLetters.failures()...)
+		}
 	}
 	if h.poller != nil && acc != nil && r.GroupType != o.protocol {
 		r.Failures = append(r.Failures, fmt.Sprintf("the group is a %q group, not %q: the members fell back to another protocol", r.GroupType, o.protocol))
@@ -299,6 +308,10 @@ func summaryLine(r *report) string {
 	loss := ""
 	if r.ReportedLost > 0 || r.ExpectedLost > 0 || len(r.Deletions) > 0 {
 		loss = fmt.Sprintf(" reported_lost=%d/%d", r.ReportedLost, r.ExpectedLost)
+	}
+	if d := r.DeadLetters; d != nil {
+		loss += fmt.Sprintf(" dead_lettered=%d copies=%d poison=%d/%d bad_provenance=%d never_refused=%d",
+			d.Records, d.Copies, d.PoisonDead, d.Poison, d.BadProvenance, d.Unrefused)
 	}
 	return fmt.Sprintf("chaos: %s seed=%d protocol=%s faults=%d records=%d lost=%d violations=%d backward=%d duplicates=%d exposure=%d%s took=%.0fs",
 		verdict, r.Seed, r.Protocol, r.Faults, r.Records, r.Lost, r.Violations, r.Backward, r.Duplicates, r.Exposure, loss, r.TookS)

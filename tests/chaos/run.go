@@ -25,6 +25,10 @@ type harness struct {
 	logMu   sync.Mutex
 	logFile io.Writer
 
+	// deadLetter is the members' dead-letter topic, in a run that draws
+	// poison only ("": none).
+	deadLetter string
+
 	kafka  kafkaShape
 	sink   *sink
 	fleet  *fleet
@@ -145,8 +149,20 @@ func (h *harness) runPhases(ctx context.Context) (*accounting, error) {
 	defer stopKafka()
 	suffix := fmt.Sprintf("%d-%d", o.seed, time.Now().Unix()%100000)
 	h.topic, h.group = "chaos-"+suffix, "chaos-g-"+suffix
-	if err := createTopic(ctx, h.kafka.seeds(), h.topic, o.partitions, h.kafka.replication()); err != nil {
+	if err := createTopic(ctx, h.kafka.seeds(), h.topic, o.partitions, h.kafka.replication(), nil); err != nil {
 		return nil, err
+	}
+	if weights, _ := parseWeights(o.weights); drawsPoison(weights) {
+		// Stamped by the broker: a dead letter's timestamp is when it was
+		// appended, which the commit checks need (deadletters.go); its
+		// origin's timestamp is in its provenance.
+		h.deadLetter = h.topic + "-dlq"
+		appendTime := "LogAppendTime"
+		if err := createTopic(ctx, h.kafka.seeds(), h.deadLetter, deadLetterPartitions, h.kafka.replication(),
+			map[string]*string{"message.timestamp.type": &appendTime}); err != nil {
+			return nil, err
+		}
+		h.logf("dead-letter topic %s (%d partitions), dead_letter.max_attempts %d", h.deadLetter, deadLetterPartitions, deadLetterAttempts)
 	}
 	if err := h.kafka.ready(ctx); err != nil {
 		return nil, err
@@ -154,12 +170,12 @@ func (h *harness) runPhases(ctx context.Context) (*accounting, error) {
 	h.logf("topic %s (%d partitions), group %s (%s protocol), %d members", h.topic, o.partitions, h.group, o.protocol, o.members)
 
 	var err error
-	if h.sink, err = newSink(h.topic, o.partitions); err != nil {
+	if h.sink, err = newSink(h.topic, o.partitions, h.logf); err != nil {
 		return nil, err
 	}
 	defer h.sink.close()
 	conf := memberConf{seeds: func(name string) string { return h.kafka.memberSeeds(memberIndex(name)) },
-		topic: h.topic, group: h.group, sinkURL: h.sink.url(), protocol: o.protocol}
+		topic: h.topic, group: h.group, sinkURL: h.sink.url(), protocol: o.protocol, deadLetter: h.deadLetter}
 	if h.fleet, err = newFleet(h.binary, filepath.Join(o.out, "logs"), conf, h.logf); err != nil {
 		return nil, err
 	}

@@ -37,10 +37,14 @@ type sink struct {
 	// recording it (--self-check): the checker must then find the loss.
 	lie  atomic.Bool
 	lied atomic.Pointer[string]
+
+	// refusals records every offset the sink refused (or judged after the
+	// member's timeout) and holds the poison slots (poison.go).
+	refusals *refusals
 }
 
-func newSink(topic string, partitions int) (*sink, error) {
-	s := &sink{closing: make(chan struct{}), mode: sinkMode{kind: "normal"}}
+func newSink(topic string, partitions int, logf func(string, ...any)) (*sink, error) {
+	s := &sink{closing: make(chan struct{}), mode: sinkMode{kind: "normal"}, refusals: newRefusals(logf)}
 	ts, err := testkit.NewSink(testkit.SinkOptions{Topic: topic, Partitions: partitions, MaxDelay: 8 * time.Millisecond,
 		Hold: s.holdReverse, Judge: s.judge})
 	if err != nil {
@@ -98,9 +102,19 @@ func (s *sink) holdReverse(ctx context.Context, _ testkit.Batch) testkit.Answer 
 	}
 }
 
-// judge is the sink's Judge: fail mode fails one partition's batches, and
-// the self-check's lie acknowledges one batch without recording it.
+// judge is the sink's Judge: a batch holding a poison record fails, fail
+// mode fails one partition's batches, and the self-check's lie acknowledges
+// one batch without recording it. Every verdict is recorded (refusals).
 func (s *sink) judge(b testkit.Batch) testkit.Answer {
+	a := s.decide(b)
+	s.refusals.verdict(b, a, time.Now())
+	return a
+}
+
+func (s *sink) decide(b testkit.Batch) testkit.Answer {
+	if s.refusals.judge(b) {
+		return testkit.Fail
+	}
 	if m := s.currentMode(); m.kind == "fail" && b.Records[0].P == m.failPart {
 		return testkit.Fail
 	}

@@ -65,7 +65,8 @@ type accounting struct {
 	RangesChecked   int64
 	BackSteps       int // backward commits a truncation allowed (in the log and polled)
 	Loss            lossResult
-	LossMetrics     []string // loss counters that disagree with the loss lines
+	LossMetrics     []string          // loss counters that disagree with the loss lines
+	DeadLetters     *deadLetterResult // nil: no dead-letter topic
 }
 
 // staleGrace is how long after a broker is back a poll may still read an
@@ -88,10 +89,13 @@ func (a *accounting) violation(format string, args ...any) {
 // exposure per fault. facts (nil: none) is what the harness itself did to
 // the log: records it deleted are not expected to be delivered, and offsets
 // an unclean election rewrote hold an old record (delivered or not) and a
-// new one (which must be delivered).
+// new one (which must be delivered). dl (nil: none) is the dead-letter
+// topic: a record there with its provenance right is delivered from when it
+// was appended.
 func account(lg [][]logRec, ld *testkit.Ledger, hist [][]commitObs, backs []backObs, audit []auditRec,
-	outages []window, faults []*faultRun, paused []pausedObs, runEnd int64, facts *lossFacts) *accounting {
-	c := newChecker(lg, ld, facts)
+	outages []window, faults []*faultRun, paused []pausedObs, runEnd int64, facts *lossFacts, dl *deadLetterFacts) *accounting {
+	c := newChecker(lg, ld, facts, dl)
+	c.deadLetters()
 	c.records()
 	c.polled(hist)
 	c.commitLog(audit)
@@ -112,15 +116,20 @@ type checker struct {
 	// partition and offset.
 	alts  map[[2]int64][]testkit.Alt
 	facts *lossFacts
-	// complete[p][c]: when every visible record below c had been received
-	// (Unix ns; MaxInt64 when one never was). A visible record the harness
+	// dl is the dead-letter topic (nil: none); dead, when the first dead
+	// letter of each record with its provenance right was appended.
+	dl   *deadLetterFacts
+	dead map[[2]int64]int64
+	// complete[p][c]: when every visible record below c had been delivered,
+	// to the sink or to the dead-letter topic (Unix ns; MaxInt64 when one
+	// never was). A visible record the harness
 	// deleted counts from when it was received or deleted, whichever came
 	// first: a commit may pass it once it is gone.
 	complete [][]int64
 }
 
-func newChecker(lg [][]logRec, ld *testkit.Ledger, facts *lossFacts) *checker {
-	c := &checker{a: &accounting{}, lg: lg, ledger: ld.Parts, alts: map[[2]int64][]testkit.Alt{}, facts: facts}
+func newChecker(lg [][]logRec, ld *testkit.Ledger, facts *lossFacts, dl *deadLetterFacts) *checker {
+	c := &checker{a: &accounting{}, lg: lg, ledger: ld.Parts, alts: map[[2]int64][]testkit.Alt{}, facts: facts, dl: dl, dead: dl.delivered(lg)}
 	for _, d := range ld.Alts {
 		k := [2]int64{int64(d.P), d.O}
 		c.alts[k] = append(c.alts[k], d)
@@ -132,7 +141,7 @@ func newChecker(lg [][]logRec, ld *testkit.Ledger, facts *lossFacts) *checker {
 			t := int64(0)
 			switch {
 			case r.kind == offData:
-				t = c.acked(p, int64(o), r.hash)
+				t = c.deliveredAt(p, int64(o), r.hash)
 			case r.kind == offDeleted && r.was == offData && r.gone > 0:
 				t = r.gone
 				if e := c.at(p, int64(o)); e.Count > 0 {
@@ -196,7 +205,12 @@ func (c *checker) records() {
 			switch r.kind {
 			case offData:
 				a.Records++
-				if c.acked(p, int64(o), r.hash) == math.MaxInt64 {
+				switch {
+				case c.acked(p, int64(o), r.hash) != math.MaxInt64:
+					a.Received++
+				case c.deliveredAt(p, int64(o), r.hash) != math.MaxInt64:
+					// Dead-lettered only (deadLetterResult.Only).
+				default:
 					a.Lost++
 					if len(a.LostExamples) < maxExamples {
 						what := fmt.Sprintf("%d/%d", p, o)
@@ -205,8 +219,6 @@ func (c *checker) records() {
 						}
 						a.LostExamples = append(a.LostExamples, what)
 					}
-				} else {
-					a.Received++
 				}
 				if e.Count > 0 && e.Hash != r.hash && !facts.oldValue(p, int64(o), e.Hash, e.FirstArrive) {
 					a.Corrupt++
