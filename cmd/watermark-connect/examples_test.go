@@ -60,10 +60,10 @@ func (c *collector) counts() (accepted, rejected int) {
 
 func exampleConfig(name string) string { return filepath.Join("..", "..", "config", name) }
 
-// config/dead-letter.yaml as shipped: records the HTTP sink rejects go to
-// the dead-letter file with the error, count as delivered, and the group
+// config/dead-letter-file.yaml as shipped: records the HTTP sink rejects go
+// to the dead-letter file with the error, count as delivered, and the group
 // commits to the log end.
-func TestDeadLetterExample(t *testing.T) {
+func TestDeadLetterFileExample(t *testing.T) {
 	t.Parallel()
 	const (
 		partitions = 2
@@ -83,7 +83,7 @@ func TestDeadLetterExample(t *testing.T) {
 	p := startBinary(t, []string{"KAFKA_BROKERS=" + k.addr, "ORDERS_URL=" + url, "DLQ_PATH=" + dlqDir},
 		"run", "-s", "http.enabled=false", "-s", "logger.level=error",
 		"-s", "output.fallback.0.http_client.retry_period=10ms", // the shipped 1s makes the test slow, not different
-		exampleConfig("dead-letter.yaml"))
+		exampleConfig("dead-letter-file.yaml"))
 
 	dlq := filepath.Join(dlqDir, "dlq-orders.jsonl")
 	wantRejected := n / 40
