@@ -297,11 +297,12 @@ func explanation(r *demoResult) string {
 		}
 		s += " When the sink accepted the batch, the commit jumped over everything delivered behind it to the log end and status exited 0 again: " +
 			"the partition healed without a restart. A batch a sink never accepts goes on being replayed, with a growing wait, and keeps its partition stalled: " +
-			"route such records to a dead-letter output (config/dead-letter.yaml)."
+			"give the input a dead-letter topic for such records (dead_letter, config/dead-letter.yaml; --dead-letter-after 3 shows it)."
 	default:
 		s += fmt.Sprintf(" The input replayed the partition in place %d time(s) (stall_replay_after %v, the wait doubling at the same offset), "+
 			"but the sink had not accepted the batch by the stop: partition %d is still stalled at offset %d and nothing past it is lost. "+
-			"To let a partition move past records a sink rejects, route them to a dead-letter output (config/dead-letter.yaml).",
+			"To let a partition move past records a sink rejects, give the input a dead-letter topic (dead_letter, config/dead-letter.yaml; "+
+			"--dead-letter-after 3 shows it).",
 			v.Replays, r.ReplayAfter, v.Partition, f.First)
 	}
 	if len(failed) > 1 {
