@@ -48,7 +48,7 @@ const (
 	msgIncludeWithTopics  = "cannot be used together with topics, as in the redpanda input: list the patterns in one of them"
 	msgExcludeNoRegex     = "needs regular expression mode (regexp_topics: true or regexp_topics_include), as in the redpanda input"
 	msgStartFromOldest    = "false contradicts start_offset: earliest, as in the redpanda input: use start_offset: latest (start_from_oldest is deprecated)"
-	msgAutoReplayFalse    = "false commits past failed data in the redpanda input; this input never does: remove it, and route failures you do not want to retry to a dead letter (config/dead-letter.yaml)"
+	msgAutoReplayFalse    = "false commits past failed data in the redpanda input; this input never does: remove it; to move past failures you do not want to retry forever, set dead_letter.topic: they are written there after dead_letter.max_attempts deliveries (config/dead-letter.yaml)"
 	msgAutoReplayConflict = "true is nack_retry.max_retries: -1 here, which contradicts the nack_retry.max_retries set: set only one of them"
 	msgPartitionBuffer    = "the per-partition bound here is max_pending_batches batches handed out, plus fewer than 8 batches fetched and not handed out yet and one fetch (fetch_max_partition_bytes), each batch at most batch_max_bytes; set those instead"
 	msgMaxYieldConflict   = "this is batch_max_bytes here, which is set too: set only one of them"
@@ -63,7 +63,7 @@ const (
 func redpandaFields() []*service.ConfigField {
 	return []*service.ConfigField{
 		service.NewBoolField(fieldAutoReplayNacks).
-			Description("Accepted for configs written for the redpanda input. `true`, its default there, is `nack_retry.max_retries: -1` here: a nacked batch is retried in this process without limit, with `nack_retry`'s backoff, holding its partition's watermark. `false` is rejected: there it commits past the failed data, which this input never does; route failures you do not want to retry to a dead letter (`config/dead-letter.yaml`). Absent, `nack_retry` alone decides.").
+			Description("Accepted for configs written for the redpanda input. `true`, its default there, is `nack_retry.max_retries: -1` here: a nacked batch is retried in this process without limit, with `nack_retry`'s backoff, holding its partition's watermark. `false` is rejected: there it commits past the failed data, which this input never does; to move past failures you do not want to retry forever, set `dead_letter.topic` (`config/dead-letter.yaml`). Absent, `nack_retry` alone decides.").
 			Optional().Advanced(),
 		service.NewBoolField(fieldStartFromOldest).
 			Description("Deprecated, as in the redpanda input, where `start_offset` decides. `true` has no further effect; `false` together with `start_offset: earliest` is rejected, as there: use `start_offset: latest`.").

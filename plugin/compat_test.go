@@ -328,7 +328,7 @@ func redpandaCases() map[string]redpandaCase {
 			require.Equal(t, -1, c.nackRetries)
 		}},
 		"`auto_replay_nacks: false`": rejected(minimal+"auto_replay_nacks: false\n",
-			"auto_replay_nacks: false commits past failed data in the redpanda input; this input never does: remove it, and route failures you do not want to retry to a dead letter (config/dead-letter.yaml)"),
+			"auto_replay_nacks: false commits past failed data in the redpanda input; this input never does: remove it; to move past failures you do not want to retry forever, set dead_letter.topic: they are written there after dead_letter.max_attempts deliveries (config/dead-letter.yaml)"),
 		"`timely_nacks_maximum_wait`": same(func(t *testing.T, pc *service.ParsedConfig, _ *config) {
 			d, err := pc.FieldDuration(fieldTimelyNacks)
 			require.NoError(t, err)

@@ -150,6 +150,8 @@ func readmeCommands() []readmeCommand {
 		// Quick start: the demo.
 		{cmd: "bin/watermark-connect demo --stall-replay-after 0", kind: runToEnd, timeout: 2 * time.Minute,
 			out: []string{"stall_replay_after: 0s"}},
+		{cmd: "bin/watermark-connect demo --dead-letter-after 3", kind: runToEnd, timeout: 2 * time.Minute,
+			out: []string{"dead-letter topic watermark-demo-dlq, read back from the broker", "dead_letter_attempts=3"}},
 		{cmd: "bin/watermark-connect demo --help", kind: runToEnd, timeout: time.Minute,
 			out: []string{"--stall-replay-after"}},
 		// Building the binary.

@@ -60,10 +60,10 @@ func (c *collector) counts() (accepted, rejected int) {
 
 func exampleConfig(name string) string { return filepath.Join("..", "..", "config", name) }
 
-// config/dead-letter.yaml as shipped: records the HTTP sink rejects go to
-// the dead-letter file with the error, count as delivered, and the group
+// config/dead-letter-file.yaml as shipped: records the HTTP sink rejects go
+// to the dead-letter file with the error, count as delivered, and the group
 // commits to the log end.
-func TestDeadLetterExample(t *testing.T) {
+func TestDeadLetterFileExample(t *testing.T) {
 	t.Parallel()
 	const (
 		partitions = 2
@@ -83,7 +83,7 @@ func TestDeadLetterExample(t *testing.T) {
 	p := startBinary(t, []string{"KAFKA_BROKERS=" + k.addr, "ORDERS_URL=" + url, "DLQ_PATH=" + dlqDir},
 		"run", "-s", "http.enabled=false", "-s", "logger.level=error",
 		"-s", "output.fallback.0.http_client.retry_period=10ms", // the shipped 1s makes the test slow, not different
-		exampleConfig("dead-letter.yaml"))
+		exampleConfig("dead-letter-file.yaml"))
 
 	dlq := filepath.Join(dlqDir, "dlq-orders.jsonl")
 	wantRejected := n / 40
@@ -107,6 +107,107 @@ func TestDeadLetterExample(t *testing.T) {
 		assert.Equal(ct, ends, k.committed(ct, "orders-to-http-with-dlq", "orders"), "commits reach the log end")
 	}, 20*time.Second, poll)
 	require.Equal(t, 0, p.interrupt(t))
+}
+
+// config/dead-letter.yaml as shipped: the input retries the records the
+// HTTP sink rejects (nack_retry), and after max_attempts (3) deliveries
+// writes them to the dead-letter topic with their provenance; only they
+// are dead-lettered (the split makes the error name them), everything
+// else reaches the sink, and the group commits to the log end. Without the
+// split, as the config's comment says, the http_client output's error names
+// no record and the input dead-letters the whole batch holding a rejected
+// record; every record is still delivered or dead-lettered.
+func TestDeadLetterExample(t *testing.T) {
+	t.Parallel()
+	for _, split := range []bool{true, false} {
+		t.Run(fmt.Sprintf("split %v", split), func(t *testing.T) {
+			t.Parallel()
+			testDeadLetterExample(t, split)
+		})
+	}
+}
+
+func testDeadLetterExample(t *testing.T, split bool) {
+	const (
+		partitions  = 2
+		n           = 200
+		maxAttempts = 3
+		httpTries   = 4 // the output's first request and its 3 retries, per delivery
+		group       = "orders-to-http-dead-letter"
+	)
+	config := exampleConfig("dead-letter.yaml")
+	if !split {
+		raw, err := os.ReadFile(config)
+		require.NoError(t, err)
+		const splitYAML = "    - split:\n        size: 1\n"
+		require.Contains(t, string(raw), splitYAML)
+		config = filepath.Join(t.TempDir(), "dead-letter-no-split.yaml")
+		require.NoError(t, os.WriteFile(config, []byte(strings.Replace(string(raw), splitYAML, "    - noop: {}\n", 1)), 0o600))
+	}
+	k := newTestKafka(t, partitions, "orders", "orders-dlq")
+	k.produce(t, "orders", partitions, n)
+	index := func(body string) int {
+		var i int
+		if _, err := fmt.Sscanf(body, "orders-%d", &i); err != nil {
+			return -1
+		}
+		return i
+	}
+	poison := func(body string) bool { return index(body)%40 == 7 }
+	c, url := newCollector(t, poison)
+	p := startBinary(t, []string{"KAFKA_BROKERS=" + k.addr, "ORDERS_URL=" + url},
+		"run", "-s", "http.enabled=false", "-s", "logger.level=error",
+		// The shipped 1s waits make the test slow, not different.
+		"-s", "output.http_client.retry_period=10ms",
+		"-s", "input.kafka_watermark.nack_retry.initial_backoff=10ms",
+		config)
+
+	wantRejected := n / 40
+	ends := k.endOffsets(t, "orders")
+	require.EventuallyWithT(t, func(ct *assert.CollectT) {
+		if split {
+			a, r := c.counts()
+			assert.Equal(ct, n-wantRejected, a, "records accepted (%d rejected)", r)
+		}
+		assert.Equal(ct, ends, k.committed(ct, group, "orders"), "commits reach the log end, past the dead letters")
+	}, 30*time.Second, poll)
+	require.Equal(t, 0, p.interrupt(t))
+
+	letters := k.readDeadLetters(t, "orders-dlq")
+	lettered := map[string]bool{}
+	for _, l := range letters {
+		require.NoError(t, l.err, "dead letter %s", l.value)
+		v := l.prov
+		i := index(l.value)
+		lettered[l.value] = true
+		assert.Equal(t, "orders", v.Topic)
+		assert.Equal(t, int32(i%partitions), v.Partition, "%s", l.value)
+		assert.Equal(t, int64(i/partitions), v.Offset, "%s", l.value)
+		assert.Equal(t, maxAttempts, v.Attempts, "%s", l.value)
+		assert.Contains(t, v.Error, "500", "the error names the HTTP status")
+		assert.False(t, v.FirstFailed.IsZero())
+		assert.Contains(t, v.Member, "@")
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range n {
+		body := fmt.Sprintf("orders-%d", i)
+		assert.True(t, c.accepted[body] > 0 || lettered[body], "%s is neither delivered nor dead-lettered", body)
+		if poison(body) {
+			assert.True(t, lettered[body], "rejected %s is dead-lettered", body)
+		}
+	}
+	if !split {
+		assert.Greater(t, len(letters), wantRejected, "without the split whole batches are dead-lettered, not only the rejected records")
+		return
+	}
+	require.Len(t, letters, wantRejected, "one dead letter per rejected record, and no other")
+	for body, tries := range c.rejected {
+		assert.Equal(t, maxAttempts*httpTries, tries, "requests of %s: %d deliveries of %d requests each", body, maxAttempts, httpTries)
+	}
+	for body := range c.accepted {
+		assert.False(t, poison(body), "the sink accepted %s", body)
+	}
 }
 
 // The README's streams command on the shipped examples:

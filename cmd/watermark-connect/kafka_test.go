@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/deadletter"
 )
 
 // testKafka is an in-process kfake cluster for tests of the binary: the
@@ -72,5 +74,36 @@ func (k *testKafka) committed(t testingT, group, topic string) map[int32]int64 {
 			out[o.Partition] = o.At
 		}
 	})
+	return out
+}
+
+// deadLetter is a record of a dead-letter topic: its value and provenance.
+type deadLetter struct {
+	value string
+	prov  deadletter.Provenance
+	err   error // the provenance did not parse
+}
+
+// readDeadLetters reads topic from its start to its log end now.
+func (k *testKafka) readDeadLetters(t *testing.T, topic string) []deadLetter {
+	t.Helper()
+	var want int64
+	for _, end := range k.endOffsets(t, topic) {
+		want += end
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var out []deadLetter
+	for int64(len(out)) < want {
+		fs := cl.PollFetches(ctx)
+		require.NoError(t, ctx.Err(), "reading %s: %d of %d records", topic, len(out), want)
+		fs.EachRecord(func(r *kgo.Record) {
+			prov, err := deadletter.Parse(r)
+			out = append(out, deadLetter{value: string(r.Value), prov: prov, err: err})
+		})
+	}
 	return out
 }

@@ -23,7 +23,8 @@
 // Files: demo.go (command and options), run.go (the run), watch.go
 // (progress, events and the end condition), probe.go (status against the
 // demo's broker), view.go (the live table and progress lines), summary.go
-// (the summary), sink.go, cluster.go.
+// (the summary), deadletter.go (--dead-letter-after: the topic read back
+// and its summary), sink.go, cluster.go.
 package demo
 
 import (
@@ -55,10 +56,16 @@ type demoOptions struct {
 	// StallReplayAfter is the input's stall_replay_after; neverReplay is
 	// its 0s, the flag's 0: no replay in place.
 	StallReplayAfter time.Duration
-	Brokers          []string
-	Topic            string
-	Group            string
-	Seed             uint64
+	// DeadLetterAfter is the input's dead_letter.max_attempts, with a
+	// dead-letter topic (deadLetterTopic) on the demo's cluster; 0: no
+	// dead-letter topic. With it the sink rejects a failed batch on every
+	// delivery (FailFor does not apply): only the dead-letter topic ends
+	// the stall.
+	DeadLetterAfter int
+	Brokers         []string
+	Topic           string
+	Group           string
+	Seed            uint64
 
 	BatchMaxRecords int
 	MaxPending      int
@@ -84,6 +91,17 @@ const neverReplay = time.Duration(math.MinInt64)
 
 // replays reports whether the input replays a stalled partition in place.
 func (o demoOptions) replays() bool { return o.StallReplayAfter > 0 }
+
+// deadLetters reports whether the input has a dead-letter topic.
+func (o demoOptions) deadLetters() bool { return o.DeadLetterAfter > 0 }
+
+// deadLetterTopic is the demo's dead-letter topic, next to its topic.
+func (o demoOptions) deadLetterTopic() string { return o.Topic + "-dlq" }
+
+// heals reports whether a partition with a failed batch reaches its log
+// end in this process: a replay in place delivers the batch again, or the
+// dead-letter topic takes it.
+func (o demoOptions) heals() bool { return o.replays() || o.deadLetters() }
 
 // replayAfterYAML is the input's stall_replay_after.
 func (o demoOptions) replayAfterYAML() string {
@@ -162,6 +180,17 @@ func (o demoOptions) validate() error {
 	if o.StallReplayAfter < 0 && o.StallReplayAfter != neverReplay {
 		errs = append(errs, fmt.Errorf("--stall-replay-after must be at least 0 (0: never replay), got %v", o.StallReplayAfter))
 	}
+	if o.DeadLetterAfter < 0 {
+		errs = append(errs, fmt.Errorf("--dead-letter-after must be at least 0 (0: no dead-letter topic), got %d", o.DeadLetterAfter))
+	}
+	// Without replays in place nothing delivers a failed batch again in the
+	// process, so the input dead-letters it after its first attempt
+	// whatever max_attempts says: a count above 1 would be a promise the
+	// demo cannot show.
+	if o.DeadLetterAfter > 1 && !o.replays() {
+		errs = append(errs, fmt.Errorf("--dead-letter-after %d needs replays in place to deliver the failed batch again (--stall-replay-after above 0); "+
+			"with --stall-replay-after 0 only --dead-letter-after 1 can be kept", o.DeadLetterAfter))
+	}
 	if _, err := parseLogLevel(o.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
@@ -186,7 +215,16 @@ broker meanwhile; then a summary of each step: the stall, what status said,
 the replays, and the partition reaching its log end without a restart.
 
 --stall-replay-after 0 turns replays off (stall_replay_after: 0s): the
-partition then stays stalled at the failed batch until a restart.`[1:],
+partition then stays stalled at the failed batch until a restart.
+
+--dead-letter-after N gives the input a dead-letter topic (<topic>-dlq) with
+dead_letter.max_attempts: N, and makes the sink reject the failed batch on
+every delivery (--fail-for no longer applies): each replay in place is one
+more attempt, and after the Nth the input writes the batch's records to the
+dead-letter topic and, once the broker acknowledged them, commits past them
+without a restart. The summary lists the dead letters read back from the
+broker with their headers. Each attempt after the first waits for a replay,
+twice as long as the one before: N=3 takes about 6s with the defaults.`[1:],
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "partitions", Value: 8, Usage: "partitions of the topic when the demo creates it"},
 			&cli.IntFlag{Name: "records", Value: 20000, Usage: "records to produce"},
@@ -194,6 +232,7 @@ partition then stays stalled at the failed batch until a restart.`[1:],
 			&cli.IntFlag{Name: "fail-batches", Value: 1, Usage: "batches the sink fails (each stalls its partition); 0 disables"},
 			&cli.DurationFlag{Name: "fail-for", Value: defaultFailFor, Usage: "how long the sink goes on rejecting a failed batch after its first rejection (each replay delivers it again)"},
 			&cli.DurationFlag{Name: "stall-replay-after", Value: defaultStallReplayAfter, Usage: "the input's stall_replay_after: replay a stalled partition in place after this long; 0: never (it stays stalled until a restart)"},
+			&cli.IntFlag{Name: "dead-letter-after", Usage: "give the input a dead-letter topic (<topic>-dlq) with dead_letter.max_attempts N: the failed batch, rejected on every delivery, is dead-lettered after N attempts; 0: none"},
 			&cli.DurationFlag{Name: "duration", Value: 30 * time.Second, Usage: "stop after this long even if not everything settled"},
 			&cli.StringFlag{Name: "brokers", Usage: "comma-separated seed brokers of a real cluster, instead of the in-process one"},
 			&cli.StringFlag{Name: "topic", Value: "watermark-demo", Usage: "topic to produce to and consume (created if missing)"},
@@ -212,6 +251,7 @@ partition then stays stalled at the failed batch until a restart.`[1:],
 				RecordSize:      c.Int("record-size"),
 				FailBatches:     c.Int("fail-batches"),
 				FailFor:         c.Duration("fail-for"),
+				DeadLetterAfter: c.Int("dead-letter-after"),
 				Duration:        c.Duration("duration"),
 				Topic:           c.String("topic"),
 				Group:           c.String("group"),

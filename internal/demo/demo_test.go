@@ -244,19 +244,28 @@ var escapes = regexp.MustCompile(`\x1b\[[0-9?]*[A-Za-z]`)
 
 func TestDemoLiveTable(t *testing.T) {
 	t.Parallel()
-	r, out := runDemoT(t, quick(demoOptions{Partitions: 2, Records: 200, FailBatches: 1, Duration: 40 * time.Second}), true)
-	require.True(t, r.Settled, out)
-	assert.Contains(t, out, "\x1b[?25l", "hides the cursor")
-	assert.Contains(t, out, "\x1b[?25h", "and shows it again")
-	assert.Contains(t, out, "STALLED at")
-	assert.Contains(t, out, "watermark-connect status, asked of the broker at", "status is mirrored in the live view")
-	assert.Contains(t, out, "partition(s) not stalled left out")
-	assert.Contains(t, out, "yes:")
-	assert.Contains(t, out, "healed, ")
-	assert.Contains(t, out, "Summary")
-	for _, line := range strings.Split(out[:strings.Index(out, "Summary")], "\n") {
-		plain := escapes.ReplaceAllString(line, "")
-		assert.LessOrEqual(t, len([]rune(plain)), liveWidth, "a redrawn line must not wrap: %q", plain)
+	for _, c := range []struct {
+		deadLetterAfter int
+		healed          string // the failed partition's state at the end
+	}{{0, "healed, "}, {2, "dead-lettered, "}} {
+		t.Run(fmt.Sprintf("dead-letter-after %d", c.deadLetterAfter), func(t *testing.T) {
+			t.Parallel()
+			r, out := runDemoT(t, quick(demoOptions{Partitions: 2, Records: 200, FailBatches: 1, Duration: 40 * time.Second,
+				DeadLetterAfter: c.deadLetterAfter}), true)
+			require.True(t, r.Settled, out)
+			assert.Contains(t, out, "\x1b[?25l", "hides the cursor")
+			assert.Contains(t, out, "\x1b[?25h", "and shows it again")
+			assert.Contains(t, out, "STALLED at")
+			assert.Contains(t, out, "watermark-connect status, asked of the broker at", "status is mirrored in the live view")
+			assert.Contains(t, out, "partition(s) not stalled left out")
+			assert.Contains(t, out, "yes:")
+			assert.Contains(t, out, c.healed)
+			assert.Contains(t, out, "Summary")
+			for _, line := range strings.Split(out[:strings.Index(out, "Summary")], "\n") {
+				plain := escapes.ReplaceAllString(line, "")
+				assert.LessOrEqual(t, len([]rune(plain)), liveWidth, "a redrawn line must not wrap: %q", plain)
+			}
+		})
 	}
 }
 
@@ -269,6 +278,16 @@ func TestDemoOptionsValidate(t *testing.T) {
 	for _, want := range []string{"--records", "--fail-batches", "--log-level", "--fail-for", "--stall-replay-after must be at least 0"} {
 		assert.Contains(t, err.Error(), want)
 	}
+
+	require.NoError(t, demoOptions{DeadLetterAfter: 5}.withDefaults().validate())
+	require.NoError(t, demoOptions{DeadLetterAfter: 1, StallReplayAfter: neverReplay}.withDefaults().validate(),
+		"without replays the input dead-letters at the first attempt: 1 is what it does")
+	err = demoOptions{DeadLetterAfter: 3, StallReplayAfter: neverReplay}.withDefaults().validate()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--dead-letter-after 3 needs replays in place")
+	err = demoOptions{DeadLetterAfter: -1}.withDefaults().validate()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--dead-letter-after must be at least 0")
 }
 
 // Command parses its flags into the run, as the binary's `demo` does.

@@ -44,6 +44,14 @@ type demoResult struct {
 	FailFor      time.Duration
 	ReplayAfter  time.Duration // the input's stall_replay_after; 0: never
 	Story        *story        // what the demo saw on the way; Story.final is status after the stop
+
+	// With --dead-letter-after: the input's max_attempts, its topic, and the
+	// records read back from it after the stop (DeadLetterErr when that
+	// read failed, in whole or in part).
+	DeadLetterAfter int
+	DeadLetterTopic string
+	DeadLetters     []deadLetterSeen
+	DeadLetterErr   error
 }
 
 // runDemo runs the demo and prints its progress and summary to w, as a table
@@ -69,7 +77,14 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer, live bool) (*demoR
 	if err != nil {
 		return nil, err
 	}
+	var dlqFrom map[int32]int64
+	if o.deadLetters() {
+		if dlqFrom, err = cluster.prepareDeadLetterTopic(setupCtx, o.deadLetterTopic()); err != nil {
+			return nil, err
+		}
+	}
 	sink := newDemoSink(o.Topic, ranges, o.FailFor, rng)
+	sink.poison = o.deadLetters()
 	sink.planFailures(o.FailBatches, o.BatchMaxRecords)
 	gauges := memmetrics.New()
 	st, err := buildPipeline(o, cluster.brokers, sink, gauges)
@@ -107,6 +122,7 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer, live bool) (*demoR
 	for i := range final {
 		if i < len(last) && last[i].Partition == final[i].Partition {
 			final[i].Pending, final[i].Stalled, final[i].Paused = last[i].Pending, last[i].Stalled, last[i].Paused
+			final[i].DeadLettered = max(final[i].DeadLettered, last[i].DeadLettered)
 		}
 	}
 	seen.Story.final = obs.askStatus(stopCtx, time.Since(began))
@@ -115,6 +131,10 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer, live bool) (*demoR
 		Parts: final, Settled: seen.Settled, StopReason: seen.Reason, Elapsed: time.Since(began), Began: began,
 		MaxPending: o.MaxPending, MaxInFlight: o.MaxInFlight, MaxLatency: o.MaxLatency,
 		FailFor: o.FailFor, ReplayAfter: max(o.StallReplayAfter, 0), Story: seen.Story,
+	}
+	if o.deadLetters() {
+		r.DeadLetterAfter, r.DeadLetterTopic = o.DeadLetterAfter, o.deadLetterTopic()
+		r.DeadLetters, r.DeadLetterErr = cluster.readDeadLetters(stopCtx, r.DeadLetterTopic, dlqFrom)
 	}
 	for _, v := range final {
 		r.Expected += v.Sink.Expected
@@ -227,13 +247,28 @@ input:
     drain_timeout: 1s
     # A failed batch (nack_retry's default: no retries in the process) is
     # replayed in place this long after its partition stalled; 0s never.
-    stall_replay_after: %s
+    stall_replay_after: %s%s
 output:
   %s:
     max_in_flight: %d
     max_latency: %s
 metrics:
   %s: {}
-`, seeds, o.Topic, o.Group, o.CommitPeriod, o.BatchMaxRecords, o.MaxPending, o.replayAfterYAML(),
+`, seeds, o.Topic, o.Group, o.CommitPeriod, o.BatchMaxRecords, o.MaxPending, o.replayAfterYAML(), deadLetterYAML(o),
 		demoSinkName, o.MaxInFlight, o.MaxLatency, demoMetricsName)
+}
+
+// deadLetterYAML is the input's dead_letter block, empty without
+// --dead-letter-after.
+func deadLetterYAML(o demoOptions) string {
+	if !o.deadLetters() {
+		return ""
+	}
+	return fmt.Sprintf(`
+    # A batch delivered max_attempts times without success (each replay in
+    # place is one more delivery) is written to this topic, and its
+    # partition commits past it once the broker acknowledged the write.
+    dead_letter:
+      topic: %q
+      max_attempts: %d`, o.deadLetterTopic(), o.DeadLetterAfter)
 }

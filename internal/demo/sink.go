@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+
+	"github.com/watermark-connect/watermark-connect/internal/kafkamsg"
 )
 
 // demoSinkName is the output the demo's stream writes to.
@@ -23,6 +25,7 @@ type failedBatch struct {
 	First, Last int64
 	Err         string     // the error of its first rejection
 	Until       time.Time  // the sink rejects its deliveries that start before this
+	Poison      bool       // the sink rejects every delivery of it (--dead-letter-after): Until does not apply
 	Deliveries  []delivery // every delivery of a batch overlapping [First, Last], in order of start
 }
 
@@ -30,6 +33,7 @@ type failedBatch struct {
 type delivery struct {
 	Start, Answered time.Time // Answered is zero while in flight
 	Accepted        bool
+	Attempt         int // the kafka_delivery_attempt the input gave it
 }
 
 // rejections counts the deliveries the sink rejected.
@@ -57,6 +61,7 @@ type demoSink struct {
 	topic      string
 	failFor    time.Duration
 	maxLatency time.Duration
+	poison     bool // reject a failed batch on every delivery (set before the pipeline runs)
 
 	mu    sync.Mutex
 	rng   *rand.Rand
@@ -181,17 +186,18 @@ func (s *demoSink) WriteBatch(ctx context.Context, b service.MessageBatch) error
 			if first <= t && t <= last {
 				sp.targets = slices.Delete(sp.targets, i, i+1)
 				sp.failed = append(sp.failed, failedBatch{Partition: part, First: first, Last: last, Until: now.Add(s.failFor),
-					Err: s.injected(part, first, last).Error()})
+					Poison: s.poison, Err: s.injected(part, first, last).Error()})
 				fi = len(sp.failed) - 1
 				break
 			}
 		}
 	}
-	fail := fi >= 0 && now.Before(sp.failed[fi].Until)
+	fail := fi >= 0 && (sp.failed[fi].Poison || now.Before(sp.failed[fi].Until))
 	di := 0
 	if fi >= 0 {
 		di = len(sp.failed[fi].Deliveries)
-		sp.failed[fi].Deliveries = append(sp.failed[fi].Deliveries, delivery{Start: now})
+		attempt, _ := b[0].MetaGetMut(kafkamsg.MetaDeliveryAttempt)
+		sp.failed[fi].Deliveries = append(sp.failed[fi].Deliveries, delivery{Start: now, Attempt: int(toInt64(attempt))})
 	}
 	latency := time.Duration(s.rng.Int64N(int64(s.maxLatency) + 1))
 	s.mu.Unlock()

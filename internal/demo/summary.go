@@ -31,6 +31,9 @@ func writeSummary(w io.Writer, r *demoResult) {
 	} else {
 		p("  replays in place:           %d (stall_replay_after 0s: never)", r.Replays)
 	}
+	if r.DeadLetterAfter > 0 {
+		p("  dead-lettered records:      %s", deadLettersNote(r))
+	}
 	if st := r.Story.final; st != nil {
 		p("  status after the stop:      exit %d: %s", st.Exit, st.lastLine())
 	}
@@ -68,6 +71,9 @@ func writeSummary(w io.Writer, r *demoResult) {
 			}
 		}
 	}
+	if r.DeadLetterAfter > 0 {
+		writeDeadLetters(w, r)
+	}
 	p("")
 	for _, line := range wrap(explanation(r), 100) {
 		p("  %s", line)
@@ -84,6 +90,12 @@ func (v partitionView) healed() bool {
 func partitionNote(v partitionView) string {
 	f := v.Sink.firstFailure()
 	switch {
+	case f != nil && v.healed() && v.DeadLettered > 0:
+		note := fmt.Sprintf("batch %d-%d dead-lettered after %d attempt(s) (%d replay(s)): %d record(s)", f.First, f.Last, len(f.Deliveries), v.Replays, v.DeadLettered)
+		if v.resumeAt() >= v.End {
+			note += ", at the log end"
+		}
+		return note
 	case f != nil && v.healed():
 		note := fmt.Sprintf("healed in place after %d replay(s): batch %d-%d rejected %d time(s)", v.Replays, f.First, f.Last, f.rejections())
 		if v.resumeAt() >= v.End {
@@ -147,9 +159,14 @@ func steps(r *demoResult, v partitionView) []step {
 		if first.IsZero() {
 			first = f.Deliveries[0].Start
 		}
-		add(since(first), fmt.Sprintf("The sink rejected batch %d-%d: %s. It goes on rejecting this batch until %.1fs. "+
+		until := fmt.Sprintf("It goes on rejecting this batch until %.1fs.", since(f.Until).Seconds())
+		if f.Poison {
+			until = fmt.Sprintf("That was delivery attempt %d of %d (dead_letter.max_attempts); the sink rejects this batch on every delivery, "+
+				"a poison batch only the dead-letter topic can take.", cmp.Or(f.Deliveries[0].Attempt, 1), r.DeadLetterAfter)
+		}
+		add(since(first), fmt.Sprintf("The sink rejected batch %d-%d: %s. %s "+
 			"The partition stalled: its commit cannot pass offset %d, the batch's first offset, however many batches after it are acknowledged.",
-			f.First, f.Last, f.Err, since(f.Until).Seconds(), f.First))
+			f.First, f.Last, f.Err, until, f.First))
 		for i, d := range f.Deliveries[1:] {
 			k := i + 1
 			wait := r.ReplayAfter << min(k-1, 4)
@@ -158,6 +175,9 @@ func steps(r *demoResult, v partitionView) []step {
 				why = fmt.Sprintf("%v after it failed again (the wait doubles for each replay at the same offset)", wait)
 			}
 			verdict := "the sink rejected it again"
+			if f.Poison {
+				verdict = fmt.Sprintf("the sink rejected it again (delivery attempt %d of %d)", cmp.Or(d.Attempt, k+1), r.DeadLetterAfter)
+			}
 			switch {
 			case d.Accepted:
 				verdict = "the sink accepted it"
@@ -180,11 +200,20 @@ func steps(r *demoResult, v partitionView) []step {
 			"the other partitions went on.", r.MaxPending))
 	}
 	f := v.Sink.firstFailure()
+	if at, ok := st.deadLetteredAt[v.Partition]; ok {
+		add(at, fmt.Sprintf("After attempt %d (dead_letter.max_attempts) the input wrote the batch's %d records to the dead-letter topic %s, "+
+			"each with its key, value and timestamp and dead_letter_* headers saying where it came from and why; "+
+			"once the broker acknowledged the write, they counted as delivered.", r.DeadLetterAfter, v.DeadLettered, r.DeadLetterTopic))
+	}
 	if at, ok := st.passedAt[v.Partition]; ok {
-		text := fmt.Sprintf("The commit moved past the failed batch, over everything delivered behind it, to %d.", v.resumeAt())
+		what := "the failed batch"
+		if v.DeadLettered > 0 {
+			what = "the dead-lettered batch"
+		}
+		text := fmt.Sprintf("The commit moved past %s, over everything delivered behind it, to %d.", what, v.resumeAt())
 		if end, ok := st.reachedEnd[v.Partition]; ok {
-			text = fmt.Sprintf("The commit moved past the failed batch, over everything delivered behind it, and reached the log end (%d) at %.1fs: "+
-				"the partition healed without a restart.", v.End, end.Seconds())
+			text = fmt.Sprintf("The commit moved past %s, over everything delivered behind it, and reached the log end (%d) at %.1fs: "+
+				"the partition healed without a restart.", what, v.End, end.Seconds())
 		}
 		add(at, text)
 	}
@@ -236,6 +265,21 @@ func explanation(r *demoResult) string {
 		"Every commit of the stalled partition carried the stall in its metadata, which is how watermark-connect status, " +
 		"reading nothing but the broker, named the failed batch and exited 1."
 	switch {
+	case r.DeadLetterAfter > 0 && v.healed() && v.DeadLettered > 0:
+		s += fmt.Sprintf(" With --dead-letter-after %d the sink rejected the batch on every delivery. ", r.DeadLetterAfter)
+		if r.DeadLetterAfter > 1 {
+			s += fmt.Sprintf("Each replay in place (stall_replay_after %v, the wait doubling at the same offset) delivered it once more, "+
+				"kafka_delivery_attempt counting up, and ", r.ReplayAfter)
+		}
+		s += fmt.Sprintf("after attempt %d (dead_letter.max_attempts) the input wrote its records to the dead-letter topic %s. "+
+			"Only once the broker had acknowledged that write did they count as delivered: the commit then moved over everything delivered "+
+			"behind the batch to the log end, without a restart. The dead letters read back from the broker say where each came from, "+
+			"after how many attempts and with which error. Delivered or dead-lettered, never neither; a crash between the write and the commit "+
+			"would write them again (at-least-once).", r.DeadLetterAfter, r.DeadLetterTopic)
+	case r.DeadLetterAfter > 0 && !v.healed():
+		s += fmt.Sprintf(" With --dead-letter-after %d the sink rejected the batch on every delivery, but the stop came before it was dead-lettered "+
+			"(%d of %d attempts): partition %d is still stalled at offset %d and nothing past it is lost; the attempts are carried in the commit "+
+			"metadata, so a restart goes on counting them.", r.DeadLetterAfter, len(f.Deliveries), r.DeadLetterAfter, v.Partition, f.First)
 	case r.ReplayAfter <= 0:
 		s += fmt.Sprintf(" With --stall-replay-after 0 (stall_replay_after: 0s) nothing in the process delivers the failed batch again: "+
 			"partition %d stays stalled at offset %d, the failed batch's first offset, until a restart, as it did before replays in place, "+
@@ -253,11 +297,12 @@ func explanation(r *demoResult) string {
 		}
 		s += " When the sink accepted the batch, the commit jumped over everything delivered behind it to the log end and status exited 0 again: " +
 			"the partition healed without a restart. A batch a sink never accepts goes on being replayed, with a growing wait, and keeps its partition stalled: " +
-			"route such records to a dead-letter output (config/dead-letter.yaml)."
+			"give the input a dead-letter topic for such records (dead_letter, config/dead-letter.yaml; --dead-letter-after 3 shows it)."
 	default:
 		s += fmt.Sprintf(" The input replayed the partition in place %d time(s) (stall_replay_after %v, the wait doubling at the same offset), "+
 			"but the sink had not accepted the batch by the stop: partition %d is still stalled at offset %d and nothing past it is lost. "+
-			"To let a partition move past records a sink rejects, route them to a dead-letter output (config/dead-letter.yaml).",
+			"To let a partition move past records a sink rejects, give the input a dead-letter topic (dead_letter, config/dead-letter.yaml; "+
+			"--dead-letter-after 3 shows it).",
 			v.Replays, r.ReplayAfter, v.Partition, f.First)
 	}
 	if len(failed) > 1 {

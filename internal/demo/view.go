@@ -22,7 +22,10 @@ type partitionView struct {
 	Stalled   bool
 	Paused    bool
 	Replays   int64 // kafka_watermark_stall_replays_total: replays in place so far
-	Sink      sinkState
+	// DeadLettered is kafka_watermark_dead_lettered_records_total: records
+	// of the partition the broker acknowledged in the dead-letter topic.
+	DeadLettered int64
+	Sink         sinkState
 }
 
 // resumeAt is where a restart of the group would resume the partition: the
@@ -35,21 +38,22 @@ func (v partitionView) resumeAt() int64 {
 }
 
 // settled reports whether the partition has reached the end state the demo
-// waits for; replays says whether the input replays a stalled partition in
-// place. A partition settles when its commit reaches the log end, which a
-// partition with a failed batch does only after a replay delivered the
-// batch again and the sink accepted it. Without replays, a partition with a
+// waits for; heals says whether a failed batch can be resolved in this
+// process (demoOptions.heals). A partition settles when its commit reaches
+// the log end, which a partition with a failed batch does only after a
+// replay delivered the batch again and the sink accepted it, or after the
+// batch was dead-lettered. Without either, a partition with a
 // failed batch settles instead when its commit stands at that batch's first
 // offset, the input reports it stalled, and every batch the input will hand
 // out is answered: either all its records were delivered, or it paused with
 // max_pending_batches batches pending and the sink has answered each of
 // them.
-func (v partitionView) settled(replays bool) bool {
+func (v partitionView) settled(heals bool) bool {
 	if v.Sink.InFlight > 0 {
 		return false
 	}
 	f := v.Sink.firstFailure()
-	if f == nil || replays {
+	if f == nil || heals {
 		return v.resumeAt() >= v.End
 	}
 	if v.resumeAt() != f.First || !v.Stalled {
@@ -67,6 +71,12 @@ func (v partitionView) state() string {
 		return fmt.Sprintf("STALLED at %d, paused", f.First)
 	case f != nil && v.Stalled:
 		return fmt.Sprintf("STALLED at %d", f.First)
+	case f != nil && v.DeadLettered > 0 && v.resumeAt() > f.Last && v.resumeAt() >= v.End:
+		return "dead-lettered, at the log end"
+	case f != nil && v.DeadLettered > 0 && v.resumeAt() > f.Last:
+		return "dead-lettered, consuming"
+	case f != nil && v.DeadLettered > 0:
+		return fmt.Sprintf("dead-lettered %d, committing", f.First)
 	case f != nil && v.resumeAt() > f.Last && v.resumeAt() >= v.End:
 		return "healed, at the log end"
 	case f != nil && v.resumeAt() > f.Last:

@@ -54,11 +54,12 @@ func (ob observer) observe(ctx context.Context) ([]partitionView, error) {
 		t := ob.o.Topic
 		views = append(views, partitionView{
 			Partition: p, Start: r[0], End: r[1], Committed: c, LogEnd: ends[p],
-			Pending: ob.gauges.Get(gaugePending, t, p),
-			Stalled: ob.gauges.Get(gaugeStalled, t, p) == 1,
-			Paused:  ob.gauges.Get(gaugePaused, t, p) == 1,
-			Replays: ob.gauges.Get(counterReplays, t, p),
-			Sink:    ob.sink.state(p),
+			Pending:      ob.gauges.Get(gaugePending, t, p),
+			Stalled:      ob.gauges.Get(gaugeStalled, t, p) == 1,
+			Paused:       ob.gauges.Get(gaugePaused, t, p) == 1,
+			Replays:      ob.gauges.Get(counterReplays, t, p),
+			DeadLettered: ob.gauges.Get(counterDeadLettered, t, p),
+			Sink:         ob.sink.state(p),
 		})
 	}
 	slices.SortFunc(views, func(a, b partitionView) int { return cmp.Compare(a.Partition, b.Partition) })
@@ -79,11 +80,46 @@ type story struct {
 	replaysAt  map[int32][]time.Duration // when each replay of the partition was first counted
 	passedAt   map[int32]time.Duration   // when a failed partition's commit first passed its failed batch
 	reachedEnd map[int32]time.Duration   // when that commit then reached the log end
+
+	// With --dead-letter-after (maxAttempts > 0, set before the first
+	// record): the answered deliveries of each partition's failed batch
+	// already told, and when its dead letters were first counted.
+	maxAttempts    int
+	dlq            string
+	attemptsTold   map[int32]int
+	deadLetteredAt map[int32]time.Duration
 }
 
 func newStory() *story {
 	return &story{stalledAt: map[int32]time.Duration{}, pausedAt: map[int32]time.Duration{}, replaysAt: map[int32][]time.Duration{},
-		passedAt: map[int32]time.Duration{}, reachedEnd: map[int32]time.Duration{}}
+		passedAt: map[int32]time.Duration{}, reachedEnd: map[int32]time.Duration{},
+		attemptsTold: map[int32]int{}, deadLetteredAt: map[int32]time.Duration{}}
+}
+
+// recordAttempts tells each answered delivery of partition v's failed batch
+// f that was not told yet, with its attempt number, and the batch's dead
+// letters once the input counted them.
+func (s *story) recordAttempts(at time.Duration, v partitionView, f *failedBatch, ev func(string, ...any)) {
+	p := v.Partition
+	for i := s.attemptsTold[p]; i < len(f.Deliveries); i++ {
+		d := f.Deliveries[i]
+		if d.Answered.IsZero() {
+			break
+		}
+		s.attemptsTold[p] = i + 1
+		attempt := cmp.Or(d.Attempt, i+1)
+		verdict := "rejected"
+		if d.Accepted {
+			verdict = "accepted"
+		}
+		ev("partition %d: the sink %s batch %d-%d, delivery attempt %d of %d (kafka_delivery_attempt; dead_letter.max_attempts %d)",
+			p, verdict, f.First, f.Last, attempt, s.maxAttempts, s.maxAttempts)
+	}
+	if _, ok := s.deadLetteredAt[p]; !ok && v.DeadLettered > 0 {
+		s.deadLetteredAt[p] = at
+		ev("partition %d: %d record(s) of batch %d-%d written to the dead-letter topic %s after %d attempts; the broker acknowledged them, so they count as delivered",
+			p, v.DeadLettered, f.First, f.Last, s.dlq, s.maxAttempts)
+	}
 }
 
 // record notes what changed in views and in the status answer st, both seen
@@ -111,9 +147,17 @@ func (s *story) record(at time.Duration, views []partitionView, st *statusSeen) 
 			s.replaysAt[p] = append(s.replaysAt[p], at)
 			ev("partition %d: replayed in place from offset %d (replay %d, kafka_watermark_stall_replays_total)", p, f.First, len(s.replaysAt[p]))
 		}
+		// After the replays: replay k delivers attempt k+1.
+		if s.maxAttempts > 0 {
+			s.recordAttempts(at, v, f, ev)
+		}
 		if _, ok := s.passedAt[p]; !ok && v.resumeAt() > f.Last {
 			s.passedAt[p] = at
-			ev("partition %d: the sink accepted batch %d-%d; the commit moved past it to %d", p, f.First, f.Last, v.resumeAt())
+			if v.DeadLettered > 0 {
+				ev("partition %d: the commit moved past the dead-lettered batch %d-%d to %d", p, f.First, f.Last, v.resumeAt())
+			} else {
+				ev("partition %d: the sink accepted batch %d-%d; the commit moved past it to %d", p, f.First, f.Last, v.resumeAt())
+			}
 		}
 		if _, ok := s.reachedEnd[p]; !ok && v.resumeAt() > f.Last && v.resumeAt() >= v.End {
 			s.reachedEnd[p] = at
@@ -158,6 +202,14 @@ func watch(ctx context.Context, ob observer, o demoOptions, w io.Writer, live bo
 		printEvery = tick
 	}
 	res := watched{Story: newStory()}
+	res.Story.maxAttempts, res.Story.dlq = o.DeadLetterAfter, o.deadLetterTopic()
+	failing := fmt.Sprintf("sink fails %d batch(es) for %v", o.FailBatches, o.FailFor)
+	failingLive := failing // the live view's heading fits in liveWidth
+	if o.deadLetters() {
+		failing = fmt.Sprintf("sink fails %d batch(es) on every delivery, dead-lettered to %s after %d attempt(s)",
+			o.FailBatches, o.deadLetterTopic(), o.DeadLetterAfter)
+		failingLive = fmt.Sprintf("sink fails %d batch(es), dead-lettered after %d", o.FailBatches, o.DeadLetterAfter)
+	}
 	var lt *liveTable
 	if live {
 		lt = &liveTable{w: w}
@@ -167,8 +219,8 @@ func watch(ctx context.Context, ob observer, o demoOptions, w io.Writer, live bo
 			lt.end()
 		}()
 	} else {
-		fmt.Fprintf(w, "watermark-connect demo: %s; %d records, sink fails %d batch(es) for %v, stall_replay_after %s\n",
-			head, o.Records, o.FailBatches, o.FailFor, o.replayAfterYAML())
+		fmt.Fprintf(w, "watermark-connect demo: %s; %d records, %s, stall_replay_after %s\n",
+			head, o.Records, failing, o.replayAfterYAML())
 	}
 	deadline := time.NewTimer(o.Duration)
 	defer deadline.Stop()
@@ -184,8 +236,8 @@ func watch(ctx context.Context, ob observer, o demoOptions, w io.Writer, live bo
 			if live {
 				if time.Since(lastPrint) >= printEvery-tick/2 {
 					lastPrint = time.Now()
-					lt.draw(liveLines(views, res.Story.latest, fmt.Sprintf("watermark-connect demo, %.1fs: sink fails %d batch(es) for %v, %d in flight",
-						at.Seconds(), o.FailBatches, o.FailFor, o.MaxInFlight), head))
+					lt.draw(liveLines(views, res.Story.latest, fmt.Sprintf("watermark-connect demo, %.1fs: %s, %d in flight",
+						at.Seconds(), failingLive, o.MaxInFlight), head))
 				}
 			} else {
 				for _, e := range events {
@@ -196,7 +248,7 @@ func watch(ctx context.Context, ob observer, o demoOptions, w io.Writer, live bo
 					fmt.Fprintln(w, progressLine(at, views))
 				}
 			}
-			if allSettled(views, o.replays()) {
+			if allSettled(views, o.heals()) {
 				res.Settled = true
 				return res, nil
 			}
@@ -219,9 +271,9 @@ func watch(ctx context.Context, ob observer, o demoOptions, w io.Writer, live bo
 	}
 }
 
-func allSettled(views []partitionView, replays bool) bool {
+func allSettled(views []partitionView, heals bool) bool {
 	for _, v := range views {
-		if !v.settled(replays) {
+		if !v.settled(heals) {
 			return false
 		}
 	}
