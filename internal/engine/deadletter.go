@@ -74,8 +74,11 @@ func (o *owner) deadLetter(p *partState, b *Batch, attempts int) {
 	if l.Error == "" {
 		l.Error = p.att.reason
 	}
-	if l.FirstFailed.IsZero() {
-		l.FirstFailed = p.att.since
+	// The batch at the offset this epoch started from failed before it
+	// (a replay in place, a restart): its first failure is that stall's.
+	if since := p.att.since; b.prior > 0 && b.raw.first == p.resume.fetched && !since.IsZero() &&
+		(l.FirstFailed.IsZero() || since.Before(l.FirstFailed)) {
+		l.FirstFailed = since
 	}
 	// Stalled from now until written, also when it was not handed out in
 	// this epoch (stallInfo).

@@ -334,6 +334,7 @@ func TestDeadLetterCountsReplaysInPlace(t *testing.T) {
 		h.fetch(tp0, 4, records(tp0, 0, 4)...)
 		a, b := batchAt(t, h.readAll(), 0, 2)
 		h.ack(b, nil)
+		firstFailed := time.Now()
 		for attempt := 1; attempt <= 3; attempt++ {
 			require.Equal(t, attempt, a.DeliveryAttempt())
 			h.ack(a, errors.New("HTTP 422"))
@@ -352,6 +353,7 @@ func TestDeadLetterCountsReplaysInPlace(t *testing.T) {
 		letters := w.written()
 		require.Len(t, letters, 1, "dead-lettered at the third nack, not at a third replay")
 		require.Equal(t, 3, letters[0].Attempts)
+		require.Equal(t, firstFailed, letters[0].FirstFailed, "the first failure, two replays before")
 		require.Equal(t, int64(2), g.Get(MetricStallReplays, "t", 0))
 		time.Sleep(time.Second)
 		synctest.Wait()
