@@ -17,7 +17,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/watermark-connect/watermark-connect/internal/deadletter"
 	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
@@ -82,6 +84,14 @@ func TestReadmeCommands(t *testing.T) {
 		r.ends[topic] = r.k.endOffsets(topic)
 		r.produced[topic] = sum(r.ends[topic]) - sum(before)
 	}
+
+	// A dead letter for the README's dead-letter commands to read and send
+	// back: config/dead-letter.yaml's topic, orders-dlq.
+	r.ensureTopic(t, "orders-dlq", 1)
+	letter := deadletter.Letter(&kgo.Record{Topic: "orders", Partition: 0, Offset: 7, Key: []byte("7"), Value: []byte(value(0, 7)), Timestamp: time.Now()},
+		"orders-dlq", deadletter.Failure{Attempts: 3, Error: "http 400", FirstFailed: time.Now(), Member: "readme@test"})
+	letter.Partition = 0
+	require.NoError(t, r.k.cl.ProduceSync(testCtx(t, 30*time.Second), letter).FirstErr())
 
 	cmds := readmeCommands()
 	listed := map[string]bool{}
@@ -175,6 +185,12 @@ func readmeCommands() []readmeCommand {
 				committed("orders-stream", "orders")(t, r)
 				committed("payments-stream", "payments")(t, r)
 			}},
+		// Dead letters: the one the test wrote to orders-dlq (and any an
+		// earlier run on the same broker left).
+		{cmd: "bin/watermark-connect dead-letter inspect -c config/dead-letter.yaml", kind: runToEnd, timeout: time.Minute,
+			out: []string{"TOPIC", "orders", "http 400", "dead-letter topic orders-dlq"}},
+		{cmd: "bin/watermark-connect dead-letter redrive -c config/dead-letter.yaml --from-offset 0 --to-offset 99", kind: runToEnd,
+			timeout: time.Minute, out: []string{"orders: ", "from orders-dlq", "redrove"}},
 		// Status.
 		{cmd: statusCfg, kind: runToEnd, timeout: time.Minute, out: []string{"orders-to-http", "COMMITTED"}},
 		{cmd: statusCfg + " --format json", kind: runToEnd, timeout: time.Minute, out: []string{`"group": "orders-to-http"`}},
