@@ -3,6 +3,7 @@ package dlcmd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,10 +19,7 @@ import (
 	"github.com/watermark-connect/watermark-connect/internal/deadletter"
 )
 
-var (
-	t0     = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	failed = t0.Add(5 * time.Minute)
-)
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // testCluster is a kfake cluster with a client that produces to chosen
 // partitions and reads topics back.
@@ -107,7 +105,8 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 		ErrWriter: &stderr,
 		Commands:  []*cli.Command{Command()},
 		ExitErrHandler: func(_ *cli.Context, err error) {
-			if ec, ok := err.(cli.ExitCoder); ok {
+			var ec cli.ExitCoder
+			if errors.As(err, &ec) {
 				code = ec.ExitCode()
 			}
 		},
