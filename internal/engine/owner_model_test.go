@@ -118,13 +118,20 @@ import (
 //  7. Nothing delivered again that the delivered ranges of the commit an
 //     assignment started from cover: no record they covered when it was
 //     assigned is handed out by it (unless a truncation came since).
+//  8. With a dead-letter topic (a third of the schedules with
+//     commit_metadata; omWriter, which a step takes down and brings back):
+//     a record the topic took counts as delivered for 1 and 6 (it reached
+//     the topic before the owner could commit past it), and every letter
+//     holds fetched data records tried at least once and at most
+//     max_attempts times.
 //  6. At the end of each schedule the sink heals (every batch acknowledged,
 //     no commit error or hold, a few more records produced, every partition
-//     assigned, and only with stall_replay_after 0s a stalled partition is
-//     reassigned), and the run goes on until the last accepted commit of
-//     every partition is its log end; then every data record of the current
-//     log at or above its start was acknowledged under its identity, and
-//     invariant 4's lower bound holds.
+//     assigned, the dead-letter topic up, and only with stall_replay_after
+//     0s a stalled partition is reassigned), and the run goes on until the
+//     last accepted commit of every partition is its log end; then every
+//     data record of the current log at or above its start was
+//     acknowledged under its identity (or taken by the dead-letter topic),
+//     and invariant 4's lower bound holds.
 //
 // Not modelled: Close; fetch sessions and buffered fetches across a pause
 // (a paused partition is simply not fetched); a fetch of a partition from an
