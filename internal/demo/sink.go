@@ -33,7 +33,7 @@ type failedBatch struct {
 type delivery struct {
 	Start, Answered time.Time // Answered is zero while in flight
 	Accepted        bool
-	Attempt         int // the kafka_delivery_attempt the input gave it
+	Attempt         int // the kafka_delivery_attempt the input gave it (1 when absent)
 }
 
 // rejections counts the deliveries the sink rejected.
@@ -196,8 +196,11 @@ func (s *demoSink) WriteBatch(ctx context.Context, b service.MessageBatch) error
 	di := 0
 	if fi >= 0 {
 		di = len(sp.failed[fi].Deliveries)
-		attempt, _ := b[0].MetaGetMut(kafkamsg.MetaDeliveryAttempt)
-		sp.failed[fi].Deliveries = append(sp.failed[fi].Deliveries, delivery{Start: now, Attempt: int(toInt64(attempt))})
+		attempt := int64(1) // absent on a first delivery: absent means 1
+		if v, ok := b[0].MetaGetMut(kafkamsg.MetaDeliveryAttempt); ok {
+			attempt = toInt64(v)
+		}
+		sp.failed[fi].Deliveries = append(sp.failed[fi].Deliveries, delivery{Start: now, Attempt: int(attempt)})
 	}
 	latency := time.Duration(s.rng.Int64N(int64(s.maxLatency) + 1))
 	s.mu.Unlock()
