@@ -6,44 +6,60 @@ import (
 )
 
 // Record is what the scheduler knows of a fetched record: its offset and
-// its key. Keyed is false for a null key, which stands alone.
+// its key. Keyed is false for a null key, which stands alone. Records that
+// Pick returns carry the scheduler's handle of their key: give Done those
+// values, not copies made anew.
 type Record struct {
 	Offset int64
 	Key    string
 	Keyed  bool
+	slot   int32 // the key's slot, set by Add
 }
 
 // Scheduler holds one partition's fetched records until their key is free,
 // and hands them out in batches of free records, lowest offset first.
 //
+// Each key with records held or out has a slot, found by its bytes once per
+// record (Add); Pick and Done reach it by index, and a slot is freed, and
+// its key forgotten, as soon as the key has nothing held or out, so the
+// scheduler's size follows the keys in play, not the keys ever seen.
+//
 // Invariants, kept by Add, Pick and Done:
-//   - held[k] holds key k's records not handed out, in offset order, and
-//     is absent when there are none;
-//   - out[k] counts key k's records handed out and not done, absent at 0;
-//   - a key's held records all come after its records out (records are
-//     added in offset order, and a key's records go out in order);
-//   - every key with held records and none out has an entry for its first
-//     held record in ready (stale entries, for records since handed out,
-//     are dropped when met);
+//   - slots[ids[k]] is key k's slot while k has records held or out, and
+//     ids has no other entries; a free slot is on free;
+//   - a slot's held are its key's records not handed out, in offset order,
+//     all after its records out (records are added in offset order, and a
+//     key's records go out in order); out counts those out and not done;
+//   - every slot with records held and none out has an entry for its first
+//     held record in ready (stale entries, for records since handed out or
+//     slots since reused, are told by their offset and dropped when met);
 //   - every held record without a key has its own entry in ready.
 type Scheduler struct {
-	held  map[string][]Record
-	out   map[string]int
+	ids   map[string]int32
+	slots []keySlot
+	free  []int32
 	ready readyHeap
 	nHeld int
 	last  int64 // the last offset added, -1 before any
 }
 
+// keySlot is one key's records held and the count of those out.
+type keySlot struct {
+	key  string
+	held []Record
+	out  int
+}
+
 // NewScheduler returns an empty scheduler.
 func NewScheduler() *Scheduler {
-	return &Scheduler{held: map[string][]Record{}, out: map[string]int{}, last: -1}
+	return &Scheduler{ids: map[string]int32{}, last: -1}
 }
 
 // Held is the number of records added and not handed out.
 func (s *Scheduler) Held() int { return s.nHeld }
 
-// Out is the number of keys with records handed out and not done.
-func (s *Scheduler) Out() int { return len(s.out) }
+// Keys is the number of keys with records held or out.
+func (s *Scheduler) Keys() int { return len(s.ids) }
 
 // Add takes a fetched record, in offset order: an offset at or below the last
 // one added is a re-delivery of fetched data and is ignored (false).
@@ -54,15 +70,36 @@ func (s *Scheduler) Add(r Record) bool {
 	s.last = r.Offset
 	s.nHeld++
 	if !r.Keyed {
-		heap.Push(&s.ready, readyEntry{rec: r})
+		r.slot = -1
+		heap.Push(&s.ready, r)
 		return true
 	}
-	q := append(s.held[r.Key], r)
-	s.held[r.Key] = q
-	if len(q) == 1 && s.out[r.Key] == 0 {
-		heap.Push(&s.ready, readyEntry{rec: r})
+	id, ok := s.ids[r.Key]
+	if !ok {
+		id = s.newSlot(r.Key)
+	}
+	r.slot = id
+	k := &s.slots[id]
+	k.held = append(k.held, r)
+	if len(k.held) == 1 && k.out == 0 {
+		heap.Push(&s.ready, r)
 	}
 	return true
+}
+
+// newSlot gives key a slot.
+func (s *Scheduler) newSlot(key string) int32 {
+	var id int32
+	if n := len(s.free); n > 0 {
+		id = s.free[n-1]
+		s.free = s.free[:n-1]
+	} else {
+		id = int32(len(s.slots))
+		s.slots = append(s.slots, keySlot{})
+	}
+	s.slots[id].key = key
+	s.ids[key] = id
+	return id
 }
 
 // Pick hands out up to max records whose keys are free, lowest offset first,
@@ -73,25 +110,24 @@ func (s *Scheduler) Add(r Record) bool {
 func (s *Scheduler) Pick(max int) []Record {
 	var batch []Record
 	for len(batch) < max && s.ready.Len() > 0 {
-		e := heap.Pop(&s.ready).(readyEntry)
-		r := e.rec
+		r := heap.Pop(&s.ready).(Record)
 		if !r.Keyed {
 			batch = append(batch, r)
 			s.nHeld--
 			continue
 		}
-		q := s.held[r.Key]
-		if len(q) == 0 || q[0].Offset != r.Offset || s.out[r.Key] > 0 {
+		k := &s.slots[r.slot]
+		if len(k.held) == 0 || k.held[0].Offset != r.Offset || k.out > 0 {
 			continue // stale
 		}
-		n := min(len(q), max-len(batch))
-		batch = append(batch, q[:n]...)
+		n := min(len(k.held), max-len(batch))
+		batch = append(batch, k.held[:n]...)
 		s.nHeld -= n
-		s.out[r.Key] += n
-		if n == len(q) {
-			delete(s.held, r.Key)
+		k.out += n
+		if n == len(k.held) {
+			k.held = k.held[:0]
 		} else {
-			s.held[r.Key] = q[n:]
+			k.held = k.held[n:]
 		}
 	}
 	slices.SortFunc(batch, func(a, b Record) int {
@@ -106,44 +142,44 @@ func (s *Scheduler) Pick(max int) []Record {
 	return batch
 }
 
-// Done tells the scheduler that records handed out are done: delivered or
-// dead-lettered. A key whose records are all done is free again: its next
-// held record may go out. A record that failed is not done: its key stays
-// out (quarantined), and its later records wait, until it is.
+// Done tells the scheduler that records Pick handed out are done: delivered
+// or dead-lettered. A key whose records are all done is free again: its next
+// held record may go out, or, with none held, the key is forgotten. A
+// record that failed is not done: its key stays out (quarantined), and its
+// later records wait, until it is.
 func (s *Scheduler) Done(records []Record) {
 	for _, r := range records {
-		if !r.Keyed {
+		if !r.Keyed || r.slot < 0 || int(r.slot) >= len(s.slots) {
 			continue
 		}
-		o, ok := s.out[r.Key]
-		if !ok {
+		k := &s.slots[r.slot]
+		if k.out == 0 || k.key != r.Key {
 			continue // not out: a driver bug, or told twice; nothing to free
 		}
-		n := o - 1
-		if n > 0 {
-			s.out[r.Key] = n
+		if k.out--; k.out > 0 {
 			continue
 		}
-		delete(s.out, r.Key)
-		if q := s.held[r.Key]; len(q) > 0 {
-			heap.Push(&s.ready, readyEntry{rec: q[0]})
+		if len(k.held) > 0 {
+			heap.Push(&s.ready, k.held[0])
+			continue
 		}
+		delete(s.ids, k.key)
+		*k = keySlot{held: k.held[:0]}
+		s.free = append(s.free, r.slot)
 	}
 }
 
-// readyEntry is a record that may go out, unless stale.
-type readyEntry struct{ rec Record }
-
-// readyHeap is a min-heap of ready entries by offset.
-type readyHeap []readyEntry
+// readyHeap is a min-heap by offset of records that may go out, unless
+// stale.
+type readyHeap []Record
 
 func (h readyHeap) Len() int           { return len(h) }
-func (h readyHeap) Less(i, j int) bool { return h[i].rec.Offset < h[j].rec.Offset }
+func (h readyHeap) Less(i, j int) bool { return h[i].Offset < h[j].Offset }
 func (h readyHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *readyHeap) Push(x any)        { *h = append(*h, x.(readyEntry)) }
+func (h *readyHeap) Push(x any)        { *h = append(*h, x.(Record)) }
 func (h *readyHeap) Pop() any {
 	old := *h
-	e := old[len(old)-1]
+	r := old[len(old)-1]
 	*h = old[:len(old)-1]
-	return e
+	return r
 }
