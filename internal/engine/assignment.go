@@ -66,6 +66,8 @@ type partState struct {
 	replay  replayPart
 	loss    lossPart
 	att     attemptPart
+	// keys is the key order's part (keyed.go), nil under ordering: none.
+	keys *keyPart
 
 	// labels are the topic and partition labels of its metrics.
 	labels [2]string
@@ -104,6 +106,9 @@ const (
 func (p *partState) canHandOut(maxPending int) bool {
 	if p.draining {
 		return false
+	}
+	if p.keys != nil {
+		return len(p.queue.retry) > 0 || (p.keys.sched.Held() > 0 && p.keys.out < maxPending)
 	}
 	return len(p.queue.retry) > 0 || (len(p.queue.ready) > 0 && p.led.pending() < maxPending)
 }

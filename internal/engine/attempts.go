@@ -146,8 +146,8 @@ func (p *partState) attemptRanges(base int64) []commitmeta.Attempts {
 // (in this epoch or earlier), and the first batch of an epoch at its
 // watermark. b's attempt is the hand-out it waits for.
 func (o *owner) gateHolds(p *partState, b *Batch) bool {
-	if o.conf.DeadLetter == nil || !o.conf.CommitMetadata {
-		return false
+	if o.conf.DeadLetter == nil || !o.conf.CommitMetadata || p.keys != nil {
+		return false // under ordering: key, not yet (keyed.go)
 	}
 	first := !p.att.firstOut
 	p.att.firstOut = true
@@ -166,7 +166,7 @@ func (o *owner) gateHolds(p *partState, b *Batch) bool {
 func (o *owner) gate(p *partState, b *Batch) {
 	b.gated = true
 	b.unread = true // the hand-out it waits for is counted already
-	p.led.waitRetry()
+	p.waitRetry()
 	p.att.gated = append(p.att.gated, b)
 	o.markDirty(p)
 	o.commitSoon()

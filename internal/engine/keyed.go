@@ -1,0 +1,187 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/keyorder"
+)
+
+// Under ordering: key (Config.OrderingKey), a partition's fetched records go
+// through a keyorder.Scheduler: a record goes out only once every earlier
+// record of its key is done (delivered or dead-lettered), and records of
+// other keys go out past a waiting key. The ledger does not change: fetched
+// records are cut into segments as they are into batches under none, and
+// each segment is registered at once, in offset order, so the tracker, the
+// window, the commit metadata, the loss and the replay code see segments as
+// they see batches. What changes is what goes out: a hand-out is a set of
+// records, picked from any segments (Batch.keyed); a segment resolves
+// Delivered once its last record is done. A hand-out that fails for good
+// resolves its segments Failed: the commit stops at the failed record, as
+// under none, and its keys stay out (the quarantine) until the partition's
+// epoch ends (a replay in place re-reads the whole partition).
+//
+// Not yet: attempts carried across epochs and the dead-letter gate (a
+// hand-out's prior attempts), key-level freeing of a BatchError's delivered
+// records before the batch resolves.
+
+// keyPart is an epoch's part in key-ordered delivery. Invariants: recs holds
+// every record added to sched and not done, with its segment; out counts the
+// hand-outs unresolved, retrying those of them waiting to go out again (in
+// backoff, queued for a retry, gated, or given back by a cancelled read):
+// out-retrying are in the pipeline. Owned by the owner goroutine, inside its
+// partState.
+type keyPart struct {
+	sched         *keyorder.Scheduler
+	recs          map[int64]keyRec
+	out, retrying int
+}
+
+// keyRec is a record held or out, and the segment it was fetched in.
+type keyRec struct {
+	rec *kgo.Record
+	seg *Batch
+}
+
+func newKeyPart() *keyPart {
+	return &keyPart{sched: keyorder.NewScheduler(), recs: map[int64]keyRec{}}
+}
+
+// newEpoch returns a new epoch of tp, made at now, with the parts the
+// configuration asks for.
+func (o *owner) newEpoch(tp topicPartition, now time.Time) *partState {
+	p := newPartState(tp, now)
+	if o.conf.OrderingKey {
+		p.keys = newKeyPart()
+	}
+	return p
+}
+
+// admit registers the segments at the front of p's ready queue and adds
+// their records to the scheduler, while fewer than max_held_records are
+// held; skip batches are passed as under none.
+func (o *owner) admit(p *partState) {
+	for len(p.queue.ready) > 0 && p.keys.sched.Held() < o.conf.MaxHeldRecords {
+		if p.queue.ready[0].skip {
+			o.passSkipped(p)
+			continue
+		}
+		rb := p.queue.popReady()
+		seg := p.led.register(p, rb)
+		seg.remaining = len(rb.records)
+		for _, r := range rb.records {
+			p.keys.recs[r.Offset] = keyRec{rec: r, seg: seg}
+			p.keys.sched.Add(keyorder.Record{Offset: r.Offset, Key: string(r.Key), Keyed: r.Key != nil})
+		}
+		o.lists.gauges.add(p)
+	}
+	o.pauseAtLimit(p)
+}
+
+// pickKeyed makes the next hand-out of p from the records whose keys are
+// free, or returns nil when none is.
+func (o *owner) pickKeyed(p *partState) *Batch {
+	picked := p.keys.sched.Pick(o.conf.BatchMaxRecords)
+	if len(picked) == 0 {
+		return nil
+	}
+	records := make([]*kgo.Record, len(picked))
+	for i, k := range picked {
+		records[i] = p.keys.recs[k.Offset].rec
+	}
+	b := &Batch{part: p, keyed: picked, raw: rawBatch{
+		records: records, first: records[0].Offset, last: records[len(records)-1].Offset, logEnd: p.queue.highWatermark,
+	}}
+	p.keys.out++
+	p.commits.handedOut(int64(len(records)))
+	return b
+}
+
+// noteKeyedNack puts a hand-out's nack on its segments: the partition is
+// stalled when the segment at its watermark holds a nacked record.
+func (p *partState) noteKeyedNack(b *Batch) {
+	for _, r := range b.raw.records {
+		seg := p.keys.recs[r.Offset].seg
+		if seg == nil {
+			continue
+		}
+		if seg.nackedAt.IsZero() {
+			seg.nackedAt = b.nackedAt
+		}
+		seg.lastErr = b.lastErr
+		seg.attempt = max(seg.attempt, b.attempt)
+	}
+}
+
+// resolveKeyed records the final verdict on a hand-out: delivered, its
+// records are done, their keys free, and each segment whose last record it
+// was resolves Delivered; failed for good, its segments resolve Failed and
+// its keys stay out.
+func (o *owner) resolveKeyed(b *Batch, err error) {
+	p := b.part
+	p.keys.out--
+	if err == nil {
+		p.keys.sched.Done(b.keyed)
+		for _, r := range b.raw.records {
+			kr, ok := p.keys.recs[r.Offset]
+			if !ok {
+				continue
+			}
+			delete(p.keys.recs, r.Offset)
+			if kr.seg.remaining--; kr.seg.remaining == 0 {
+				p.led.resolve(kr.seg, true) // a Duplicate after a failure changes nothing
+			}
+		}
+		o.markDirty(p)
+	} else {
+		for _, r := range b.raw.records {
+			if kr, ok := p.keys.recs[r.Offset]; ok {
+				p.led.resolve(kr.seg, false)
+			}
+		}
+		o.log.Errorf("kafka_watermark: %d record(s) of %s/%d (offsets %d to %d, keys held back) failed after %d attempt(s): %v",
+			len(b.raw.records), p.tp.topic, p.tp.partition, b.raw.first, b.raw.last, b.attempt+1, err)
+	}
+	o.advance(p)
+	if p.draining {
+		o.checkDrains()
+	}
+	o.schedule(p)
+}
+
+// waitRetry counts a hand-out that leaves the pipeline to go out again
+// later; retryOut counts it back in when it goes out.
+func (p *partState) waitRetry() {
+	if p.keys != nil {
+		p.keys.retrying++
+		return
+	}
+	p.led.waitRetry()
+}
+
+func (p *partState) retryOut() {
+	if p.keys != nil {
+		p.keys.retrying--
+		return
+	}
+	p.led.retryOut()
+}
+
+// inPipeline is the number of hand-outs out and not acknowledged: what a
+// drain waits for. Under key, held records are not out: a drain does not
+// wait for them.
+func (p *partState) inPipeline() int {
+	if p.keys != nil {
+		return p.keys.out - p.keys.retrying
+	}
+	return p.led.inPipeline()
+}
+
+// held is the number of records fetched and waiting for their key.
+func (p *partState) held() int {
+	if p.keys == nil {
+		return 0
+	}
+	return p.keys.sched.Held()
+}
