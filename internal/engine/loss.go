@@ -82,7 +82,7 @@ func (o *owner) onFetchErr(p *partState, err error, seq uint64) *partState {
 		return p
 	}
 	p.loss.dataLoss = dl
-	if p.loss.expect < 0 || dl.ResetTo >= p.loss.expect || dl.ResetTo == p.loss.truncatedAt {
+	if p.loss.expect < 0 || dl.ResetTo >= p.loss.expect || p.loss.sameTruncation(dl) {
 		return p
 	}
 	return o.truncate(p, dl.ResetTo, dl.ResetToEpoch, seq)
@@ -241,9 +241,21 @@ type lossPart struct {
 	retentionMs int64
 	// dataLoss is the last data loss kgo reported for this epoch, for the
 	// log; truncatedAt is where the truncation that made this epoch
-	// diverged (-1: none), so that kgo's report of it is not taken twice.
-	dataLoss    *kgo.ErrDataLoss
-	truncatedAt int64
+	// diverged (-1: none), and truncatedFrom the newest leader epoch of the
+	// log it replaced, so that kgo's report of it is not taken twice
+	// (sameTruncation).
+	dataLoss      *kgo.ErrDataLoss
+	truncatedAt   int64
+	truncatedFrom int32
+}
+
+// sameTruncation reports whether kgo's data loss dl is its report of the
+// truncation that made this epoch: at the same offset, found while kgo was
+// still consuming the log that truncation replaced. A data loss at the same
+// offset after kgo consumed the new log's records (a newer leader epoch) is
+// another unclean election rewriting the log there again.
+func (l *lossPart) sameTruncation(dl *kgo.ErrDataLoss) bool {
+	return dl.ResetTo == l.truncatedAt && dl.ConsumedToEpoch <= l.truncatedFrom
 }
 
 // lossBook is what this process reported lost, per partition and across its

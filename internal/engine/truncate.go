@@ -69,7 +69,7 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 	if len(kept) > 0 {
 		np.resume.inherit(kept, p.led.leaderEpochAt(kept[len(kept)-1].To-1))
 	}
-	np.loss.truncatedAt = at
+	np.loss.truncatedAt, np.loss.truncatedFrom = at, p.knownLeaderEpoch()
 	np.dirty = true
 	np.shown = p.shown
 	o.endEpoch(p)
