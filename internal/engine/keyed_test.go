@@ -104,3 +104,31 @@ func TestKeyedFailureHoldsOnlyItsKeys(t *testing.T) {
 		require.Equal(t, int64(1), g.Get(MetricHeld, "t", 0))
 	})
 }
+
+// Under ordering: key, a hand-out dead-lettered after max_attempts is done:
+// its keys are free again, the next record of its key goes out, and the
+// commit passes the dead letters.
+func TestKeyedDeadLetterFreesTheKey(t *testing.T) {
+	m, g := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		conf, w := deadLetterConfig(t, "ordering: key\nbatch_max_records: 1\ncommit_period: 1s\nstall_replay_after: 0s\ndead_letter: { max_attempts: 1 }\n")
+		h := startOwner(t, conf, m)
+		h.assign(tp0)
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
+		h.fetch(tp0, 3, keyedRecords(tp0, 0, 3, func(o int64) (string, bool) { return "a", true })...)
+		b := h.read()
+		require.Equal(t, []int64{0}, offsets(b))
+		_, more := h.tryRead()
+		require.False(t, more, "a's 1 and 2 wait for its 0")
+		h.ack(b, errors.New("HTTP 400"))
+		require.Len(t, w.written(), 1)
+		next := h.read()
+		require.Equal(t, []int64{1}, offsets(next), "dead-lettered: the key is free")
+		h.ack(next, nil)
+		h.ack(h.read(), nil)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Equal(t, int64(3), h.lastCommit(tp0).Base)
+		require.Equal(t, int64(1), g.Get(MetricDeadLettered, "t", 0))
+	})
+}
