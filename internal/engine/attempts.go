@@ -45,8 +45,8 @@ type attemptPart struct {
 	// restart or rebalance that made this epoch.
 	stall *commitmeta.Stall
 	// gated are the batches waiting for a commit that carries their next
-	// attempt; firstOut says the epoch handed out (or gated) its first
-	// batch at the watermark.
+	// attempt; firstOut says the epoch has served its first batch (handed
+	// out, gated or dead-lettered).
 	gated    []*Batch
 	firstOut bool
 	// report is the dead-letter report commits carry (Count 0: none), for
@@ -143,14 +143,12 @@ func (p *partState) attemptRanges(base int64) []commitmeta.Attempts {
 
 // gateHolds reports whether b must wait for a commit of its next attempt
 // before it goes out: with a dead-letter topic, a batch that failed before
-// (in this epoch or earlier), and the first batch of an epoch at its
+// (in this epoch or earlier), and the first batch of an epoch (first) at its
 // watermark. b's attempt is the hand-out it waits for.
-func (o *owner) gateHolds(p *partState, b *Batch) bool {
+func (o *owner) gateHolds(p *partState, b *Batch, first bool) bool {
 	if o.conf.DeadLetter == nil || !o.conf.CommitMetadata {
 		return false
 	}
-	first := !p.att.firstOut
-	p.att.firstOut = true
 	if b.attempt == 0 && b.prior == 0 {
 		base, ok := p.commitBase()
 		if !first || !ok || b.raw.first != base {
