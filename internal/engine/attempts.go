@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"slices"
 	"time"
 
 	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
@@ -120,6 +119,9 @@ func (b *Batch) appendRanges(dst []commitmeta.Attempts) []commitmeta.Attempts {
 // of its counted batches, then the carried ranges beyond what it has
 // registered, sorted and disjoint, each at or above base.
 func (p *partState) attemptRanges(base int64) []commitmeta.Attempts {
+	// The window's batches start at or above base (the watermark, or before
+	// it moved the offset the epoch started at), and the frontier is at
+	// least base: every range is at or above it, as EncodeCommit requires.
 	var out []commitmeta.Attempts
 	for _, w := range p.led.window.batches {
 		if w.b != nil && !w.delivered && w.b.counted() {
@@ -128,15 +130,10 @@ func (p *partState) attemptRanges(base int64) []commitmeta.Attempts {
 	}
 	frontier := p.led.frontier(base)
 	for _, r := range p.att.carried {
-		if r.To <= frontier || r.To <= base {
-			continue
+		if r.To > frontier {
+			r.From = max(r.From, frontier)
+			out = append(out, r)
 		}
-		r.From = max(r.From, frontier, base)
-		out = append(out, r)
-	}
-	out = slices.DeleteFunc(out, func(r commitmeta.Attempts) bool { return r.To <= base })
-	for i := range out {
-		out[i].From = max(out[i].From, base)
 	}
 	return out
 }
