@@ -35,26 +35,48 @@ func (c *config) validateDeadLetter(bad func(string, ...any)) {
 	}
 }
 
-// consumes reports whether topic is one this input consumes: one of its
-// topics, or under regexp_topics one its patterns include and do not
-// exclude. Patterns that do not compile are validate's to refuse.
-func (c *config) consumes(topic string) bool {
+// consumes reports whether topic is one this input consumes (a
+// topicMatcher of c; for many topics, make one and keep it).
+func (c *config) consumes(topic string) bool { return c.topicMatcher().matches(topic) }
+
+// topicMatcher tells the topics an input consumes: its topics, or under
+// regexp_topics those its patterns include and do not exclude. Patterns
+// that do not compile are validate's to refuse, and match nothing here.
+// Read-only once made: safe for concurrent use.
+type topicMatcher struct {
+	topics           []string
+	include, exclude []*regexp.Regexp
+	regex            bool
+}
+
+func (c *config) topicMatcher() topicMatcher {
+	compile := func(patterns []string) []*regexp.Regexp {
+		var out []*regexp.Regexp
+		for _, p := range patterns {
+			if re, err := regexp.Compile(p); err == nil {
+				out = append(out, re)
+			}
+		}
+		return out
+	}
 	include := c.topics
 	if len(c.regexpInclude) > 0 {
 		include = c.regexpInclude
 	}
 	if !c.regexpTopics && len(c.regexpInclude) == 0 {
-		return slices.Contains(include, topic)
+		return topicMatcher{topics: include}
 	}
-	match := func(patterns []string) bool {
-		for _, p := range patterns {
-			if re, err := regexp.Compile(p); err == nil && re.MatchString(topic) {
-				return true
-			}
-		}
-		return false
+	return topicMatcher{include: compile(include), exclude: compile(c.regexpExclude), regex: true}
+}
+
+func (m topicMatcher) matches(topic string) bool {
+	if !m.regex {
+		return slices.Contains(m.topics, topic)
 	}
-	return match(include) && !match(c.regexpExclude)
+	match := func(res []*regexp.Regexp) bool {
+		return slices.ContainsFunc(res, func(re *regexp.Regexp) bool { return re.MatchString(topic) })
+	}
+	return match(m.include) && !match(m.exclude)
 }
 
 // deadLetterWriter writes dead letters with a producer client of its own,
@@ -63,9 +85,9 @@ func (c *config) consumes(topic string) bool {
 // stamped as the originals. Safe for concurrent use: Write is called from a
 // goroutine per batch.
 type deadLetterWriter struct {
-	conf  *config
-	topic *service.InterpolatedString
-	cl    *kgo.Client
+	topic    *service.InterpolatedString
+	consumed topicMatcher // the input's topics: never a dead-letter topic
+	cl       *kgo.Client
 }
 
 // newDeadLetterWriter makes the producer; nil when dead_letter.topic is empty.
@@ -82,7 +104,7 @@ func newDeadLetterWriter(conf *config) (*deadLetterWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka_watermark: invalid dead-letter producer options: %w", err)
 	}
-	return &deadLetterWriter{conf: conf, topic: conf.deadLetter, cl: cl}, nil
+	return &deadLetterWriter{topic: conf.deadLetter, consumed: conf.topicMatcher(), cl: cl}, nil
 }
 
 // Write produces l's records to their dead-letter topic and returns once the
@@ -127,7 +149,7 @@ func (w *deadLetterWriter) destination(r *kgo.Record) (string, error) {
 		return "", err
 	case dest == "":
 		return "", fmt.Errorf("evaluated to an empty topic")
-	case w.conf.consumes(dest):
+	case w.consumed.matches(dest):
 		return "", fmt.Errorf("evaluated to %q, a topic this input consumes", dest)
 	}
 	return dest, nil

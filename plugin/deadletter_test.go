@@ -201,3 +201,23 @@ func TestDeadLetterTopicEndsAStall(t *testing.T) {
 		})
 	}
 }
+
+// An interpolated dead-letter topic is checked per record, when it is
+// evaluated: one that names a topic the input consumes (its own, here) is a
+// failed write, never a write into the input's topics.
+func TestDeadLetterTopicConsumedAtTheWrite(t *testing.T) {
+	for _, tc := range []struct{ yaml, topic string }{
+		{validYAML + "dead_letter: { topic: '${! @kafka_topic }' }\n", "orders"},
+		{"seed_brokers: [x:1]\nconsumer_group: g\nregexp_topics_include: [ \"ord.*\" ]\ndead_letter: { topic: '${! @kafka_topic }-dlq' }\n", "orders"},
+	} {
+		pc, err := ConfigSpec().ParseYAML(tc.yaml, nil)
+		require.NoError(t, err)
+		conf, err := parseConfig(pc)
+		require.NoError(t, err, "an interpolated topic passes lint and validate")
+		w := &deadLetterWriter{topic: conf.deadLetter, consumed: conf.topicMatcher()}
+		_, err = w.destination(&kgo.Record{Topic: tc.topic, Value: []byte("v")})
+		require.ErrorContains(t, err, "a topic this input consumes", tc.yaml)
+		_, err = w.destination(&kgo.Record{Topic: "payments", Value: []byte("v")})
+		require.NoError(t, err, "another origin names a topic the input does not consume")
+	}
+}

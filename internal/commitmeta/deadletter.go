@@ -2,8 +2,6 @@ package commitmeta
 
 import (
 	"fmt"
-	"math"
-	"strconv"
 	"time"
 )
 
@@ -60,26 +58,17 @@ func (d DeadLetter) Fields() string {
 // appendFields appends d.Fields() to b. It allocates nothing when b has
 // room for fieldsLen() more bytes.
 func (d DeadLetter) appendFields(b []byte) []byte {
-	b = append(b, keyDeadFirst+"="...)
-	b = strconv.AppendInt(b, d.First, 10)
-	b = append(b, " "+keyDeadLast+"="...)
-	b = strconv.AppendInt(b, d.Last, 10)
-	b = append(b, " "+keyDeadCount+"="...)
-	b = strconv.AppendInt(b, d.Count, 10)
-	b = append(b, " "+keyDeadSince+"="...)
-	b = strconv.AppendInt(b, d.Since.UnixMilli(), 10)
-	b = append(b, " "+keyDeadError+"="...)
-	return appendText(b, d.Error, MaxReasonLen)
+	b = appendSpan(b, deadKeys, d.span())
+	return appendText(append(b, " "+keyDeadError+"="...), d.Error, MaxReasonLen)
 }
 
 // fieldsLen returns len(d.Fields()) without building it.
 func (d DeadLetter) fieldsLen() int {
-	return len(keyDeadFirst+"=") + decimalLen(d.First) +
-		len(" "+keyDeadLast+"=") + decimalLen(d.Last) +
-		len(" "+keyDeadCount+"=") + decimalLen(d.Count) +
-		len(" "+keyDeadSince+"=") + decimalLen(d.Since.UnixMilli()) +
-		len(" "+keyDeadError+"=") + textLen(d.Error, MaxReasonLen)
+	return spanLen(deadKeys, d.span()) + len(" "+keyDeadError+"=") + textLen(d.Error, MaxReasonLen)
 }
+
+// span is d's First, Last, Count and Since.
+func (d DeadLetter) span() span { return span{d.First, d.Last, d.Count, d.Since} }
 
 // DeadLetterError is a dead-letter report that is present (there is an xf
 // field) but malformed: a field missing, not a number, out of range, or an
@@ -122,52 +111,13 @@ func DeadLetterFromFields(fields map[string]string) (*DeadLetter, error) {
 	if _, ok := fields[keyDeadFirst]; !ok {
 		return nil, nil
 	}
-	num := func(key, expected string) (int64, error) {
-		v, ok := fields[key]
-		if !ok {
-			return 0, deadLetterError(key, "", expected, ErrMissingField)
-		}
-		n, i, serr := scanNumber(v, 0, len(v), math.MaxInt64, key)
-		if serr != nil {
-			return 0, deadLetterError(key, v, expected, serr.Err)
-		}
-		if i != len(v) {
-			return 0, deadLetterError(key, v, expected, nil)
-		}
-		return n, nil
-	}
-
-	var d DeadLetter
-	var err error
-	const offset = "a decimal offset from 0 to 9223372036854775807, no sign or leading zeros"
-	if d.First, err = num(keyDeadFirst, offset); err != nil {
-		return nil, err
-	}
-	if d.Last, err = num(keyDeadLast, offset+" and at least xf"); err != nil {
-		return nil, err
-	}
-	if d.Last < d.First {
-		return nil, deadLetterError(keyDeadLast, fields[keyDeadLast],
-			fmt.Sprintf("an offset at least xf (%d)", d.First), nil)
-	}
-	// Last-First+1 overflows only for 0..MaxInt64, where every int64 >= 1
-	// is a valid count.
-	count := "a decimal count from 1 to 9223372036854775807, no sign or leading zeros"
-	if d.Last-d.First < math.MaxInt64 {
-		count = fmt.Sprintf("a decimal count from 1 to xl-xf+1 (%d), no sign or leading zeros", d.Last-d.First+1)
-	}
-	if d.Count, err = num(keyDeadCount, count); err != nil {
-		return nil, err
-	}
-	// Count-1 <= Last-First is Count <= Last-First+1 without the overflow.
-	if d.Count < 1 || d.Count-1 > d.Last-d.First {
-		return nil, deadLetterError(keyDeadCount, fields[keyDeadCount], count, nil)
-	}
-	ms, err := num(keyDeadSince, "Unix milliseconds from 0 to 9223372036854775807, no sign or leading zeros")
+	sp, err := readSpan(fields, deadKeys, func(key, value, expected string, detail error) error {
+		return deadLetterError(key, value, expected, detail)
+	})
 	if err != nil {
 		return nil, err
 	}
-	d.Since = time.UnixMilli(ms).UTC()
+	d := DeadLetter{First: sp.first, Last: sp.last, Count: sp.count, Since: sp.since}
 	expected := fmt.Sprintf("query-escaped printable ASCII of at most %d bytes", MaxReasonLen)
 	v, ok := fields[keyDeadError]
 	if !ok {
@@ -203,16 +153,7 @@ func MergeDeadLetter(a, b DeadLetter) DeadLetter {
 	case a.Count == 0:
 		return b
 	}
-	m := DeadLetter{First: min(a.First, b.First), Last: max(a.Last, b.Last), Since: a.Since, Error: b.Error}
-	if a.Since.IsZero() || !b.Since.IsZero() && b.Since.Before(a.Since) {
-		m.Since = b.Since
-	}
-	m.Count = a.Count + b.Count
-	if a.Count > 0 && b.Count > math.MaxInt64-a.Count {
-		m.Count = math.MaxInt64
-	}
-	if span := m.Last - m.First; span >= 0 && span < math.MaxInt64 && m.Count > span+1 {
-		m.Count = span + 1
-	}
+	sp, _ := mergeSpans(a.span(), b.span())
+	m := DeadLetter{First: sp.first, Last: sp.last, Count: sp.count, Since: sp.since, Error: b.Error}
 	return m
 }

@@ -1,9 +1,6 @@
 package commitmeta
 
 import (
-	"fmt"
-	"math"
-	"strconv"
 	"time"
 )
 
@@ -81,28 +78,19 @@ func (l Loss) Fields() string {
 // room for fieldsLen() more bytes: the encoder of a commit writes the
 // report straight into its buffer.
 func (l Loss) appendFields(b []byte) []byte {
-	b = append(b, keyLossFirst+"="...)
-	b = strconv.AppendInt(b, l.First, 10)
-	b = append(b, " "+keyLossLast+"="...)
-	b = strconv.AppendInt(b, l.Last, 10)
-	b = append(b, " "+keyLossCount+"="...)
-	b = strconv.AppendInt(b, l.Count, 10)
-	b = append(b, " "+keyLossSince+"="...)
-	b = strconv.AppendInt(b, l.Since.UnixMilli(), 10)
-	b = append(b, " "+keyLossCause+"="...)
+	b = appendSpan(b, lossKeys, l.span())
 	cause, _ := knownCause(l.Cause)
-	return append(b, cause...)
+	return append(append(b, " "+keyLossCause+"="...), cause...)
 }
 
 // fieldsLen returns len(l.Fields()) without building it.
 func (l Loss) fieldsLen() int {
 	cause, _ := knownCause(l.Cause)
-	return len(keyLossFirst+"=") + decimalLen(l.First) +
-		len(" "+keyLossLast+"=") + decimalLen(l.Last) +
-		len(" "+keyLossCount+"=") + decimalLen(l.Count) +
-		len(" "+keyLossSince+"=") + decimalLen(l.Since.UnixMilli()) +
-		len(" "+keyLossCause+"=") + len(cause)
+	return spanLen(lossKeys, l.span()) + len(" "+keyLossCause+"=") + len(cause)
 }
+
+// span is l's First, Last, Count and Since.
+func (l Loss) span() span { return span{l.First, l.Last, l.Count, l.Since} }
 
 // knownCause returns the constant equal to cause and true, or CauseUnknown
 // and false when cause is none of the three. Returning the constant, not
@@ -158,50 +146,13 @@ func LossFromFields(fields map[string]string) (l Loss, ok bool, err error) {
 	if _, ok := fields[keyLossFirst]; !ok {
 		return Loss{}, false, nil
 	}
-	num := func(key, expected string) (int64, error) {
-		v, ok := fields[key]
-		if !ok {
-			return 0, lossError(key, "", expected, ErrMissingField)
-		}
-		n, i, serr := scanNumber(v, 0, len(v), math.MaxInt64, key)
-		if serr != nil {
-			return 0, lossError(key, v, expected, serr.Err)
-		}
-		if i != len(v) {
-			return 0, lossError(key, v, expected, nil)
-		}
-		return n, nil
-	}
-
-	const offset = "a decimal offset from 0 to 9223372036854775807, no sign or leading zeros"
-	if l.First, err = num(keyLossFirst, offset); err != nil {
-		return Loss{}, false, err
-	}
-	if l.Last, err = num(keyLossLast, offset+" and at least lf"); err != nil {
-		return Loss{}, false, err
-	}
-	if l.Last < l.First {
-		return Loss{}, false, lossError(keyLossLast, fields[keyLossLast],
-			fmt.Sprintf("an offset at least lf (%d)", l.First), nil)
-	}
-	// Last-First+1 overflows only for 0..MaxInt64, where every int64 >= 1
-	// is a valid count.
-	count := "a decimal count from 1 to 9223372036854775807, no sign or leading zeros"
-	if l.Last-l.First < math.MaxInt64 {
-		count = fmt.Sprintf("a decimal count from 1 to ll-lf+1 (%d), no sign or leading zeros", l.Last-l.First+1)
-	}
-	if l.Count, err = num(keyLossCount, count); err != nil {
-		return Loss{}, false, err
-	}
-	// Count-1 <= Last-First is Count <= Last-First+1 without the overflow.
-	if l.Count < 1 || l.Count-1 > l.Last-l.First {
-		return Loss{}, false, lossError(keyLossCount, fields[keyLossCount], count, nil)
-	}
-	ms, err := num(keyLossSince, "Unix milliseconds from 0 to 9223372036854775807, no sign or leading zeros")
+	sp, err := readSpan(fields, lossKeys, func(key, value, expected string, detail error) error {
+		return lossError(key, value, expected, detail)
+	})
 	if err != nil {
 		return Loss{}, false, err
 	}
-	l.Since = time.UnixMilli(ms).UTC()
+	l = Loss{First: sp.first, Last: sp.last, Count: sp.count, Since: sp.since}
 	const causes = CauseRetention + ", " + CauseTruncation + " or " + CauseUnknown
 	v, ok := fields[keyLossCause]
 	if !ok {
@@ -238,16 +189,10 @@ func MergeLoss(a, b Loss) Loss {
 	case a.Count == 0:
 		return b
 	}
-	m := Loss{First: min(a.First, b.First), Last: max(a.Last, b.Last), Since: a.Since, Cause: a.Cause}
-	if a.Since.IsZero() || !b.Since.IsZero() && b.Since.Before(a.Since) {
-		m.Since, m.Cause = b.Since, b.Cause
-	}
-	m.Count = a.Count + b.Count
-	if a.Count > 0 && b.Count > math.MaxInt64-a.Count {
-		m.Count = math.MaxInt64
-	}
-	if span := m.Last - m.First; span >= 0 && span < math.MaxInt64 && m.Count > span+1 {
-		m.Count = span + 1
+	sp, bKept := mergeSpans(a.span(), b.span())
+	m := Loss{First: sp.first, Last: sp.last, Count: sp.count, Since: sp.since, Cause: a.Cause}
+	if bKept {
+		m.Cause = b.Cause
 	}
 	return m
 }

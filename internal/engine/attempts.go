@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"slices"
 	"time"
 
 	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
@@ -45,8 +44,8 @@ type attemptPart struct {
 	// restart or rebalance that made this epoch.
 	stall *commitmeta.Stall
 	// gated are the batches waiting for a commit that carries their next
-	// attempt; firstOut says the epoch handed out (or gated) its first
-	// batch at the watermark.
+	// attempt; firstOut says the epoch has served its first batch (handed
+	// out, gated or dead-lettered).
 	gated    []*Batch
 	firstOut bool
 	// report is the dead-letter report commits carry (Count 0: none), for
@@ -120,6 +119,9 @@ func (b *Batch) appendRanges(dst []commitmeta.Attempts) []commitmeta.Attempts {
 // of its counted batches, then the carried ranges beyond what it has
 // registered, sorted and disjoint, each at or above base.
 func (p *partState) attemptRanges(base int64) []commitmeta.Attempts {
+	// The window's batches start at or above base (the watermark, or before
+	// it moved the offset the epoch started at), and the frontier is at
+	// least base: every range is at or above it, as EncodeCommit requires.
 	var out []commitmeta.Attempts
 	for _, w := range p.led.window.batches {
 		if w.b != nil && !w.delivered && w.b.counted() {
@@ -128,29 +130,22 @@ func (p *partState) attemptRanges(base int64) []commitmeta.Attempts {
 	}
 	frontier := p.led.frontier(base)
 	for _, r := range p.att.carried {
-		if r.To <= frontier || r.To <= base {
-			continue
+		if r.To > frontier {
+			r.From = max(r.From, frontier)
+			out = append(out, r)
 		}
-		r.From = max(r.From, frontier, base)
-		out = append(out, r)
-	}
-	out = slices.DeleteFunc(out, func(r commitmeta.Attempts) bool { return r.To <= base })
-	for i := range out {
-		out[i].From = max(out[i].From, base)
 	}
 	return out
 }
 
 // gateHolds reports whether b must wait for a commit of its next attempt
 // before it goes out: with a dead-letter topic, a batch that failed before
-// (in this epoch or earlier), and the first batch of an epoch at its
+// (in this epoch or earlier), and the first batch of an epoch (first) at its
 // watermark. b's attempt is the hand-out it waits for.
-func (o *owner) gateHolds(p *partState, b *Batch) bool {
+func (o *owner) gateHolds(p *partState, b *Batch, first bool) bool {
 	if o.conf.DeadLetter == nil || !o.conf.CommitMetadata || p.keys != nil {
 		return false // under ordering: key, not yet (keyed.go)
 	}
-	first := !p.att.firstOut
-	p.att.firstOut = true
 	if b.attempt == 0 && b.prior == 0 {
 		base, ok := p.commitBase()
 		if !first || !ok || b.raw.first != base {

@@ -97,48 +97,29 @@ func setField(c *Config, key, value string) error {
 		}
 	case "max_held_records":
 		atoi(&c.MaxHeldRecords)
-	case "dead_letter":
-		// A flow map on one line; a topic makes the test's writer the
-		// dead-letter topic (deadLetterTo sets it).
-		inner := strings.TrimSuffix(strings.TrimPrefix(value, "{"), "}")
-		for kv := range strings.SplitSeq(inner, ",") {
-			k, v, _ := strings.Cut(kv, ":")
-			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-			switch k {
-			case "max_attempts":
-				c.MaxAttempts, err = strconv.Atoi(v)
-			case "report_for":
-				c.DeadLetterReportFor, err = time.ParseDuration(v)
-			default:
-				err = fmt.Errorf("unknown dead_letter field %q", k)
-			}
-			if err != nil {
-				return err
-			}
-		}
 	case "commit_metadata":
 		c.CommitMetadata, err = strconv.ParseBool(value)
 	case "group_protocol":
 		c.ConsumerProtocol = value == "consumer"
-	case "nack_retry":
+	case "nack_retry", "dead_letter":
+		// A flow map on one line: each entry is the field key.entry.
 		inner := strings.TrimSuffix(strings.TrimPrefix(value, "{"), "}")
 		for kv := range strings.SplitSeq(inner, ",") {
 			k, v, _ := strings.Cut(kv, ":")
-			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-			switch k {
-			case "max_retries":
-				c.NackRetries, err = strconv.Atoi(v)
-			case "initial_backoff":
-				c.NackBackoff, err = time.ParseDuration(v)
-			case "max_backoff":
-				c.NackMaxBackoff, err = time.ParseDuration(v)
-			default:
-				err = fmt.Errorf("unknown nack_retry field %q", k)
-			}
-			if err != nil {
+			if err := setField(c, key+"."+strings.TrimSpace(k), strings.TrimSpace(v)); err != nil {
 				return err
 			}
 		}
+	case "nack_retry.max_retries":
+		atoi(&c.NackRetries)
+	case "nack_retry.initial_backoff":
+		dur(&c.NackBackoff)
+	case "nack_retry.max_backoff":
+		dur(&c.NackMaxBackoff)
+	case "dead_letter.max_attempts":
+		atoi(&c.MaxAttempts)
+	case "dead_letter.report_for":
+		dur(&c.DeadLetterReportFor)
 	default:
 		return fmt.Errorf("no engine field for %q", key)
 	}
@@ -153,5 +134,12 @@ func TestTestConfig(t *testing.T) {
 	}
 	if err := setField(&Config{}, "seed_brokers", "x"); err == nil {
 		t.Fatal("setField(seed_brokers) = nil, want an error")
+	}
+	if err := setField(&Config{}, "nack_retry", "{ max_tries: 3 }"); err == nil {
+		t.Fatal("setField(nack_retry.max_tries) = nil, want an error")
+	}
+	c = testConfig(t, "dead_letter: { max_attempts: 2, report_for: 1h }\n")
+	if c.MaxAttempts != 2 || c.DeadLetterReportFor != time.Hour {
+		t.Fatalf("testConfig = %+v", *c)
 	}
 }

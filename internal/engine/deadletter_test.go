@@ -58,21 +58,21 @@ func deadLetterConfig(t *testing.T, extra string) (*Config, *fakeWriter) {
 	return c, w
 }
 
+// assignFrom assigns tp to the owner with the group's commit at offset
+// (leader epoch 0), as kgo does at an assignment.
+func (h *ownerHarness) assignFrom(tp topicPartition, offset int64) {
+	h.assign(tp)
+	h.fetched(map[topicPartition]fetchedCommit{tp: {offset: offset, leaderEpoch: 0}})
+}
+
 // lastCommit decodes the last commit of tp; it fails the test if tp was
 // never committed with metadata.
 func (h *ownerHarness) lastCommit(tp topicPartition) commitmeta.Decoded {
 	h.t.Helper()
-	h.cl.mu.Lock()
-	defer h.cl.mu.Unlock()
-	for i := len(h.cl.commits) - 1; i >= 0; i-- {
-		if meta, ok := h.cl.commits[i].meta[tp]; ok {
-			d, err := commitmeta.DecodeCommit(meta)
-			require.NoError(h.t, err, meta)
-			return d
-		}
-	}
-	h.t.Fatalf("no commit of %v", tp)
-	return commitmeta.Decoded{}
+	fc := h.lastFetched(tp)
+	d, err := commitmeta.DecodeCommit(fc.meta)
+	require.NoError(h.t, err, fc.meta)
+	return d
 }
 
 // lastFetched is the last commit of tp, as a restart fetches it.
@@ -98,8 +98,7 @@ func TestDeadLetterEndsARetryLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		conf, w := deadLetterConfig(t, "batch_max_records: 2\ncommit_period: 1h\nnack_retry: { max_retries: -1, initial_backoff: 1s, max_backoff: 1s }\ndead_letter: { max_attempts: 3 }\n")
 		h := startOwner(t, conf, m)
-		h.assign(tp0)
-		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
+		h.assignFrom(tp0, 0)
 		h.fetch(tp0, 4, records(tp0, 0, 4)...)
 		a, b := batchAt(t, h.readAll(), 0, 2)
 		require.Equal(t, 1, a.DeliveryAttempt())
@@ -144,8 +143,7 @@ func TestDeadLetterBarrierHoldsWhileTheWriteFails(t *testing.T) {
 		conf, w := deadLetterConfig(t, "batch_max_records: 2\ncommit_period: 1s\nnack_retry: { max_retries: 0, initial_backoff: 1s, max_backoff: 4s }\nstall_replay_after: 0s\n")
 		w.fail = 3
 		h := startOwner(t, conf, m)
-		h.assign(tp0)
-		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
+		h.assignFrom(tp0, 0)
 		h.fetch(tp0, 4, records(tp0, 0, 4)...)
 		a, b := batchAt(t, h.readAll(), 0, 2)
 		h.ack(b, nil)
@@ -179,8 +177,7 @@ func TestDeadLetterOnlyTheFailedRecords(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		conf, w := deadLetterConfig(t, "batch_max_records: 4\ncommit_period: 1s\ndead_letter: { max_attempts: 1 }\n")
 		h := startOwner(t, conf, m)
-		h.assign(tp0)
-		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
+		h.assignFrom(tp0, 0)
 		h.fetch(tp0, 4, records(tp0, 0, 4)...)
 		b := h.read()
 		h.o.inbox.ackCh <- ackMsg{b: b, err: errors.New("two rows refused"), failed: []int{1, 3}}
@@ -273,8 +270,7 @@ func TestNoDeadLetterTopicNoGate(t *testing.T) {
 	m, _ := testMetrics(t)
 	synctest.Test(t, func(t *testing.T) {
 		h := startOwner(t, testConfig(t, "commit_period: 1h\n"), m)
-		h.assign(tp0)
-		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
+		h.assignFrom(tp0, 0)
 		h.fetch(tp0, 4, records(tp0, 0, 4)...)
 		require.Equal(t, 1, h.read().DeliveryAttempt())
 		h.cl.mu.Lock()
@@ -292,8 +288,7 @@ func TestDeadLetterFromMemoryAfterRetention(t *testing.T) {
 			"nack_retry: { max_retries: 0, initial_backoff: 1s, max_backoff: 1s }\ndead_letter: { max_attempts: 1 }\n")
 		w.fail = 1 << 30 // the dead-letter topic is down
 		h := startOwner(t, conf, m)
-		h.assign(tp0)
-		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
+		h.assignFrom(tp0, 0)
 		h.fetch(tp0, 2000, records(tp0, 0, 400)...)
 		bs := h.readAll()
 		slices.SortFunc(bs, func(a, b *Batch) int { return cmp.Compare(a.raw.first, b.raw.first) }) // the first waited for the gate
@@ -329,8 +324,7 @@ func TestDeadLetterCountsReplaysInPlace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		conf, w := deadLetterConfig(t, "batch_max_records: 2\ncommit_period: 1s\nstall_replay_after: 10s\ndrain_timeout: 1s\ndead_letter: { max_attempts: 3 }\n")
 		h := startOwner(t, conf, m)
-		h.assign(tp0)
-		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
+		h.assignFrom(tp0, 0)
 		h.fetch(tp0, 4, records(tp0, 0, 4)...)
 		a, b := batchAt(t, h.readAll(), 0, 2)
 		h.ack(b, nil)

@@ -45,13 +45,14 @@ func (o *owner) serve() {
 			o.pauseAtLimit(p)
 			o.lists.gauges.add(p)
 		}
+		first := !p.att.firstOut // the epoch's first batch to go out
+		p.att.firstOut = true
 		switch {
 		case b.attempt == 0 && o.deadLetters() && b.prior >= o.conf.MaxAttempts:
 			// Tried max_attempts times before this epoch: it goes to the
 			// dead-letter topic without another hand-out.
-			p.att.firstOut = true
 			o.deadLetter(p, b, b.prior)
-		case o.gateHolds(p, b):
+		case o.gateHolds(p, b, first):
 			o.gate(p, b)
 		default:
 			o.popParked().reply <- b
