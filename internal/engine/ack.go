@@ -86,7 +86,7 @@ func (o *owner) attemptsAllowed() string {
 
 // resolve records the final verdict on a batch and advances its partition.
 func (o *owner) resolve(b *Batch, err error) {
-	if b.keyed != nil {
+	if b.key != nil && b.key.set != nil {
 		o.resolveKeyed(b, err)
 		return
 	}

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/watermark-connect/watermark-connect/internal/keyorder"
 )
 
 // rawBatch is a run of fetched records of one partition, in offset order,
@@ -69,11 +67,9 @@ type Batch struct {
 	deadLettering  bool
 	letterAttempts int
 	deadLetterErr  string
-	// Under ordering: key (keyed.go): keyed is a hand-out's records as its
-	// scheduler handed them out (nil for a segment, and under none);
-	// remaining, of a segment, counts its records not done.
-	keyed     []keyorder.Record
-	remaining int
+	// key is b's part in ordering: key (keyed.go), nil under none: one
+	// pointer, so that none's batches stay the size they were.
+	key *keyBatch
 }
 
 // TakeAck claims the ack of b's hand-out of attempt (Attempt, read when the

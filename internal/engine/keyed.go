@@ -16,7 +16,7 @@ import (
 // each segment is registered at once, in offset order, so the tracker, the
 // window, the commit metadata, the loss and the replay code see segments as
 // they see batches. What changes is what goes out: a hand-out is a set of
-// records, picked from any segments (Batch.keyed); a segment resolves
+// records, picked from any segments (Batch.key); a segment resolves
 // Delivered once its last record is done. A hand-out that fails for good
 // resolves its segments Failed: the commit stops at the failed record, as
 // under none, and its keys stay out (the quarantine) until the partition's
@@ -36,6 +36,14 @@ type keyPart struct {
 	sched         *keyorder.Scheduler
 	recs          map[int64]keyRec
 	out, retrying int
+}
+
+// keyBatch is a Batch's part in key order: a hand-out's records as its
+// scheduler handed them out (set), or, of a segment (set nil), the count
+// of its records not done (remaining). Owned by the owner goroutine.
+type keyBatch struct {
+	set       []keyorder.Record
+	remaining int
 }
 
 // keyRec is a record held or out, and the segment it was fetched in.
@@ -69,7 +77,7 @@ func (o *owner) admit(p *partState) {
 		}
 		rb := p.queue.popReady()
 		seg := p.led.register(p, rb)
-		seg.remaining = len(rb.records)
+		seg.key = &keyBatch{remaining: len(rb.records)}
 		for _, r := range rb.records {
 			p.keys.recs[r.Offset] = keyRec{rec: r, seg: seg}
 			p.keys.sched.Add(keyorder.Record{Offset: r.Offset, Key: string(r.Key), Keyed: r.Key != nil})
@@ -90,7 +98,7 @@ func (o *owner) pickKeyed(p *partState) *Batch {
 	for i, k := range picked {
 		records[i] = p.keys.recs[k.Offset].rec
 	}
-	b := &Batch{part: p, keyed: picked, raw: rawBatch{
+	b := &Batch{part: p, key: &keyBatch{set: picked}, raw: rawBatch{
 		records: records, first: records[0].Offset, last: records[len(records)-1].Offset, logEnd: p.queue.highWatermark,
 	}}
 	p.keys.out++
@@ -122,14 +130,14 @@ func (o *owner) resolveKeyed(b *Batch, err error) {
 	p := b.part
 	p.keys.out--
 	if err == nil {
-		p.keys.sched.Done(b.keyed)
+		p.keys.sched.Done(b.key.set)
 		for _, r := range b.raw.records {
 			kr, ok := p.keys.recs[r.Offset]
 			if !ok {
 				continue
 			}
 			delete(p.keys.recs, r.Offset)
-			if kr.seg.remaining--; kr.seg.remaining == 0 {
+			if kr.seg.key.remaining--; kr.seg.key.remaining == 0 {
 				p.led.resolve(kr.seg, true) // a Duplicate after a failure changes nothing
 			}
 		}
