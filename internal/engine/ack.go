@@ -27,6 +27,9 @@ func (o *owner) onAck(a ackMsg) {
 		}
 		b.lastErr = errclass.Class(a.err)
 		if p.keys != nil {
+			if a.failed != nil {
+				a.failed = o.splitKeyed(b, a.failed)
+			}
 			p.noteKeyedNack(b) // the segment at the watermark may hold it
 			o.markDirty(p)
 			o.lists.gauges.add(p)

@@ -106,6 +106,57 @@ func (o *owner) pickKeyed(p *partState) *Batch {
 	return b
 }
 
+// splitKeyed takes a hand-out's batch error, which named its failed
+// records (indices into b's records): the others were delivered, so they
+// are done now, their keys free and their segments resolved once whole,
+// and b keeps the failed records only, to retry or to fail as a whole. It
+// returns nil, for the ack to go on as a nack of the whole (new) b: under
+// key, b.only stays nil.
+func (o *owner) splitKeyed(b *Batch, failed []int) []int {
+	p := b.part
+	failedAt := make(map[int]bool, len(failed))
+	for _, i := range failed {
+		if i >= 0 && i < len(b.raw.records) {
+			failedAt[i] = true
+		}
+	}
+	if len(failedAt) == 0 || len(failedAt) == len(b.raw.records) {
+		return nil // naming all (or none it holds): a nack of the whole hand-out
+	}
+	done := make([]keyorder.Record, 0, len(b.raw.records)-len(failedAt))
+	keep := 0
+	for i, r := range b.raw.records {
+		if failedAt[i] {
+			b.raw.records[keep], b.key.set[keep] = r, b.key.set[i]
+			keep++
+			continue
+		}
+		done = append(done, b.key.set[i])
+		o.doneKeyedRecord(p, r.Offset)
+	}
+	clear(b.raw.records[keep:])
+	b.raw.records, b.key.set = b.raw.records[:keep], b.key.set[:keep]
+	b.raw.first, b.raw.last = b.raw.records[0].Offset, b.raw.records[keep-1].Offset
+	p.keys.sched.Done(done)
+	o.markDirty(p)
+	o.advance(p)
+	o.schedule(p)
+	return nil
+}
+
+// doneKeyedRecord forgets a delivered record of p and resolves its segment
+// Delivered when it was the segment's last record not done.
+func (o *owner) doneKeyedRecord(p *partState, offset int64) {
+	kr, ok := p.keys.recs[offset]
+	if !ok {
+		return
+	}
+	delete(p.keys.recs, offset)
+	if kr.seg.key.remaining--; kr.seg.key.remaining == 0 {
+		p.led.resolve(kr.seg, true) // a Duplicate after a failure changes nothing
+	}
+}
+
 // noteKeyedNack puts a hand-out's nack on its segments: the partition is
 // stalled when the segment at its watermark holds a nacked record.
 func (p *partState) noteKeyedNack(b *Batch) {
@@ -132,14 +183,7 @@ func (o *owner) resolveKeyed(b *Batch, err error) {
 	if err == nil {
 		p.keys.sched.Done(b.key.set)
 		for _, r := range b.raw.records {
-			kr, ok := p.keys.recs[r.Offset]
-			if !ok {
-				continue
-			}
-			delete(p.keys.recs, r.Offset)
-			if kr.seg.key.remaining--; kr.seg.key.remaining == 0 {
-				p.led.resolve(kr.seg, true) // a Duplicate after a failure changes nothing
-			}
+			o.doneKeyedRecord(p, r.Offset)
 		}
 		o.markDirty(p)
 	} else {

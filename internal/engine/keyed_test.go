@@ -132,3 +132,40 @@ func TestKeyedDeadLetterFreesTheKey(t *testing.T) {
 		require.Equal(t, int64(1), g.Get(MetricDeadLettered, "t", 0))
 	})
 }
+
+// Under ordering: key, a batch error frees the keys of the records it did
+// not name at once: their next records go out while the named one is
+// retried, and only the named one's key waits.
+func TestKeyedBatchErrorFreesTheDeliveredKeys(t *testing.T) {
+	m, _ := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "ordering: key\nbatch_max_records: 3\ncommit_period: 1s\nnack_retry: { max_retries: -1, initial_backoff: 1s, max_backoff: 1s }\n"), m)
+		h.assign(tp0)
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
+		// Keys: a b c, then a b c (offsets 0-5), fetched after the first
+		// three are out.
+		keyOf := func(o int64) (string, bool) { return string(rune('a' + o%3)), true }
+		h.fetch(tp0, 3, keyedRecords(tp0, 0, 3, keyOf)...)
+		b := h.read()
+		require.Equal(t, []int64{0, 1, 2}, offsets(b))
+		h.fetch(tp0, 6, keyedRecords(tp0, 3, 6, keyOf)...)
+		_, more := h.tryRead()
+		require.False(t, more, "a, b and c are out")
+		h.o.inbox.ackCh <- ackMsg{b: b, err: errors.New("row 1 refused"), failed: []int{1}}
+		next := h.read()
+		require.Equal(t, []int64{3, 5}, offsets(next), "a's and c's next records go out: their first were delivered; b's waits")
+		h.ack(next, nil)
+		time.Sleep(time.Second) // the backoff
+		synctest.Wait()
+		retry := h.read()
+		require.Equal(t, []int64{1}, offsets(retry), "the retry holds the named record only")
+		require.Equal(t, 1, retry.Attempt())
+		h.ack(retry, nil)
+		last := h.read()
+		require.Equal(t, []int64{4}, offsets(last))
+		h.ack(last, nil)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Equal(t, int64(6), h.lastCommit(tp0).Base)
+	})
+}
