@@ -21,7 +21,9 @@ import (
 //     leaves no record that could go out;
 //  4. every record goes out once, and Held counts what did not;
 //  5. the base is the first offset added and not done, and Delivered the
-//     done runs above it.
+//     done runs above it;
+//  6. with classes (PickClass, half the seeds), a batch holds one class:
+//     that of the lowest record that could go out.
 func TestModel(t *testing.T) {
 	for seed := range uint64(300) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) { runModel(t, seed) })
@@ -37,6 +39,10 @@ func runModel(t *testing.T, seed uint64) {
 	o := NewOffsets(base)
 	keys := 1 + rng.IntN(6)
 	next := base
+	var class func(Record) int
+	if seed%2 == 1 {
+		class = func(r Record) int { return int(r.Offset/5) % 2 }
+	}
 	var (
 		added    []Record
 		held     = map[int64]bool{} // offset -> held
@@ -79,7 +85,14 @@ func runModel(t *testing.T, seed uint64) {
 			}
 		case x < 7: // pick
 			max := 1 + rng.IntN(4)
-			b := s.Pick(max)
+			lowest := int64(-1)
+			for _, a := range added {
+				if held[a.Offset] && eligible(a) {
+					lowest = a.Offset
+					break
+				}
+			}
+			b := s.PickClass(max, class)
 			log = append(log, fmt.Sprintf("pick %d: %v", max, b))
 			if len(b) > max || !slices.IsSortedFunc(b, func(a, c Record) int { return int(a.Offset - c.Offset) }) {
 				fail("pick %d returned %v", max, b)
@@ -100,10 +113,19 @@ func runModel(t *testing.T, seed uint64) {
 				delete(held, r.Offset)
 				out[r.Offset] = true
 			}
-			// 3: a short pick leaves nothing that could go out.
+			// 6: one class, that of the lowest record that could go out.
+			if len(b) > 0 && b[0].Offset != lowest {
+				fail("pick %d returned %v, the lowest that could go out is %d", max, b, lowest)
+			}
+			for _, r := range b {
+				if class != nil && class(r) != class(b[0]) {
+					fail("pick %d returned %v: more than one class", max, b)
+				}
+			}
+			// 3: a short pick leaves nothing (of its class) that could go out.
 			if len(b) < max {
 				for _, a := range added {
-					if held[a.Offset] && eligible(a) {
+					if held[a.Offset] && eligible(a) && (class == nil || len(b) == 0 || class(a) == class(b[0])) {
 						fail("pick %d returned %d record(s) but %v could go out", max, len(b), a)
 					}
 				}
@@ -179,7 +201,7 @@ func runModel(t *testing.T, seed uint64) {
 		if rounds > 10000 {
 			fail("no progress: %d held, %d batches out", s.Held(), len(batches))
 		}
-		if b := s.Pick(3); len(b) > 0 {
+		if b := s.PickClass(3, class); len(b) > 0 {
 			batches = append(batches, &modelBatch{recs: b})
 		}
 		b := batches[0]

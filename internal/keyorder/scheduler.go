@@ -107,11 +107,37 @@ func (s *Scheduler) newSlot(key string) int32 {
 // the key's next held records too, while there is room: a batch may hold
 // several records of one key, in log order. Every key it hands out is out
 // until Done is told of each of its records.
-func (s *Scheduler) Pick(max int) []Record {
-	var batch []Record
+func (s *Scheduler) Pick(max int) []Record { return s.PickClass(max, nil) }
+
+// PickClass is Pick for records of one class: that of the lowest free
+// record, as class tells it (nil: one class for all). A record of another
+// class stays held, and so do its key's later records; the next pick may
+// take it. The input uses it to keep records carried with different
+// attempt counts out of one batch.
+func (s *Scheduler) PickClass(max int, class func(Record) int) []Record {
+	var (
+		batch   []Record
+		skipped []Record // heads of another class, pushed back at the end
+		want    int
+		chosen  bool
+	)
+	same := func(r Record) bool {
+		if class == nil {
+			return true
+		}
+		c := class(r)
+		if !chosen {
+			want, chosen = c, true
+		}
+		return c == want
+	}
 	for len(batch) < max && s.ready.Len() > 0 {
 		r := heap.Pop(&s.ready).(Record)
 		if !r.Keyed {
+			if !same(r) {
+				skipped = append(skipped, r)
+				continue
+			}
 			batch = append(batch, r)
 			s.nHeld--
 			continue
@@ -120,7 +146,14 @@ func (s *Scheduler) Pick(max int) []Record {
 		if len(k.held) == 0 || k.held[0].Offset != r.Offset || k.out > 0 {
 			continue // stale
 		}
-		n := min(len(k.held), max-len(batch))
+		if !same(r) {
+			skipped = append(skipped, r)
+			continue
+		}
+		n := 1
+		for n < min(len(k.held), max-len(batch)) && same(k.held[n]) {
+			n++
+		}
 		batch = append(batch, k.held[:n]...)
 		s.nHeld -= n
 		k.out += n
@@ -129,6 +162,9 @@ func (s *Scheduler) Pick(max int) []Record {
 		} else {
 			k.held = k.held[n:]
 		}
+	}
+	for _, r := range skipped {
+		heap.Push(&s.ready, r)
 	}
 	slices.SortFunc(batch, func(a, b Record) int {
 		switch {
