@@ -101,6 +101,9 @@ func (b *Batch) appendRanges(dst []commitmeta.Attempts) []commitmeta.Attempts {
 		n = b.letterAttempts // no hand-out pending: the write is the ending
 	}
 	n32 := int32(min(n, 1<<31-1))
+	if b.key != nil && b.key.set != nil {
+		return appendRuns(dst, b.raw.records, n32) // a set of offsets (keyed.go)
+	}
 	if b.only == nil {
 		return append(dst, commitmeta.Attempts{From: b.raw.first, To: b.raw.last + 1, N: n32})
 	}
@@ -122,6 +125,9 @@ func (p *partState) attemptRanges(base int64) []commitmeta.Attempts {
 	// The window's batches start at or above base (the watermark, or before
 	// it moved the offset the epoch started at), and the frontier is at
 	// least base: every range is at or above it, as EncodeCommit requires.
+	if p.keys != nil {
+		return p.keyedAttemptRanges(base)
+	}
 	var out []commitmeta.Attempts
 	for _, w := range p.led.window.batches {
 		if w.b != nil && !w.delivered && w.b.counted() {
@@ -143,8 +149,8 @@ func (p *partState) attemptRanges(base int64) []commitmeta.Attempts {
 // (in this epoch or earlier), and the first batch of an epoch (first) at its
 // watermark. b's attempt is the hand-out it waits for.
 func (o *owner) gateHolds(p *partState, b *Batch, first bool) bool {
-	if o.conf.DeadLetter == nil || !o.conf.CommitMetadata || p.keys != nil {
-		return false // under ordering: key, not yet (keyed.go)
+	if o.conf.DeadLetter == nil || !o.conf.CommitMetadata {
+		return false
 	}
 	if b.attempt == 0 && b.prior == 0 {
 		base, ok := p.commitBase()

@@ -1,10 +1,13 @@
 package engine
 
 import (
+	"cmp"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
 	"github.com/watermark-connect/watermark-connect/internal/keyorder"
 )
 
@@ -22,9 +25,12 @@ import (
 // under none, and its keys stay out (the quarantine) until the partition's
 // epoch ends (a replay in place re-reads the whole partition).
 //
-// Not yet: attempts carried across epochs and the dead-letter gate (a
-// hand-out's prior attempts), key-level freeing of a BatchError's delivered
-// records before the batch resolves.
+// Attempts are counted per hand-out, as under none, and carried by the runs
+// of adjacent offsets a hand-out holds (appendRuns). A hand-out holds records
+// of one carried count only (Scheduler.PickClass by their segment's prior),
+// so a record tried before never takes a fresh one to the dead-letter topic
+// with it. A batch error frees the keys of the records it did not name at
+// once (splitKeyed).
 
 // keyPart is an epoch's part in key-ordered delivery. Invariants: recs holds
 // every record added to sched and not done, with its segment; out counts the
@@ -36,6 +42,10 @@ type keyPart struct {
 	sched         *keyorder.Scheduler
 	recs          map[int64]keyRec
 	out, retrying int
+	// live holds the hand-outs not delivered: those out, and those failed
+	// for good, whose records wait for the epoch's end; for the attempts a
+	// commit carries.
+	live map[*Batch]struct{}
 }
 
 // keyBatch is a Batch's part in key order: a hand-out's records as its
@@ -53,7 +63,7 @@ type keyRec struct {
 }
 
 func newKeyPart() *keyPart {
-	return &keyPart{sched: keyorder.NewScheduler(), recs: map[int64]keyRec{}}
+	return &keyPart{sched: keyorder.NewScheduler(), recs: map[int64]keyRec{}, live: map[*Batch]struct{}{}}
 }
 
 // newEpoch returns a new epoch of tp, made at now, with the parts the
@@ -90,7 +100,11 @@ func (o *owner) admit(p *partState) {
 // pickKeyed makes the next hand-out of p from the records whose keys are
 // free, or returns nil when none is.
 func (o *owner) pickKeyed(p *partState) *Batch {
-	picked := p.keys.sched.Pick(o.conf.BatchMaxRecords)
+	var class func(keyorder.Record) int
+	if len(p.att.carried) > 0 {
+		class = func(r keyorder.Record) int { return p.keys.recs[r.Offset].seg.prior }
+	}
+	picked := p.keys.sched.PickClass(o.conf.BatchMaxRecords, class)
 	if len(picked) == 0 {
 		return nil
 	}
@@ -101,7 +115,9 @@ func (o *owner) pickKeyed(p *partState) *Batch {
 	b := &Batch{part: p, key: &keyBatch{set: picked}, raw: rawBatch{
 		records: records, first: records[0].Offset, last: records[len(records)-1].Offset, logEnd: p.queue.highWatermark,
 	}}
+	b.prior = p.keys.recs[records[0].Offset].seg.prior
 	p.keys.out++
+	p.keys.live[b] = struct{}{}
 	p.commits.handedOut(int64(len(records)))
 	return b
 }
@@ -181,6 +197,7 @@ func (o *owner) resolveKeyed(b *Batch, err error) {
 	p := b.part
 	p.keys.out--
 	if err == nil {
+		delete(p.keys.live, b)
 		p.keys.sched.Done(b.key.set)
 		for _, r := range b.raw.records {
 			o.doneKeyedRecord(p, r.Offset)
@@ -236,4 +253,91 @@ func (p *partState) held() int {
 		return 0
 	}
 	return p.keys.sched.Held()
+}
+
+// keyedAttemptRanges is attemptRanges under key: the carried counts of the
+// segments not resolved, raised by the counted hand-outs' runs within them,
+// then the carried ranges beyond what is registered. Segments are at or
+// above base, and hand-outs hold records of those segments.
+func (p *partState) keyedAttemptRanges(base int64) []commitmeta.Attempts {
+	var segs, outs []commitmeta.Attempts
+	for _, w := range p.led.window.batches {
+		if w.b != nil && !w.delivered && w.b.prior > 0 {
+			segs = append(segs, commitmeta.Attempts{From: w.b.raw.first, To: w.b.raw.last + 1, N: int32(min(w.b.prior, 1<<31-1))})
+		}
+	}
+	for b := range p.keys.live {
+		if b.counted() {
+			outs = b.appendRanges(outs)
+		}
+	}
+	slices.SortFunc(outs, func(x, y commitmeta.Attempts) int { return cmp.Compare(x.From, y.From) })
+	out := mergeMax(segs, outs)
+	frontier := p.led.frontier(base)
+	for _, r := range p.att.carried {
+		if r.To > frontier {
+			r.From = max(r.From, frontier)
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// appendRuns appends a range for each run of adjacent offsets of records
+// (in offset order), each counted n.
+func appendRuns(dst []commitmeta.Attempts, records []*kgo.Record, n int32) []commitmeta.Attempts {
+	for i := 0; i < len(records); {
+		j := i
+		for j+1 < len(records) && records[j+1].Offset == records[j].Offset+1 {
+			j++
+		}
+		dst = append(dst, commitmeta.Attempts{From: records[i].Offset, To: records[j].Offset + 1, N: n})
+		i = j + 1
+	}
+	return dst
+}
+
+// mergeMax merges two lists of ranges, each sorted and disjoint, into one:
+// where they overlap, the higher count; touching ranges of one count are
+// joined.
+func mergeMax(a, b []commitmeta.Attempts) []commitmeta.Attempts {
+	if len(a) == 0 || len(b) == 0 {
+		return append(a, b...)
+	}
+	pts := make([]int64, 0, 2*(len(a)+len(b)))
+	for _, r := range a {
+		pts = append(pts, r.From, r.To)
+	}
+	for _, r := range b {
+		pts = append(pts, r.From, r.To)
+	}
+	slices.Sort(pts)
+	pts = slices.Compact(pts)
+	var out []commitmeta.Attempts
+	i, j := 0, 0
+	for k := 0; k+1 < len(pts); k++ {
+		x, y := pts[k], pts[k+1]
+		for i < len(a) && a[i].To <= x {
+			i++
+		}
+		for j < len(b) && b[j].To <= x {
+			j++
+		}
+		var n int32
+		if i < len(a) && a[i].From <= x {
+			n = a[i].N
+		}
+		if j < len(b) && b[j].From <= x {
+			n = max(n, b[j].N)
+		}
+		if n == 0 {
+			continue
+		}
+		if last := len(out) - 1; last >= 0 && out[last].To == x && out[last].N == n {
+			out[last].To = y
+			continue
+		}
+		out = append(out, commitmeta.Attempts{From: x, To: y, N: n})
+	}
+	return out
 }

@@ -3,12 +3,15 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
 )
 
 // keyedRecords returns records of tp at offsets [from, to) whose keys are
@@ -168,4 +171,104 @@ func TestKeyedBatchErrorFreesTheDeliveredKeys(t *testing.T) {
 		synctest.Wait()
 		require.Equal(t, int64(6), h.lastCommit(tp0).Base)
 	})
+}
+
+// Under ordering: key, attempts survive restarts by the runs of offsets a
+// hand-out held: a batch error names offset 1 of key p, which crashes the
+// next two processes; the records around it are never counted with it,
+// never go out with it (a hand-out holds one carried count), and the fourth
+// process dead-letters offset 1 alone without handing it out, after which
+// p's later record goes out and the commit passes everything.
+func TestKeyedAttemptsSurviveRestarts(t *testing.T) {
+	m, _ := testMetrics(t)
+	var meta fetchedCommit
+	conf := "ordering: key\nbatch_max_records: 2\ncommit_period: 1s\nstall_replay_after: 1h\ndead_letter: { max_attempts: 3 }\n"
+	keyOf := func(o int64) (string, bool) {
+		if o == 1 || o == 5 {
+			return "p", true
+		}
+		return fmt.Sprint("k", o), true
+	}
+	// run is one process from meta: it acks every hand-out but the one
+	// holding offset 1, which it nacks naming offset 1 (nack) or leaves
+	// unanswered (a crash mid-delivery); it returns that hand-out.
+	run := func(t *testing.T, nack bool) (*Batch, *fakeWriter, []*Batch) {
+		var got *Batch
+		var w *fakeWriter
+		var all []*Batch
+		synctest.Test(t, func(t *testing.T) {
+			var c *Config
+			c, w = deadLetterConfig(t, conf)
+			h := startOwner(t, c, m)
+			h.assign(tp0)
+			h.fetched(map[topicPartition]fetchedCommit{tp0: meta})
+			h.fetch(tp0, 8, keyedRecords(tp0, 0, 8, keyOf)...)
+			for range 4 {
+				bs := h.readAll()
+				if len(bs) == 0 {
+					break
+				}
+				for _, b := range bs {
+					all = append(all, b)
+					i := slices.Index(offsets(b), 1)
+					switch {
+					case i < 0:
+						h.ack(b, nil)
+					case nack:
+						got = b
+						h.o.inbox.ackCh <- ackMsg{b: b, err: errors.New("HTTP 400"), failed: []int{i}}
+						synctest.Wait()
+					default:
+						got = b
+					}
+				}
+			}
+			time.Sleep(time.Second)
+			synctest.Wait()
+			meta = h.lastFetched(tp0)
+		})
+		return got, w, all
+	}
+	meta = fetchedCommit{offset: 0, leaderEpoch: 0}
+	b, _, _ := run(t, true)
+	require.Equal(t, 1, b.DeliveryAttempt())
+	d, err := commitmeta.DecodeCommit(meta.meta)
+	require.NoError(t, err)
+	require.Equal(t, []commitmeta.Attempts{{From: 1, To: 2, N: 1}}, d.Attempts, "offset 1's run only, not its hand-out's offset 0")
+	for _, n := range []int{2, 3} {
+		b, _, all := run(t, false) // crashes mid-delivery
+		require.Equal(t, []int64{1}, offsets(b), "offset 1 goes out alone: no fresh record rides with it")
+		require.Equal(t, n, b.DeliveryAttempt(), "its attempts were carried across the restart")
+		for _, o := range all {
+			if o != b {
+				require.Equal(t, 1, o.DeliveryAttempt(), "hand-out %v", offsets(o))
+				require.NotContains(t, offsets(o), int64(5), "p's later record waits for offset 1")
+			}
+		}
+	}
+	b, w, all := run(t, false)
+	require.Nil(t, b, "tried max_attempts times: not handed out again")
+	letters := w.written()
+	require.Len(t, letters, 1)
+	require.Equal(t, []int64{1}, letters[0].offsets())
+	require.Equal(t, 3, letters[0].Attempts)
+	var out []int64
+	for _, o := range all {
+		out = append(out, offsets(o)...)
+	}
+	require.Contains(t, out, int64(5), "p is free once offset 1 is dead-lettered")
+	d, err = commitmeta.DecodeCommit(meta.meta)
+	require.NoError(t, err)
+	require.Equal(t, int64(8), d.Base, "committed past the dead letter")
+	require.Empty(t, d.Attempts)
+}
+
+func TestMergeMax(t *testing.T) {
+	a := []commitmeta.Attempts{{From: 0, To: 10, N: 1}, {From: 20, To: 30, N: 2}}
+	b := []commitmeta.Attempts{{From: 2, To: 4, N: 3}, {From: 4, To: 5, N: 3}, {From: 8, To: 12, N: 1}, {From: 25, To: 26, N: 1}, {From: 40, To: 41, N: 4}}
+	require.Equal(t, []commitmeta.Attempts{
+		{From: 0, To: 2, N: 1}, {From: 2, To: 5, N: 3}, {From: 5, To: 12, N: 1},
+		{From: 20, To: 30, N: 2}, {From: 40, To: 41, N: 4},
+	}, mergeMax(a, b))
+	require.Equal(t, b, mergeMax(nil, b))
 }
