@@ -1,7 +1,6 @@
 package keyorder
 
 import (
-	"container/heap"
 	"slices"
 )
 
@@ -71,7 +70,7 @@ func (s *Scheduler) Add(r Record) bool {
 	s.nHeld++
 	if !r.Keyed {
 		r.slot = -1
-		heap.Push(&s.ready, r)
+		s.ready.push(r)
 		return true
 	}
 	id, ok := s.ids[r.Key]
@@ -82,7 +81,7 @@ func (s *Scheduler) Add(r Record) bool {
 	k := &s.slots[id]
 	k.held = append(k.held, r)
 	if len(k.held) == 1 && k.out == 0 {
-		heap.Push(&s.ready, r)
+		s.ready.push(r)
 	}
 	return true
 }
@@ -131,8 +130,8 @@ func (s *Scheduler) PickClass(max int, class func(Record) int) []Record {
 		}
 		return c == want
 	}
-	for len(batch) < max && s.ready.Len() > 0 {
-		r := heap.Pop(&s.ready).(Record)
+	for len(batch) < max && len(s.ready) > 0 {
+		r := s.ready.pop()
 		if !r.Keyed {
 			if !same(r) {
 				skipped = append(skipped, r)
@@ -164,7 +163,7 @@ func (s *Scheduler) PickClass(max int, class func(Record) int) []Record {
 		}
 	}
 	for _, r := range skipped {
-		heap.Push(&s.ready, r)
+		s.ready.push(r)
 	}
 	slices.SortFunc(batch, func(a, b Record) int {
 		switch {
@@ -196,7 +195,7 @@ func (s *Scheduler) Done(records []Record) {
 			continue
 		}
 		if len(k.held) > 0 {
-			heap.Push(&s.ready, k.held[0])
+			s.ready.push(k.held[0])
 			continue
 		}
 		delete(s.ids, k.key)
@@ -206,16 +205,45 @@ func (s *Scheduler) Done(records []Record) {
 }
 
 // readyHeap is a min-heap by offset of records that may go out, unless
-// stale.
+// stale. Typed rather than container/heap, whose interface boxes a Record
+// into an allocation on every push.
 type readyHeap []Record
 
-func (h readyHeap) Len() int           { return len(h) }
-func (h readyHeap) Less(i, j int) bool { return h[i].Offset < h[j].Offset }
-func (h readyHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *readyHeap) Push(x any)        { *h = append(*h, x.(Record)) }
-func (h *readyHeap) Pop() any {
-	old := *h
-	r := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return r
+func (h *readyHeap) push(r Record) {
+	*h = append(*h, r)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if q[parent].Offset <= q[i].Offset {
+			break
+		}
+		q[parent], q[i] = q[i], q[parent]
+		i = parent
+	}
+}
+
+func (h *readyHeap) pop() Record {
+	q := *h
+	top := q[0]
+	n := len(q) - 1
+	q[0] = q[n]
+	q[n] = Record{}
+	q = q[:n]
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && q[r].Offset < q[l].Offset {
+			m = r
+		}
+		if q[i].Offset <= q[m].Offset {
+			break
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+	*h = q
+	return top
 }
