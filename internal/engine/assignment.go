@@ -138,8 +138,19 @@ func (p *partState) resumePoint() (int64, bool) {
 }
 
 // commitBase is the offset a commit would carry now: the watermark, or,
-// before the watermark ever moved, the offset this epoch started at.
+// before the watermark ever moved, the offset this epoch started at; under
+// key, past the records done at the head of the segment there (keyedBase).
 func (p *partState) commitBase() (int64, bool) {
+	base, ok := p.segmentBase()
+	if ok && p.keys != nil {
+		base = p.keyedBase(base)
+	}
+	return base, ok
+}
+
+// segmentBase is commitBase as the ledger sees it: the first offset of a
+// batch (under key, of a segment) not yet delivered.
+func (p *partState) segmentBase() (int64, bool) {
 	if wm, ok := p.led.watermark(); ok {
 		return wm, true
 	}

@@ -42,6 +42,11 @@ type keyPart struct {
 	sched         *keyorder.Scheduler
 	recs          map[int64]keyRec
 	out, retrying int
+	// offs knows which of the records added to sched are done, whatever
+	// hand-outs they went in: the commit's base and delivered ranges
+	// (keyedBase, keyedDelivered) come from it, exact to the record, not
+	// from whole segments. nil until the first record is added.
+	offs *keyorder.Offsets
 	// live holds the hand-outs not delivered: those out, and those failed
 	// for good, whose records wait for the epoch's end; for the attempts a
 	// commit carries.
@@ -88,7 +93,11 @@ func (o *owner) admit(p *partState) {
 		rb := p.queue.popReady()
 		seg := p.led.register(p, rb)
 		seg.key = &keyBatch{remaining: len(rb.records)}
+		if p.keys.offs == nil {
+			p.keys.offs = keyorder.NewOffsets(rb.first)
+		}
 		for _, r := range rb.records {
+			p.keys.offs.Add(r.Offset)
 			p.keys.recs[r.Offset] = keyRec{rec: r, seg: seg}
 			p.keys.sched.Add(keyorder.Record{Offset: r.Offset, Key: string(r.Key), Keyed: r.Key != nil})
 		}
@@ -168,6 +177,7 @@ func (o *owner) doneKeyedRecord(p *partState, offset int64) {
 		return
 	}
 	delete(p.keys.recs, offset)
+	p.keys.offs.Done(offset)
 	if kr.seg.key.remaining--; kr.seg.key.remaining == 0 {
 		p.led.resolve(kr.seg, true) // a Duplicate after a failure changes nothing
 	}
@@ -256,14 +266,15 @@ func (p *partState) held() int {
 }
 
 // keyedAttemptRanges is attemptRanges under key: the carried counts of the
-// segments not resolved, raised by the counted hand-outs' runs within them,
-// then the carried ranges beyond what is registered. Segments are at or
-// above base, and hand-outs hold records of those segments.
+// segments not resolved, from base on, raised by the counted hand-outs'
+// runs within them, then the carried ranges beyond what is registered.
+// Hand-outs not delivered hold records not done: at or above base.
 func (p *partState) keyedAttemptRanges(base int64) []commitmeta.Attempts {
 	var segs, outs []commitmeta.Attempts
 	for _, w := range p.led.window.batches {
-		if w.b != nil && !w.delivered && w.b.prior > 0 {
-			segs = append(segs, commitmeta.Attempts{From: w.b.raw.first, To: w.b.raw.last + 1, N: int32(min(w.b.prior, 1<<31-1))})
+		if w.b != nil && !w.delivered && w.b.prior > 0 && w.b.raw.last >= base {
+			// base may lie inside the segment at the watermark (keyedBase)
+			segs = append(segs, commitmeta.Attempts{From: max(w.b.raw.first, base), To: w.b.raw.last + 1, N: int32(min(w.b.prior, 1<<31-1))})
 		}
 	}
 	for b := range p.keys.live {
@@ -340,4 +351,37 @@ func mergeMax(a, b []commitmeta.Attempts) []commitmeta.Attempts {
 		out = append(out, commitmeta.Attempts{From: x, To: y, N: n})
 	}
 	return out
+}
+
+// keyedBase is where a commit of p under key may go, given the first offset
+// wm of the segment at its watermark: past the records done at its head.
+// A segment resolves only when its last record is done, so without this a
+// commit stopped at the first record of a segment whose later record waits
+// for its key, and the next owner of the partition delivered its done
+// records again, after newer records of their keys.
+//
+// Only inside that segment, and only when the watermark is its first
+// offset: the base never jumps a gap the epoch did not fetch (records lost
+// below it), whose leader epoch it does not know.
+func (p *partState) keyedBase(wm int64) int64 {
+	w, ok := p.led.head()
+	if p.keys.offs == nil || !ok || w.b == nil || w.delivered || w.b.raw.first != wm {
+		return wm
+	}
+	return max(wm, min(p.keys.offs.Base(), w.last))
+}
+
+// keyedDelivered adds to ranges, the window's delivered segments above base,
+// the runs of done records above base in segments not resolved.
+func (k *keyPart) keyedDelivered(base int64, ranges []commitmeta.Range) []commitmeta.Range {
+	if k.offs == nil {
+		return ranges
+	}
+	var runs []commitmeta.Range
+	for _, r := range k.offs.Delivered(nil) {
+		if r.From = max(r.From, base+1); r.From < r.To {
+			runs = append(runs, commitmeta.Range{From: r.From, To: r.To})
+		}
+	}
+	return mergeRanges(ranges, runs)
 }

@@ -272,3 +272,36 @@ func TestMergeMax(t *testing.T) {
 	}, mergeMax(a, b))
 	require.Equal(t, b, mergeMax(nil, b))
 }
+
+// Under ordering: key a segment resolves only when its last record is
+// done, so a commit made from segments alone stops at the first record of
+// a segment that has a record waiting, and forgets the done records of the
+// segments not resolved: the next owner delivered them again, after newer
+// records of their keys. The commit carries the records exactly: its base
+// goes past the done records at the head, its ranges cover the done ones
+// above.
+func TestKeyedHandoverCommitsTheDoneRecords(t *testing.T) {
+	m, _ := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "ordering: key\nbatch_max_records: 3\ncommit_period: 1h\nnack_retry: { max_retries: -1, initial_backoff: 1h, max_backoff: 1h }\n"), m)
+		h.assign(tp0)
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
+		keys := []string{"a", "b", "c", "d", "e", "b"}
+		keyOf := func(o int64) (string, bool) { return keys[o], true }
+		h.fetch(tp0, 3, keyedRecords(tp0, 0, 3, keyOf)...)
+		first := h.read()
+		require.Equal(t, []int64{0, 1, 2}, offsets(first))
+		h.fetch(tp0, 6, keyedRecords(tp0, 3, 6, keyOf)...)
+		second := h.read()
+		require.Equal(t, []int64{3, 4}, offsets(second), "b's offset 5 waits for its 1")
+		h.ack(second, nil)
+		h.o.inbox.ackCh <- ackMsg{b: first, err: errors.New("row 1 refused"), failed: []int{1}}
+		synctest.Wait()
+		final := <-h.revoke(tp0)
+		require.Equal(t, int64(1), final.offsets["t"][0].Offset)
+		d, err := commitmeta.DecodeCommit(final.meta[tp0])
+		require.NoError(t, err)
+		require.Equal(t, int64(1), d.Base, "past offset 0, done in the segment at the watermark")
+		require.Equal(t, []commitmeta.Range{{From: 2, To: 5}}, d.Delivered, "2, 3 and 4 are done; 5 waits for b")
+	})
+}
