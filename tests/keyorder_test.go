@@ -126,6 +126,7 @@ type keyCheck struct {
 	again    map[bool]int             // older after newer re-deliveries, by whether first delivered by a killed process
 	example  map[bool]string          // one of each
 	accepted int64                    // records accepted
+	reported bool                     // report ran
 	onAccept func(r rec, inst string) // the test's own bookkeeping, under mu
 }
 
@@ -283,6 +284,7 @@ func (c *keyCheck) report(t *testing.T) {
 	t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.reported = true
 	for _, b := range c.bad {
 		t.Errorf("key order: %s", b)
 	}
@@ -310,7 +312,8 @@ func (c *keyCheck) endsOlder() (n int, example string) {
 }
 
 // watchKeys builds the check for a test: the sink tells it of every request,
-// and a metaWatch of every commit (it also checks the metadata).
+// and a metaWatch of every commit (it also checks the metadata). A test that
+// ends before it calls report (a t.Fatal) still gets the breaches seen.
 func watchKeys(k *kafka, l *keyLog, s *sink, group, topic string) (*keyCheck, *metaWatch) {
 	c := newKeyCheck(l)
 	s.setObserver(c.arrived, c.judged)
@@ -318,21 +321,29 @@ func watchKeys(k *kafka, l *keyLog, s *sink, group, topic string) (*keyCheck, *m
 	w.mu.Lock()
 	w.onSample = c.sample
 	w.mu.Unlock()
+	k.t.Cleanup(func() {
+		c.mu.Lock()
+		done := c.reported
+		c.mu.Unlock()
+		if !done {
+			c.report(k.t)
+		}
+	})
 	return c, w
 }
 
 // TestKeyOrderFailingKeyOthersFlow: one key's record X is refused by the
-// sink (every request holding it, retried by nack_retry) until the test
-// has seen its partition's other keys deliver well past X. Records of other
-// keys must keep arriving meanwhile, none of the key's later records may
-// arrive before X is accepted, every key's records are first delivered in
-// log order, nothing is lost or delivered twice, and the commits reach the
-// log end.
+// sink (every request holding it, retried by nack_retry) until every other
+// record of its partition has been delivered, but those of the keys the
+// refused request holds. Records of other keys must keep arriving past X
+// meanwhile, none of X's key's later records may arrive before X is
+// accepted, every key's records are first delivered in log order, nothing is
+// lost or delivered twice, and the commits reach the log end.
 func TestKeyOrderFailingKeyOthersFlow(t *testing.T) {
 	env := needBroker(t)
 	k := newKafka(t, env)
 	const parts, perPart, keysPerPart = 4, 2500, 75
-	const flowWanted = 400 // records of other keys past X delivered while X fails
+	const flowWanted = 200 // records of other keys past X delivered while X fails, at least
 	const batchMax = 20
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
@@ -342,14 +353,15 @@ func TestKeyOrderFailingKeyOthersFlow(t *testing.T) {
 	l := produceKeyed(k, topic, parts, perPart, keysPerPart, rng)
 	end := k.endOffsets(topic)
 
-	// X: the first keyed record at or past 300 of a random partition whose
-	// key has more records after it than one batch holds, so that some of
-	// them cannot go out in X's own hand-out.
+	// X: in a random partition, the first record of a key first met at or
+	// past 100 (free from the start, so that it goes out early and the rest
+	// of the partition has to flow past it) with more records after it than
+	// one batch holds (so that some cannot go out in X's own hand-out).
 	bad := int32(rng.IntN(parts))
 	var x int64
-	for x = 300; l.null[bad][x] || len(l.offs[pkey{bad, l.key[bad][x]}])-l.idx[bad][x] <= batchMax+1; x++ {
+	for x = 100; l.null[bad][x] || l.idx[bad][x] != 0 || len(l.offs[pkey{bad, l.key[bad][x]}]) <= batchMax+1; x++ {
 		if x == perPart-1 {
-			t.Fatalf("partition %d has no key with more than %d records past 300", bad, batchMax+1)
+			t.Fatalf("partition %d has no key first met past 100 with more than %d records", bad, batchMax+1)
 		}
 	}
 	kx := pkey{bad, l.key[bad][x]}
@@ -392,10 +404,27 @@ func TestKeyOrderFailingKeyOthersFlow(t *testing.T) {
 			"nack_retry: { max_retries: -1, initial_backoff: 20ms, max_backoff: 200ms }\n"}
 	began := time.Now()
 	p := startProc(t, "keyfail", conf.yaml())
-	require.EventuallyWithT(t, func(c *assert.CollectT) {
-		assert.GreaterOrEqual(c, refusals.Load(), int64(3), "requests holding X refused")
-		assert.GreaterOrEqual(c, flow.Load(), int64(flowWanted), "records of other keys past X delivered while X fails")
+	// free counts the records of the bad partition not delivered yet that
+	// nothing holds back: those of keys the refused request does not hold.
+	free := func() (n int) {
+		chk.mu.Lock()
+		defer chk.mu.Unlock()
+		for o := range int64(perPart) {
+			if chk.count[bad][o] == 0 && (l.null[bad][o] || !refusedKeys[pkey{bad, l.key[bad][o]}]) {
+				n++
+			}
+		}
+		return n
+	}
+	// Not fatal: the key check says more than a timeout (under none, X's
+	// key's later records arrive, and the window of batches stops the rest).
+	assert.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.GreaterOrEqual(c, refusals.Load(), int64(5), "requests holding X refused")
+		assert.Zero(c, free(), "records of keys free of X's request not delivered yet")
 	}, 40*time.Second, 50*time.Millisecond, "partition %d's other keys to flow past %d while it fails", bad, x)
+	if n := flow.Load(); n < flowWanted {
+		t.Errorf("only %d records of other keys past %d were delivered while it failed, want at least %d", n, x, flowWanted)
+	}
 	if c := k.mustCommitted(group, topic); c[bad] > x {
 		t.Errorf("partition %d committed %d while %d was still refused", bad, c[bad], x)
 	}
