@@ -311,6 +311,30 @@ func (c *keyCheck) endsOlder() (n int, example string) {
 	return n, example
 }
 
+// handoverAgain fails t when a record first delivered by a live process was
+// delivered again after a newer record of its key: no crash explains it.
+// The README allows an older record after a newer one after a crash only;
+// across a rebalance (or a graceful stop) whose drain ends in time, key order
+// must hold for what the sink sees, re-deliveries included.
+func (c *keyCheck) handoverAgain(t *testing.T) {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.again[false]; n > 0 {
+		t.Errorf("key order across a handover: %d record(s) first delivered by a live process were delivered again after a newer record of their key, first: %s",
+			n, c.example[false])
+	}
+}
+
+// noneEndsOlder fails t when a key's last delivery is older than its newest
+// delivered record (endsOlder).
+func (c *keyCheck) noneEndsOlder(t *testing.T) {
+	t.Helper()
+	if n, ex := c.endsOlder(); n > 0 {
+		t.Errorf("%d key(s) end at an older record than one delivered before it, e.g. %s", n, ex)
+	}
+}
+
 // watchKeys builds the check for a test: the sink tells it of every request,
 // and a metaWatch of every commit (it also checks the metadata). A test that
 // ends before it calls report (a t.Fatal) still gets the breaches seen.
@@ -472,8 +496,9 @@ func TestKeyOrderFailingKeyOthersFlow(t *testing.T) {
 // them after a crash. The key check holds throughout, for every member: no
 // record handed out before the earlier records of its key were delivered,
 // no key in two unanswered requests of live members, first deliveries in log
-// order, no re-delivery of what a commit covered. Re-deliveries of an older
-// record after a newer one of its key are counted, by cause. Nothing is lost,
+// order, no re-delivery of what a commit covered. An older record may arrive
+// again after a newer one of its key only when a killed process delivered it
+// first (handoverAgain); how often it did is a figure. Nothing is lost and
 // the commits reach the log end, and no drain timed out.
 func TestKeyOrderSurvivesKillAndRebalance(t *testing.T) {
 	env := needBroker(t)
@@ -554,6 +579,7 @@ func TestKeyOrderSurvivesKillAndRebalance(t *testing.T) {
 			t.Logf("%s: %s", p.name, ls[0].text)
 		}
 	}
+	chk.handoverAgain(t)
 	dups := s.snapshot().coverage(t, end)
 	t.Logf("%s", s.stats())
 	chk.mu.Lock()
@@ -564,4 +590,99 @@ func TestKeyOrderSurvivesKillAndRebalance(t *testing.T) {
 	by := fmt.Sprintf("A:%d,A2:%d,B:%d,C:%d", s.instanceCount("A"), s.instanceCount("A2"), s.instanceCount("B"), s.instanceCount("C"))
 	figure(t, "test=key_kill_rebalance records=%d keys=%d duplicates=%d older_again_after_crash=%d older_again_after_handover=%d keys_ending_older=%d by_instance=%s seconds=%.1f",
 		total, len(l.offs), dups, again[true], again[false], older, by, took.Seconds())
+}
+
+// TestKeyOrderHandover: the smallest case of a handover under ordering: key.
+// Member A consumes two partitions alone; B joins mid-stream and A hands
+// one partition over, its drain ending well within drain_timeout. No record
+// may arrive again after a newer record of its key: nothing crashed.
+//
+// What it found (branch wip-key-ordering): the next owner delivers again
+// records that A had delivered, after newer records of their keys that A
+// had delivered too. A's final commit covers whole delivered segments only
+// (the batches fetched records are cut into, PLAN.md "Delivered ranges"): a
+// segment with a record delivered and another one held back for its key
+// when the drain stopped hand-outs stays unresolved, so the commit stops at
+// it and the next owner re-reads it, while the segments past it that were
+// delivered, newer records of the same keys among them, are in the
+// commit's ranges and skipped. An upserting sink ends with the older value.
+func TestKeyOrderHandover(t *testing.T) {
+	env := needBroker(t)
+	k := newKafka(t, env)
+	const parts, perPart, keysPerPart = 2, 3000, 10
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 21))
+	topic, group := "wm-keyhand-"+suffix(), "wm-keyhand-g-"+suffix()
+	k.createTopic(topic, parts)
+	l := produceKeyed(k, topic, parts, perPart, keysPerPart, rng)
+	end := k.endOffsets(topic)
+
+	s := newSink(t, topic, parts, 0, 10*time.Millisecond)
+	s.setRate(1000) // the stream outlasts B's join
+	chk, mw := watchKeys(k, l, s, group, topic)
+	cw := k.watchCommits(group, topic, s, 100*time.Millisecond)
+	conf := pipeline{brokers: env.Brokers, topic: topic, group: group, sinkURL: s.url(),
+		input: "ordering: " + ordering + "\ncommit_period: 300ms\nbatch_max_records: 20\nmax_pending_batches: 16\n" +
+			"session_timeout: 6s\nheartbeat_interval: 500ms\n"}
+	began := time.Now()
+	conf.instance = "A"
+	a := startProc(t, "A", conf.yaml())
+	s.waitTotal(t, parts*perPart/4, 40*time.Second)
+	conf.instance = "B"
+	b := startProc(t, "B", conf.yaml())
+	require.Eventually(t, func() bool { return s.instanceCount("B") > 0 }, 40*time.Second, 20*time.Millisecond, "B to deliver")
+	if n := s.total(); n >= parts*perPart {
+		t.Errorf("B delivered after the whole stream was: not mid-stream")
+	}
+	s.setRate(0)
+	k.waitCommitted(group, topic, end, 40*time.Second)
+	s.waitIdle(t, 10*time.Second)
+	a.stop(30 * time.Second)
+	b.stop(30 * time.Second)
+	cw.check(t)
+	mw.check(t)
+	chk.report(t)
+	for _, p := range []*proc{a, b} {
+		if ls := p.grep("kafka_watermark: drain of ", "timed out"); len(ls) > 0 {
+			t.Errorf("%s: a drain timed out, which voids the guarantee this test checks: %s", p.name, ls[0].text)
+		}
+	}
+	chk.handoverAgain(t)
+	chk.noneEndsOlder(t)
+	sn := s.snapshot()
+	dups := sn.coverage(t, end)
+	if t.Failed() {
+		// What the next owner delivered again, against the commits seen.
+		for p := range int32(parts) {
+			var again []int64
+			for o := range end[p] {
+				if sn.count(p, o) > 1 {
+					again = append(again, o)
+				}
+			}
+			t.Logf("partition %d: delivered again %s; commits seen %v", p, runs(again), mw.commitsOf(p, 0, -1))
+		}
+	}
+	t.Logf("%s", s.stats())
+	figure(t, "test=key_handover records=%d keys=%d duplicates=%d by_instance=A:%d,B:%d seconds=%.1f",
+		parts*perPart, len(l.offs), dups, s.instanceCount("A"), s.instanceCount("B"), time.Since(began).Seconds())
+}
+
+// runs renders sorted offsets as runs: "[3-5 9]".
+func runs(offs []int64) string {
+	var b []string
+	for i := 0; i < len(offs); {
+		j := i
+		for j+1 < len(offs) && offs[j+1] == offs[j]+1 {
+			j++
+		}
+		if j == i {
+			b = append(b, fmt.Sprint(offs[i]))
+		} else {
+			b = append(b, fmt.Sprintf("%d-%d", offs[i], offs[j]))
+		}
+		i = j + 1
+	}
+	return fmt.Sprintf("%d %v", len(offs), b)
 }
