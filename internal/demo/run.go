@@ -173,7 +173,7 @@ func prepareTopic(ctx context.Context, c *demoCluster, o demoOptions, rng *rand.
 			return nil, err
 		}
 	}
-	if err := c.produce(ctx, o.Topic, n, o.Records, o.RecordSize, rng); err != nil {
+	if err := c.produce(ctx, o.Topic, n, o.Records, o.RecordSize, o.keySpace(), rng); err != nil {
 		return nil, fmt.Errorf("producing %d records: %w", o.Records, err)
 	}
 	after, err := c.endOffsets(ctx, o.Topic)
@@ -247,14 +247,14 @@ input:
     drain_timeout: 1s
     # A failed batch (nack_retry's default: no retries in the process) is
     # replayed in place this long after its partition stalled; 0s never.
-    stall_replay_after: %s%s
+    stall_replay_after: %s%s%s
 output:
   %s:
     max_in_flight: %d
     max_latency: %s
 metrics:
   %s: {}
-`, seeds, o.Topic, o.Group, o.CommitPeriod, o.BatchMaxRecords, o.MaxPending, o.replayAfterYAML(), deadLetterYAML(o),
+`, seeds, o.Topic, o.Group, o.CommitPeriod, o.BatchMaxRecords, o.MaxPending, o.replayAfterYAML(), o.orderingYAML(), deadLetterYAML(o),
 		demoSinkName, o.MaxInFlight, o.MaxLatency, demoMetricsName)
 }
 
