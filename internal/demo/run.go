@@ -52,6 +52,12 @@ type demoResult struct {
 	DeadLetterTopic string
 	DeadLetters     []deadLetterSeen
 	DeadLetterErr   error
+
+	// The input's ordering, and with records of few keys (KeySpace > 0)
+	// the sink's check of their order, every partition's.
+	Ordering string
+	KeySpace int
+	KeyOrder keyOrderSeen
 }
 
 // runDemo runs the demo and prints its progress and summary to w, as a table
@@ -84,7 +90,10 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer, live bool) (*demoR
 		}
 	}
 	sink := newDemoSink(o.Topic, ranges, o.FailFor, rng)
-	sink.poison = o.deadLetters()
+	sink.poison, sink.keyOrdered = o.deadLetters(), o.keyOrdered()
+	if o.keySpace() > 0 {
+		sink.trackKeys()
+	}
 	sink.planFailures(o.FailBatches, o.BatchMaxRecords)
 	gauges := memmetrics.New()
 	st, err := buildPipeline(o, cluster.brokers, sink, gauges)
@@ -131,6 +140,7 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer, live bool) (*demoR
 		Parts: final, Settled: seen.Settled, StopReason: seen.Reason, Elapsed: time.Since(began), Began: began,
 		MaxPending: o.MaxPending, MaxInFlight: o.MaxInFlight, MaxLatency: o.MaxLatency,
 		FailFor: o.FailFor, ReplayAfter: max(o.StallReplayAfter, 0), Story: seen.Story,
+		Ordering: o.Ordering, KeySpace: o.keySpace(),
 	}
 	if o.deadLetters() {
 		r.DeadLetterAfter, r.DeadLetterTopic = o.DeadLetterAfter, o.deadLetterTopic()
@@ -142,6 +152,7 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer, live bool) (*demoR
 		r.Duplicates += v.Sink.Dups
 		r.Replays += v.Replays
 		r.Failures = append(r.Failures, v.Sink.Failed...)
+		r.KeyOrder = r.KeyOrder.add(v.Sink.KeyOrder)
 	}
 	writeSummary(w, r)
 	return r, nil
