@@ -20,11 +20,19 @@
 // the batch again in the process: the partition stays stalled at the
 // batch's first offset until a restart.
 //
+// With --ordering key the input runs with ordering: key on records of a few
+// keys per partition: the sink checks that no batch goes out with a key of
+// another unanswered batch and that every key lands in log order, and the
+// story shows the failed batch's keys waiting, their later records held by
+// the input, while the partition's other keys go past them.
+//
 // Files: demo.go (command and options), run.go (the run), watch.go
 // (progress, events and the end condition), probe.go (status against the
 // demo's broker), view.go (the live table and progress lines), summary.go
 // (the summary), deadletter.go (--dead-letter-after: the topic read back
-// and its summary), sink.go, cluster.go.
+// and its summary), keys.go (--ordering and --keys: options and the
+// records' keys), keycheck.go (the sink's check of key order), keystory.go
+// (what the events and the summary tell of keys), sink.go, cluster.go.
 package demo
 
 import (

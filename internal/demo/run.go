@@ -131,6 +131,7 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer, live bool) (*demoR
 	for i := range final {
 		if i < len(last) && last[i].Partition == final[i].Partition {
 			final[i].Pending, final[i].Stalled, final[i].Paused = last[i].Pending, last[i].Stalled, last[i].Paused
+			final[i].Held = last[i].Held
 			final[i].DeadLettered = max(final[i].DeadLettered, last[i].DeadLettered)
 		}
 	}
