@@ -57,7 +57,7 @@ func (k *keyStory) record(at time.Duration, v partitionView, f *failedBatch, ev 
 			p, keyList(f.Wait.Keys), f.Wait.Passed, f.First, f.Wait.OwnPassed)
 		return
 	}
-	ev("partition %d: the sink accepted batch %d-%d; while it waited, %d later record(s) of its %s were delivered before it",
+	ev("partition %d: the sink accepted batch %d-%d; while it waited, %d later record(s) of its %s landed before it",
 		p, f.First, f.Last, f.Wait.OwnPassed, keyList(f.Wait.Keys))
 }
 
@@ -128,7 +128,7 @@ func writeKeyOrder(w io.Writer, r *demoResult) {
 		}
 		waited := acceptedAt(f).Sub(f.Deliveries[0].Answered).Seconds()
 		if r.Ordering != orderingKey {
-			line("while the failed batch waited:", "batch %d-%d of partition %d waited %.1fs; %d later record(s) of its %s landed before it",
+			line("the failed batch's wait:", "batch %d-%d of partition %d waited %.1fs; %d later record(s) of its %s landed before it",
 				f.First, f.Last, v.Partition, waited, f.Wait.OwnPassed, keyList(f.Wait.Keys))
 			continue
 		}
