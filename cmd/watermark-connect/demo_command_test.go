@@ -71,8 +71,4 @@ func TestDemoCommandOrderingKey(t *testing.T) {
 	out, code = runBinary(t, nil, "demo", "--ordering", "sideways")
 	assert.NotEqual(t, 0, code)
 	assert.Contains(t, out, `--ordering must be one of none, key; got "sideways"`)
-
-	out, code = runBinary(t, nil, "demo", "--ordering", "key", "--dead-letter-after", "3")
-	assert.NotEqual(t, 0, code)
-	assert.Contains(t, out, "--dead-letter-after 3 cannot be shown with --ordering key")
 }

@@ -64,14 +64,6 @@ func (o demoOptions) validateKeys() []error {
 	default:
 		errs = append(errs, fmt.Errorf("--ordering must be one of %s, %s; got %q", orderingNone, orderingKey, o.Ordering))
 	}
-	// Under key, the input does not carry a batch's delivery attempts
-	// across replays in place yet (internal/keyorder/PLAN.md): every
-	// delivery is attempt 1, and a max_attempts above 1 is never reached.
-	if o.keyOrdered() && o.DeadLetterAfter > 1 {
-		errs = append(errs, fmt.Errorf("--dead-letter-after %d cannot be shown with --ordering key: under ordering: key the input does not "+
-			"carry a batch's delivery attempts across replays in place yet, so no delivery counts past attempt 1; "+
-			"use --dead-letter-after 1 or --ordering none", o.DeadLetterAfter))
-	}
 	switch {
 	case o.Keys < 0:
 		errs = append(errs, fmt.Errorf("--keys must be at least 0 (0: %d per partition under --ordering key, else one per record), got %d",
