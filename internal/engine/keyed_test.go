@@ -305,3 +305,55 @@ func TestKeyedHandoverCommitsTheDoneRecords(t *testing.T) {
 		require.Equal(t, []commitmeta.Range{{From: 2, To: 5}}, d.Delivered, "2, 3 and 4 are done; 5 waits for b")
 	})
 }
+
+// Under ordering: key, replays in place count attempts too: a hand-out of
+// keys a and b fails for good, the other key's hand-out is delivered; each
+// replay hands out a's and b's records alone (c's were delivered: exact
+// ranges skip them), one attempt more, and the third nack dead-letters
+// them, after which the commit reaches the end.
+func TestKeyedDeadLetterCountsReplaysInPlace(t *testing.T) {
+	m, g := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		conf, w := deadLetterConfig(t, "ordering: key\nbatch_max_records: 2\ncommit_period: 1s\nstall_replay_after: 10s\ndrain_timeout: 1s\ndead_letter: { max_attempts: 3 }\n")
+		h := startOwner(t, conf, m)
+		h.assignFrom(tp0, 0)
+		keys := []string{"a", "b", "c", "c"}
+		fetchAll := func() {
+			h.fetch(tp0, 4, keyedRecords(tp0, 0, 4, func(o int64) (string, bool) { return keys[o], true })...)
+		}
+		fetchAll()
+		bs := h.readAll()
+		var a *Batch
+		for _, b := range bs {
+			if slices.Contains(offsets(b), 0) {
+				a = b
+				continue
+			}
+			h.ack(b, nil)
+		}
+		require.Equal(t, []int64{0, 1}, offsets(a), "a and b: c's two records go out together")
+		for attempt := 1; attempt <= 3; attempt++ {
+			require.Equal(t, attempt, a.DeliveryAttempt())
+			h.ack(a, errors.New("HTTP 422"))
+			if attempt == 3 {
+				break
+			}
+			time.Sleep(10 * time.Second << (attempt - 1))
+			synctest.Wait()
+			require.Equal(t, int64(attempt), g.Get(MetricStallReplays, "t", 0))
+			h.fetch(tp0, 4) // the rewind's poll window
+			fetchAll()
+			bs := h.readAll()
+			require.Len(t, bs, 1)
+			require.Equal(t, []int64{0, 1}, offsets(bs[0]), "c's records were delivered: skipped")
+			a = bs[0]
+		}
+		letters := w.written()
+		require.Len(t, letters, 1)
+		require.Equal(t, []int64{0, 1}, letters[0].offsets())
+		require.Equal(t, 3, letters[0].Attempts)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Equal(t, int64(4), h.lastCommit(tp0).Base)
+	})
+}
