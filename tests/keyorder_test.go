@@ -617,15 +617,14 @@ func TestKeyOrderSurvivesKillAndRebalance(t *testing.T) {
 // one partition over, its drain ending well within drain_timeout. No record
 // may arrive again after a newer record of its key: nothing crashed.
 //
-// What it found (branch wip-key-ordering): the next owner delivers again
-// records that A had delivered, after newer records of their keys that A
-// had delivered too. A's final commit covers whole delivered segments only
-// (the batches fetched records are cut into, PLAN.md "Delivered ranges"): a
-// segment with a record delivered and another one held back for its key
-// when the drain stopped hand-outs stays unresolved, so the commit stops at
-// it and the next owner re-reads it, while the segments past it that were
-// delivered, newer records of the same keys among them, are in the
-// commit's ranges and skipped. An upserting sink ends with the older value.
+// It guards the fix for what it found first: A's final commit covered whole
+// delivered segments only (the batches fetched records are cut into), so a
+// segment with a record delivered and another held back for its key when
+// the drain stopped hand-outs stayed unresolved; the next owner re-read it
+// while the segments past it, newer records of the same keys among them,
+// were in the commit's ranges and skipped, and an upserting sink ended with
+// the older value. The commit now carries the done records exactly
+// (internal/engine keyedBase, keyedDelivered).
 func TestKeyOrderHandover(t *testing.T) {
 	env := needBroker(t)
 	k := newKafka(t, env)
