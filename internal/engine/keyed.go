@@ -17,10 +17,13 @@ import (
 // other keys go out past a waiting key. The ledger does not change: fetched
 // records are cut into segments as they are into batches under none, and
 // each segment is registered at once, in offset order, so the tracker, the
-// window, the commit metadata, the loss and the replay code see segments as
-// they see batches. What changes is what goes out: a hand-out is a set of
-// records, picked from any segments (Batch.key); a segment resolves
-// Delivered once its last record is done. A hand-out that fails for good
+// window, the loss and the replay code see segments as they see batches.
+// What changes is what goes out: a hand-out is a set of records, picked
+// from any segments (Batch.key); a segment resolves Delivered once its last
+// record is done. What a commit carries is exact to the record: its base
+// passes the done records at the head of the segment at the watermark, and
+// its ranges cover the done records of segments not resolved
+// (keyorder.Offsets), so a handover or a crash re-delivers none of them. A hand-out that fails for good
 // resolves its segments Failed: the commit stops at the failed record, as
 // under none, and its keys stay out (the quarantine) until the partition's
 // epoch ends (a replay in place re-reads the whole partition).
