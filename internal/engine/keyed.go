@@ -35,15 +35,15 @@ import (
 // with it. A batch error frees the keys of the records it did not name at
 // once (splitKeyed).
 
-// keyPart is an epoch's part in key-ordered delivery. Invariants: recs holds
-// every record added to sched and not done, with its segment; out counts the
+// keyPart is an epoch's part in key-ordered delivery. Invariants: sched and
+// offs hold every record added and not done (sched with its kgo record and
+// segment, keyRec); out counts the
 // hand-outs unresolved, retrying those of them waiting to go out again (in
 // backoff, queued for a retry, gated, or given back by a cancelled read):
 // out-retrying are in the pipeline. Owned by the owner goroutine, inside its
 // partState.
 type keyPart struct {
-	sched         *keyorder.Scheduler
-	recs          map[int64]keyRec
+	sched         *keyorder.Scheduler[keyRec]
 	out, retrying int
 	// offs knows which of the records added to sched are done, whatever
 	// hand-outs they went in: the commit's base and delivered ranges
@@ -60,7 +60,7 @@ type keyPart struct {
 // scheduler handed them out (set), or, of a segment (set nil), the count
 // of its records not done (remaining). Owned by the owner goroutine.
 type keyBatch struct {
-	set       []keyorder.Record
+	set       []keyorder.Record[keyRec]
 	remaining int
 }
 
@@ -71,7 +71,7 @@ type keyRec struct {
 }
 
 func newKeyPart() *keyPart {
-	return &keyPart{sched: keyorder.NewScheduler(), recs: map[int64]keyRec{}, live: map[*Batch]struct{}{}}
+	return &keyPart{sched: keyorder.NewScheduler[keyRec](), live: map[*Batch]struct{}{}}
 }
 
 // newEpoch returns a new epoch of tp, made at now, with the parts the
@@ -101,8 +101,7 @@ func (o *owner) admit(p *partState) {
 		}
 		for _, r := range rb.records {
 			p.keys.offs.Add(r.Offset)
-			p.keys.recs[r.Offset] = keyRec{rec: r, seg: seg}
-			p.keys.sched.Add(keyorder.Record{Offset: r.Offset, Key: string(r.Key), Keyed: r.Key != nil})
+			p.keys.sched.Add(keyorder.Record[keyRec]{Offset: r.Offset, Key: string(r.Key), Keyed: r.Key != nil, Val: keyRec{rec: r, seg: seg}})
 		}
 		o.lists.gauges.add(p)
 	}
@@ -112,9 +111,9 @@ func (o *owner) admit(p *partState) {
 // pickKeyed makes the next hand-out of p from the records whose keys are
 // free, or returns nil when none is.
 func (o *owner) pickKeyed(p *partState) *Batch {
-	var class func(keyorder.Record) int
+	var class func(keyorder.Record[keyRec]) int
 	if len(p.att.carried) > 0 {
-		class = func(r keyorder.Record) int { return p.keys.recs[r.Offset].seg.prior }
+		class = func(r keyorder.Record[keyRec]) int { return r.Val.seg.prior }
 	}
 	picked := p.keys.sched.PickClass(o.conf.BatchMaxRecords, class)
 	if len(picked) == 0 {
@@ -122,12 +121,12 @@ func (o *owner) pickKeyed(p *partState) *Batch {
 	}
 	records := make([]*kgo.Record, len(picked))
 	for i, k := range picked {
-		records[i] = p.keys.recs[k.Offset].rec
+		records[i] = k.Val.rec
 	}
 	b := &Batch{part: p, key: &keyBatch{set: picked}, raw: rawBatch{
 		records: records, first: records[0].Offset, last: records[len(records)-1].Offset, logEnd: p.queue.highWatermark,
 	}}
-	b.prior = p.keys.recs[records[0].Offset].seg.prior
+	b.prior = picked[0].Val.seg.prior
 	p.keys.out++
 	p.keys.live[b] = struct{}{}
 	p.commits.handedOut(int64(len(records)))
@@ -151,7 +150,7 @@ func (o *owner) splitKeyed(b *Batch, failed []int) []int {
 	if len(failedAt) == 0 || len(failedAt) == len(b.raw.records) {
 		return nil // naming all (or none it holds): a nack of the whole hand-out
 	}
-	done := make([]keyorder.Record, 0, len(b.raw.records)-len(failedAt))
+	done := make([]keyorder.Record[keyRec], 0, len(b.raw.records)-len(failedAt))
 	keep := 0
 	for i, r := range b.raw.records {
 		if failedAt[i] {
@@ -160,7 +159,7 @@ func (o *owner) splitKeyed(b *Batch, failed []int) []int {
 			continue
 		}
 		done = append(done, b.key.set[i])
-		o.doneKeyedRecord(p, r.Offset)
+		o.doneKeyedRecord(p, b.key.set[i])
 	}
 	clear(b.raw.records[keep:])
 	b.raw.records, b.key.set = b.raw.records[:keep], b.key.set[:keep]
@@ -172,28 +171,23 @@ func (o *owner) splitKeyed(b *Batch, failed []int) []int {
 	return nil
 }
 
-// doneKeyedRecord forgets a delivered record of p and resolves its segment
-// Delivered when it was the segment's last record not done.
-func (o *owner) doneKeyedRecord(p *partState, offset int64) {
-	kr, ok := p.keys.recs[offset]
-	if !ok {
-		return
+// doneKeyedRecord marks a delivered record of p done, once, and resolves
+// its segment Delivered when it was the segment's last record not done.
+func (o *owner) doneKeyedRecord(p *partState, r keyorder.Record[keyRec]) {
+	if !p.keys.offs.Done(r.Offset) {
+		return // done already: nothing to count twice
 	}
-	delete(p.keys.recs, offset)
-	p.keys.offs.Done(offset)
-	if kr.seg.key.remaining--; kr.seg.key.remaining == 0 {
-		p.led.resolve(kr.seg, true) // a Duplicate after a failure changes nothing
+	seg := r.Val.seg
+	if seg.key.remaining--; seg.key.remaining == 0 {
+		p.led.resolve(seg, true) // a Duplicate after a failure changes nothing
 	}
 }
 
 // noteKeyedNack puts a hand-out's nack on its segments: the partition is
 // stalled when the segment at its watermark holds a nacked record.
 func (p *partState) noteKeyedNack(b *Batch) {
-	for _, r := range b.raw.records {
-		seg := p.keys.recs[r.Offset].seg
-		if seg == nil {
-			continue
-		}
+	for _, r := range b.key.set {
+		seg := r.Val.seg
 		if seg.nackedAt.IsZero() {
 			seg.nackedAt = b.nackedAt
 		}
@@ -212,15 +206,13 @@ func (o *owner) resolveKeyed(b *Batch, err error) {
 	if err == nil {
 		delete(p.keys.live, b)
 		p.keys.sched.Done(b.key.set)
-		for _, r := range b.raw.records {
-			o.doneKeyedRecord(p, r.Offset)
+		for _, r := range b.key.set {
+			o.doneKeyedRecord(p, r)
 		}
 		o.markDirty(p)
 	} else {
-		for _, r := range b.raw.records {
-			if kr, ok := p.keys.recs[r.Offset]; ok {
-				p.led.resolve(kr.seg, false)
-			}
+		for _, r := range b.key.set {
+			p.led.resolve(r.Val.seg, false)
 		}
 		o.log.Errorf("kafka_watermark: %d record(s) of %s/%d (offsets %d to %d, keys held back) failed after %d attempt(s): %v",
 			len(b.raw.records), p.tp.topic, p.tp.partition, b.raw.first, b.raw.last, b.attempt+1, err)

@@ -731,15 +731,11 @@ func (m *ownerModel) poll() {
 					}
 				}
 			}
-			if p.keys != nil {
-				// Under ordering: key, records wait for their key in the
-				// scheduler, registered in segments (keyed.go).
-				for _, kr := range p.keys.recs {
-					queued[kr.rec] = true
-				}
-			}
+			// Under ordering: key, records wait for their key in the
+			// scheduler, registered in segments (keyed.go).
+			held := func(r *kgo.Record) bool { return p.keys != nil && p.keys.offs != nil && p.keys.offs.NotDone(r.Offset) }
 			for _, r := range recs {
-				if r.Offset > lq && r.Offset <= p.queue.lastQueued && !queued[r] && !r.Attrs.IsControl() {
+				if r.Offset > lq && r.Offset <= p.queue.lastQueued && !queued[r] && !held(r) && !r.Attrs.IsControl() {
 					skipped = append(skipped, r)
 				}
 			}

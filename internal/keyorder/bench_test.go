@@ -14,17 +14,17 @@ func BenchmarkPickDone(b *testing.B) {
 			for i := range keys {
 				keys[i] = "key-" + strconv.Itoa(i)
 			}
-			s := NewScheduler()
+			s := NewScheduler[int]()
 			o := NewOffsets(0)
 			off := int64(0)
 			fill := func() {
 				for s.Held() < 8192 {
-					s.Add(Record{Offset: off, Key: keys[int(off*2654435761)%nKeys], Keyed: true})
+					s.Add(tRecord{Offset: off, Key: keys[int(off*2654435761)%nKeys], Keyed: true})
 					o.Add(off)
 					off++
 				}
 			}
-			var out [][]Record
+			var out [][]tRecord
 			fill()
 			for len(out) < 64 {
 				out = append(out, s.Pick(64))

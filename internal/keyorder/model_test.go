@@ -30,21 +30,24 @@ func TestModel(t *testing.T) {
 	}
 }
 
-type modelBatch struct{ recs []Record }
+// tRecord is the scheduler's record, carrying nothing of the caller's.
+type tRecord = Record[int]
+
+type modelBatch struct{ recs []tRecord }
 
 func runModel(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 21))
-	s := NewScheduler()
+	s := NewScheduler[int]()
 	base := int64(rng.IntN(5))
 	o := NewOffsets(base)
 	keys := 1 + rng.IntN(6)
 	next := base
-	var class func(Record) int
+	var class func(tRecord) int
 	if seed%2 == 1 {
-		class = func(r Record) int { return int(r.Offset/5) % 2 }
+		class = func(r tRecord) int { return int(r.Offset/5) % 2 }
 	}
 	var (
-		added    []Record
+		added    []tRecord
 		held     = map[int64]bool{} // offset -> held
 		out      = map[int64]bool{} // offset -> out
 		done     = map[int64]bool{}
@@ -56,7 +59,7 @@ func runModel(t *testing.T, seed uint64) {
 		t.Helper()
 		t.Fatalf("seed %d: %s\n%v", seed, fmt.Sprintf(format, args...), log)
 	}
-	eligible := func(r Record) bool {
+	eligible := func(r tRecord) bool {
 		if !r.Keyed {
 			return true
 		}
@@ -72,7 +75,7 @@ func runModel(t *testing.T, seed uint64) {
 		case x < 4: // fetch
 			for range 1 + rng.IntN(4) {
 				next += int64(1 + rng.IntN(2)*rng.IntN(3)) // gaps now and then
-				r := Record{Offset: next, Keyed: rng.IntN(8) != 0}
+				r := tRecord{Offset: next, Keyed: rng.IntN(8) != 0}
 				if r.Keyed {
 					r.Key = fmt.Sprint(rng.IntN(keys))
 				}
@@ -94,7 +97,7 @@ func runModel(t *testing.T, seed uint64) {
 			}
 			b := s.PickClass(max, class)
 			log = append(log, fmt.Sprintf("pick %d: %v", max, b))
-			if len(b) > max || !slices.IsSortedFunc(b, func(a, c Record) int { return int(a.Offset - c.Offset) }) {
+			if len(b) > max || !slices.IsSortedFunc(b, func(a, c tRecord) int { return int(a.Offset - c.Offset) }) {
 				fail("pick %d returned %v", max, b)
 			}
 			for i, r := range b {
@@ -104,7 +107,7 @@ func runModel(t *testing.T, seed uint64) {
 				// 1: earlier records of its key are done, or in this batch.
 				for _, a := range added {
 					if a.Keyed && r.Keyed && a.Key == r.Key && a.Offset < r.Offset && (held[a.Offset] || out[a.Offset]) &&
-						!slices.ContainsFunc(b[:i], func(c Record) bool { return c.Offset == a.Offset }) {
+						!slices.ContainsFunc(b[:i], func(c tRecord) bool { return c.Offset == a.Offset }) {
 						fail("picked %v while %v of its key is held or out", r, a)
 					}
 				}
@@ -170,6 +173,11 @@ func runModel(t *testing.T, seed uint64) {
 			if !done[a.Offset] {
 				wantBase = a.Offset
 				break
+			}
+		}
+		for _, a := range added {
+			if o.NotDone(a.Offset) != (held[a.Offset] || out[a.Offset]) {
+				fail("NotDone(%d) %v, model held %v out %v", a.Offset, o.NotDone(a.Offset), held[a.Offset], out[a.Offset])
 			}
 		}
 		if o.Base() != wantBase {

@@ -30,6 +30,12 @@ func NewOffsets(base int64) *Offsets { return &Offsets{base: base, next: base} }
 // Base is the first offset not done: where a commit may go.
 func (o *Offsets) Base() int64 { return o.base }
 
+// NotDone reports whether offset was added and is not done.
+func (o *Offsets) NotDone(offset int64) bool {
+	i := offset - o.base
+	return i >= 0 && i < int64(len(o.not)-o.start) && o.not[o.start+int(i)]
+}
+
 // Pending is the number of offsets added and not done.
 func (o *Offsets) Pending() int { return o.pending }
 

@@ -5,13 +5,16 @@ import (
 )
 
 // Record is what the scheduler knows of a fetched record: its offset and
-// its key. Keyed is false for a null key, which stands alone. Records that
-// Pick returns carry the scheduler's handle of their key: give Done those
-// values, not copies made anew.
-type Record struct {
+// its key. Keyed is false for a null key, which stands alone. Val is the
+// caller's, carried along (the input keeps the record and its batch there,
+// so that no map from offsets is needed). Records that Pick returns carry
+// the scheduler's handle of their key: give Done those values, not copies
+// made anew.
+type Record[V any] struct {
 	Offset int64
 	Key    string
 	Keyed  bool
+	Val    V
 	slot   int32 // the key's slot, set by Add
 }
 
@@ -33,36 +36,36 @@ type Record struct {
 //     held record in ready (stale entries, for records since handed out or
 //     slots since reused, are told by their offset and dropped when met);
 //   - every held record without a key has its own entry in ready.
-type Scheduler struct {
+type Scheduler[V any] struct {
 	ids   map[string]int32
-	slots []keySlot
+	slots []keySlot[V]
 	free  []int32
-	ready readyHeap
+	ready readyHeap[V]
 	nHeld int
 	last  int64 // the last offset added, -1 before any
 }
 
 // keySlot is one key's records held and the count of those out.
-type keySlot struct {
+type keySlot[V any] struct {
 	key  string
-	held []Record
+	held []Record[V]
 	out  int
 }
 
 // NewScheduler returns an empty scheduler.
-func NewScheduler() *Scheduler {
-	return &Scheduler{ids: map[string]int32{}, last: -1}
+func NewScheduler[V any]() *Scheduler[V] {
+	return &Scheduler[V]{ids: map[string]int32{}, last: -1}
 }
 
 // Held is the number of records added and not handed out.
-func (s *Scheduler) Held() int { return s.nHeld }
+func (s *Scheduler[V]) Held() int { return s.nHeld }
 
 // Keys is the number of keys with records held or out.
-func (s *Scheduler) Keys() int { return len(s.ids) }
+func (s *Scheduler[V]) Keys() int { return len(s.ids) }
 
 // Add takes a fetched record, in offset order: an offset at or below the last
 // one added is a re-delivery of fetched data and is ignored (false).
-func (s *Scheduler) Add(r Record) bool {
+func (s *Scheduler[V]) Add(r Record[V]) bool {
 	if r.Offset <= s.last {
 		return false
 	}
@@ -87,14 +90,14 @@ func (s *Scheduler) Add(r Record) bool {
 }
 
 // newSlot gives key a slot.
-func (s *Scheduler) newSlot(key string) int32 {
+func (s *Scheduler[V]) newSlot(key string) int32 {
 	var id int32
 	if n := len(s.free); n > 0 {
 		id = s.free[n-1]
 		s.free = s.free[:n-1]
 	} else {
 		id = int32(len(s.slots))
-		s.slots = append(s.slots, keySlot{})
+		s.slots = append(s.slots, keySlot[V]{})
 	}
 	s.slots[id].key = key
 	s.ids[key] = id
@@ -106,21 +109,21 @@ func (s *Scheduler) newSlot(key string) int32 {
 // the key's next held records too, while there is room: a batch may hold
 // several records of one key, in log order. Every key it hands out is out
 // until Done is told of each of its records.
-func (s *Scheduler) Pick(max int) []Record { return s.PickClass(max, nil) }
+func (s *Scheduler[V]) Pick(max int) []Record[V] { return s.PickClass(max, nil) }
 
 // PickClass is Pick for records of one class: that of the lowest free
 // record, as class tells it (nil: one class for all). A record of another
 // class stays held, and so do its key's later records; the next pick may
 // take it. The input uses it to keep records carried with different
 // attempt counts out of one batch.
-func (s *Scheduler) PickClass(max int, class func(Record) int) []Record {
+func (s *Scheduler[V]) PickClass(max int, class func(Record[V]) int) []Record[V] {
 	var (
-		batch   []Record
-		skipped []Record // heads of another class, pushed back at the end
+		batch   []Record[V]
+		skipped []Record[V] // heads of another class, pushed back at the end
 		want    int
 		chosen  bool
 	)
-	same := func(r Record) bool {
+	same := func(r Record[V]) bool {
 		if class == nil {
 			return true
 		}
@@ -165,7 +168,7 @@ func (s *Scheduler) PickClass(max int, class func(Record) int) []Record {
 	for _, r := range skipped {
 		s.ready.push(r)
 	}
-	slices.SortFunc(batch, func(a, b Record) int {
+	slices.SortFunc(batch, func(a, b Record[V]) int {
 		switch {
 		case a.Offset < b.Offset:
 			return -1
@@ -182,7 +185,7 @@ func (s *Scheduler) PickClass(max int, class func(Record) int) []Record {
 // held record may go out, or, with none held, the key is forgotten. A
 // record that failed is not done: its key stays out (quarantined), and its
 // later records wait, until it is.
-func (s *Scheduler) Done(records []Record) {
+func (s *Scheduler[V]) Done(records []Record[V]) {
 	for _, r := range records {
 		if !r.Keyed || r.slot < 0 || int(r.slot) >= len(s.slots) {
 			continue
@@ -199,7 +202,7 @@ func (s *Scheduler) Done(records []Record) {
 			continue
 		}
 		delete(s.ids, k.key)
-		*k = keySlot{held: k.held[:0]}
+		*k = keySlot[V]{held: k.held[:0]}
 		s.free = append(s.free, r.slot)
 	}
 }
@@ -207,9 +210,9 @@ func (s *Scheduler) Done(records []Record) {
 // readyHeap is a min-heap by offset of records that may go out, unless
 // stale. Typed rather than container/heap, whose interface boxes a Record
 // into an allocation on every push.
-type readyHeap []Record
+type readyHeap[V any] []Record[V]
 
-func (h *readyHeap) push(r Record) {
+func (h *readyHeap[V]) push(r Record[V]) {
 	*h = append(*h, r)
 	q := *h
 	for i := len(q) - 1; i > 0; {
@@ -222,12 +225,13 @@ func (h *readyHeap) push(r Record) {
 	}
 }
 
-func (h *readyHeap) pop() Record {
+func (h *readyHeap[V]) pop() Record[V] {
 	q := *h
 	top := q[0]
 	n := len(q) - 1
 	q[0] = q[n]
-	q[n] = Record{}
+	var zero Record[V]
+	q[n] = zero
 	q = q[:n]
 	for i := 0; ; {
 		l := 2*i + 1
