@@ -170,7 +170,7 @@ func (h *harness) runPhases(ctx context.Context) (*accounting, error) {
 	h.logf("topic %s (%d partitions), group %s (%s protocol), %d members", h.topic, o.partitions, h.group, o.protocol, o.members)
 
 	var err error
-	if h.sink, err = newSink(h.topic, o.partitions, h.logf); err != nil {
+	if h.sink, err = newSink(h.topic, o.partitions, o.checksKeys(), h.logf); err != nil {
 		return nil, err
 	}
 	defer h.sink.close()
