@@ -27,7 +27,12 @@
 //   - with poison drawn, a record in the dead-letter topic counts as
 //     delivered (from when the broker appended it) only with its provenance
 //     right, every poison record ends in it, and no record the sink never
-//     refused does (deadletters.go).
+//     refused does (deadletters.go);
+//   - with --ordering key (keyed records, the members on ordering: key),
+//     the first deliveries of each key follow its partition's log order, no
+//     request of a process holds a record while an earlier record of its
+//     key is in another of its requests still unanswered, and a request
+//     holds a key's records in log order (keyorder.go).
 //
 // It writes chaos-report.md and chaos-report.json to $CHAOS_OUT (default
 // chaos-out/ at the project root) and exits 1 when the guarantee broke, 2
