@@ -137,8 +137,8 @@ func (h *harness) drainAndCheck(ctx context.Context) (*accounting, error) {
 		c := newChecker(lg, ld, facts, dl)
 		first := func(p int, off int64) int64 { return c.deliveredAt(p, off, lg[p][off].hash) }
 		k := checkKeyOrder(lg, first, ld.Dups, h.sink.reqs.snapshot())
-		h.logf("key order: %d keyed records over %d (partition, key), %d requests: %d first deliveries out of key order, %d records in overlapping same-key requests, %d out of order within a request; %d delivered again after a newer record (allowed)",
-			k.Keyed, k.Keys, k.Requests, k.FirstOrder, k.Overlaps, k.InRequest, k.OlderAgain)
+		h.logf("key order: %d keyed records over %d (partition, key), %d requests: %d first deliveries out of key order, %d records in overlapping same-key requests, %d out of order within a request; %d delivered again after a newer record (allowed); %d requests right after their key's previous answer",
+			k.Keyed, k.Keys, k.Requests, k.FirstOrder, k.Overlaps, k.InRequest, k.OlderAgain, k.FollowedClosely)
 		acc.KeyOrder = k
 	}
 	var lostEx []string

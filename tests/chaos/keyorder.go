@@ -112,13 +112,34 @@ type keyOrderResult struct {
 	// OlderAgain counts the deliveries again of a record after a later
 	// record of its key was first delivered: allowed (at-least-once after a
 	// crash), and what a sink that must never go back has to skip.
-	OlderAgain int64    `json:"older_again_after_newer"`
-	Examples   []string `json:"examples,omitempty"`
+	OlderAgain int64 `json:"older_again_after_newer"`
+	// FollowedClosely counts the requests that arrived within
+	// closeFollowUp of the answer to the previous request of their
+	// process holding a record of one of their keys: how often a key was
+	// held back to its previous request's answer and went at once (under
+	// ordering: key), so that a clean run says the check had something
+	// to see.
+	FollowedClosely int64 `json:"followed_closely"`
+
+	// Examples are the first examplesPerKind of each kind of violation.
+	Examples []string       `json:"examples,omitempty"`
+	perKind  map[string]int // examples so far, by kind
 }
 
-func (k *keyOrderResult) example(format string, args ...any) {
-	if len(k.Examples) < maxExamples {
-		k.Examples = append(k.Examples, fmt.Sprintf(format, args...))
+// examplesPerKind caps the examples of one kind of violation, so that one
+// kind does not hide the others.
+const examplesPerKind = 8
+
+// closeFollowUp is what FollowedClosely counts as at once.
+const closeFollowUp = 10 * time.Millisecond
+
+func (k *keyOrderResult) example(kind, format string, args ...any) {
+	if k.perKind == nil {
+		k.perKind = map[string]int{}
+	}
+	if k.perKind[kind] < examplesPerKind {
+		k.perKind[kind]++
+		k.Examples = append(k.Examples, kind+": "+fmt.Sprintf(format, args...))
 	}
 }
 
@@ -197,7 +218,7 @@ func (k *keyOrderResult) firstDeliveries(lg [][]logRec, first func(p int, o int6
 				seen[r.key] = latest{at: f, o: int64(o)}
 			default:
 				k.FirstOrder++
-				k.example("first delivery out of key order: %d/%d (key %s) first delivered at %s, before %d/%d (its key's, earlier in the log) at %s",
+				k.example("first delivery out of key order", "%d/%d (key %s) first delivered at %s, before %d/%d (its key's, earlier in the log) at %s",
 					p, o, keyName(r.key), fmtTime(f), p, prev.o, fmtTime(prev.at))
 			}
 		}
@@ -256,7 +277,7 @@ func (k *keyOrderResult) requests(lg [][]logRec, reqs []sinkRequest) {
 				}
 				if rr.O < prev {
 					k.InRequest++
-					k.example("key order within a request: %s's request arrived %s holds %d/%d before %d/%d (key %s)",
+					k.example("key order within a request", "%s's request arrived %s holds %d/%d before %d/%d (key %s)",
 						q.Inst, fmtTime(q.Arrived), rr.P, prev, rr.P, rr.O, keyName(r.key))
 				}
 			}
@@ -269,9 +290,15 @@ func (k *keyOrderResult) requests(lg [][]logRec, reqs []sinkRequest) {
 		o   int64
 	}
 	marked := map[mark]bool{}
+	closely := map[int]bool{}
 	for _, hk := range slices.SortedFunc(maps.Keys(groups), cmpHeldKey) {
 		g := groups[hk]
 		slices.SortStableFunc(g, func(a, b heldRec) int { return cmp.Compare(a.from, b.from) })
+		for i, b := range g[1:] {
+			if a := g[i]; a.req != b.req && a.o < b.o && b.from >= a.to && b.from-a.to < int64(closeFollowUp) {
+				closely[b.req] = true
+			}
+		}
 		for i, a := range g {
 			for _, b := range g[i+1:] {
 				if b.from >= a.to {
@@ -289,11 +316,12 @@ func (k *keyOrderResult) requests(lg [][]logRec, reqs []sinkRequest) {
 				}
 				marked[mark{newer.req, newer.o}] = true
 				k.Overlaps++
-				k.example("overlapping requests of %s: %d/%d (key %s) in a request arrived %s while %d/%d was in one arrived %s, answered %s",
+				k.example("overlapping requests", "%s: %d/%d (key %s) in a request arrived %s while %d/%d was in one arrived %s, answered %s",
 					hk.inst, hk.p, newer.o, keyName(hk.key), fmtTime(newer.from), hk.p, older.o, fmtTime(older.from), fmtTime(reqs[older.req].Answered))
 			}
 		}
 	}
+	k.FollowedClosely = int64(len(closely))
 }
 
 func cmpHeldKey(a, b heldKey) int {

@@ -68,6 +68,7 @@ func TestKeyOrderCheck(t *testing.T) {
 		// theirs), for a record first delivered elsewhere (a dead letter).
 		first                                  map[int64]int64
 		firstOrder, overlaps, inRequest, again int64
+		closely                                int64 // requests right after their key's previous answer
 	}{
 		{name: "in order, nulls in overlapping requests, a key twice in one request", reqs: []sinkRequest{
 			req("m1.1", 100, 110, 0, 1),
@@ -77,7 +78,7 @@ func TestKeyOrderCheck(t *testing.T) {
 			req("m1.1", 141, 145, 6),
 			req("m1.1", 146, 147, 7), // the empty key, after its earlier record's answer
 			req("m1.1", 148, 149, 8, 9),
-		}},
+		}, closely: 1}, // 7, 1 ms after 6's answer
 		{name: "a re-delivery after a newer record, by the next process", reqs: []sinkRequest{
 			req("m1.1", 100, 110, 0, 1),
 			req("m1.1", 120, 130, 2),
@@ -85,7 +86,7 @@ func TestKeyOrderCheck(t *testing.T) {
 			req("m2.1", 150, 160, 0), // the next owner delivers again what m1.1's commit did not cover: 0 after 2
 			req("m2.1", 165, 170, 2), // 2 again, before any newer record of a
 			req("m2.1", 175, 180, 3), // 3 first delivered here; m1.1's late answer is a delivery again
-		}, again: 1},
+		}, again: 1, closely: 3},
 		{name: "a re-delivery after a newer record, by the same process once answered", reqs: []sinkRequest{
 			req("m1.1", 100, 110, 0),
 			req("m1.1", 120, 130, 2),
@@ -119,7 +120,7 @@ func TestKeyOrderCheck(t *testing.T) {
 			req("m1.1", 120, 130, 1),
 			{Inst: "m1.1", Arrived: 151e6, Answered: 160e6, Recs: []recRef{{0, 2}}}, // refused
 			req("m1.1", 170, 180, 2, 3),
-		}},
+		}, closely: 1},
 		{name: "a request answered after the member's timeout is closed for it at the timeout", reqs: []sinkRequest{
 			req("m1.1", 100, 100+clientTimeout.Milliseconds()+5000, 0),
 			req("m1.1", 100+(clientTimeout-keyTimeoutSlack).Milliseconds(), 100+clientTimeout.Milliseconds(), 0),
@@ -149,6 +150,7 @@ func TestKeyOrderCheck(t *testing.T) {
 				{"Overlaps", k.Overlaps, c.overlaps},
 				{"InRequest", k.InRequest, c.inRequest},
 				{"OlderAgain", k.OlderAgain, c.again},
+				{"FollowedClosely", k.FollowedClosely, c.closely},
 				{"Keyed", k.Keyed, 8},
 				{"EmptyKey", k.EmptyKey, 2},
 				{"NullKey", k.NullKey, 2},
