@@ -86,7 +86,7 @@ func markdown(r *report) string {
 		row("**key order: first deliveries out of key order / records in overlapping same-key requests of a process / out of order in a request** (must be 0)",
 			fmt.Sprintf("%d / %d / %d", k.FirstOrder, k.Overlaps, k.InRequest))
 		row("deliveries again of a record after a newer record of its key (allowed: at-least-once)", k.OlderAgain)
-		row("requests arriving within 10 ms of the answer to their key's previous request (the key waited)", k.FollowedClosely)
+		row("requests arriving within 10 ms of the answer to their process's previous request holding one of their keys (how close the overlap check came)", k.FollowedClosely)
 	}
 	row("member logs: partitions lost / stalls / replays in place / skipped records / drain timeouts / commit failures",
 		fmt.Sprintf("%d / %d / %d / %d / %d / %d", r.Logs.Lost, r.Logs.Stalled, r.Logs.Replays, r.Logs.Skipped, r.Logs.DrainTimeout, r.Logs.CommitFailed))
