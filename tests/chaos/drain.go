@@ -136,7 +136,11 @@ func (h *harness) drainAndCheck(ctx context.Context) (*accounting, error) {
 		// First delivered: to the sink, or to the dead-letter topic.
 		c := newChecker(lg, ld, facts, dl)
 		first := func(p int, off int64) int64 { return c.deliveredAt(p, off, lg[p][off].hash) }
-		k := checkKeyOrder(lg, first, ld.Dups, h.sink.reqs.snapshot())
+		names := map[uint16]string{}
+		for n, i := range ld.Instances {
+			names[i] = n
+		}
+		k := checkKeyOrder(lg, first, ld.Dups, func(i uint16) string { return names[i] }, h.sink.reqs.snapshot())
 		h.logf("key order: %d keyed records over %d (partition, key), %d requests: %d first deliveries out of key order, %d records in overlapping same-key requests, %d out of order within a request; %d delivered again after a newer record (allowed); %d requests right after their key's previous answer",
 			k.Keyed, k.Keys, k.Requests, k.FirstOrder, k.Overlaps, k.InRequest, k.OlderAgain, k.FollowedClosely)
 		acc.KeyOrder = k

@@ -112,7 +112,8 @@ type keyOrderResult struct {
 	// OlderAgain counts the deliveries again of a record after a later
 	// record of its key was first delivered: allowed (at-least-once after a
 	// crash), and what a sink that must never go back has to skip.
-	OlderAgain int64 `json:"older_again_after_newer"`
+	OlderAgain    int64    `json:"older_again_after_newer"`
+	AgainExamples []string `json:"older_again_examples,omitempty"`
 	// FollowedClosely counts the requests that arrived within
 	// closeFollowUp of the answer to the previous request of their
 	// process holding a record of one of their keys: how often the
@@ -162,13 +163,24 @@ func (k *keyOrderResult) failures() []string {
 // checkKeyOrder runs the key check over the log read back (lg: which
 // offsets hold visible records, and their keys), first (when the record at
 // p/o was first delivered, Unix ns; math.MaxInt64 when never), again (the
-// deliveries after the first) and reqs (every request the sink judged).
-func checkKeyOrder(lg [][]logRec, first func(p int, o int64) int64, again []testkit.Dup, reqs []sinkRequest) *keyOrderResult {
+// deliveries after the first, with the index of the process that made
+// each; name names it, nil: by number) and reqs (every request the sink
+// judged).
+func checkKeyOrder(lg [][]logRec, first func(p int, o int64) int64, again []testkit.Dup, name func(inst uint16) string,
+	reqs []sinkRequest) *keyOrderResult {
 	k := &keyOrderResult{Requests: len(reqs)}
+	if name == nil {
+		name = func(i uint16) string { return fmt.Sprintf("process #%d", i) }
+	}
 	later := k.firstDeliveries(lg, first)
 	for _, d := range again {
-		if _, ok := keyed(lg, d.P, d.O); ok && d.At > later[d.P][d.O] {
+		if r, ok := keyed(lg, d.P, d.O); ok && d.At > later[d.P][d.O].at {
 			k.OlderAgain++
+			if len(k.AgainExamples) < examplesPerKind {
+				l := later[d.P][d.O]
+				k.AgainExamples = append(k.AgainExamples, fmt.Sprintf("%d/%d (key %s) delivered again by %s at %s, after %d/%d (its key's, later in the log) was first delivered at %s",
+					d.P, d.O, keyName(r.key), name(d.Inst), fmtMicros(d.At), d.P, l.o, fmtMicros(l.at)))
+			}
 		}
 	}
 	k.requests(lg, reqs)
@@ -184,19 +196,21 @@ func keyed(lg [][]logRec, p int32, o int64) (logRec, bool) {
 	return r, r.kind == offData && !r.nullKey
 }
 
+// delivery is a first delivery: when, and of which offset.
+type delivery struct {
+	at int64 // Unix ns; math.MaxInt64: none
+	o  int64
+}
+
 // firstDeliveries checks that the first deliveries of each key follow log
 // order, and returns, per partition and offset, the earliest first delivery
-// of a later record of its key (math.MaxInt64: none).
-func (k *keyOrderResult) firstDeliveries(lg [][]logRec, first func(p int, o int64) int64) [][]int64 {
+// of a later record of its key.
+func (k *keyOrderResult) firstDeliveries(lg [][]logRec, first func(p int, o int64) int64) [][]delivery {
 	emptyKey := testkit.HashValue("")
-	later := make([][]int64, len(lg))
+	later := make([][]delivery, len(lg))
 	for p := range lg {
-		// The latest first delivery so far of each key, and its offset.
-		type latest struct {
-			at int64
-			o  int64
-		}
-		seen := map[uint32]latest{}
+		// The latest first delivery so far of each key.
+		seen := map[uint32]delivery{}
 		for o, r := range lg[p] {
 			if r.kind != offData {
 				continue
@@ -216,7 +230,7 @@ func (k *keyOrderResult) firstDeliveries(lg [][]logRec, first func(p int, o int6
 			prev, ok := seen[r.key]
 			switch {
 			case !ok || f >= prev.at:
-				seen[r.key] = latest{at: f, o: int64(o)}
+				seen[r.key] = delivery{at: f, o: int64(o)}
 			default:
 				k.FirstOrder++
 				k.example("first delivery out of key order", "%d/%d (key %s) first delivered at %s, before %d/%d (its key's, earlier in the log) at %s",
@@ -224,18 +238,22 @@ func (k *keyOrderResult) firstDeliveries(lg [][]logRec, first func(p int, o int6
 			}
 		}
 		k.Keys += len(seen)
-		later[p] = make([]int64, len(lg[p]))
-		soonest := map[uint32]int64{}
+		later[p] = make([]delivery, len(lg[p]))
+		soonest := map[uint32]delivery{}
 		for o := len(lg[p]) - 1; o >= 0; o-- {
 			r := lg[p][o]
-			later[p][o] = math.MaxInt64
+			later[p][o] = delivery{at: math.MaxInt64, o: -1}
 			if r.kind != offData || r.nullKey {
 				continue
 			}
 			if s, ok := soonest[r.key]; ok {
 				later[p][o] = s
 			}
-			soonest[r.key] = min(later[p][o], first(p, int64(o)))
+			if f := first(p, int64(o)); f < later[p][o].at {
+				soonest[r.key] = delivery{at: f, o: int64(o)}
+			} else {
+				soonest[r.key] = later[p][o]
+			}
 		}
 	}
 	return later

@@ -141,7 +141,7 @@ func TestKeyOrderCheck(t *testing.T) {
 					return inner(p, o)
 				}
 			}
-			k := checkKeyOrder(lg, first, again, c.reqs)
+			k := checkKeyOrder(lg, first, again, nil, c.reqs)
 			for _, f := range []struct {
 				name      string
 				got, want int64
@@ -161,6 +161,9 @@ func TestKeyOrderCheck(t *testing.T) {
 			}
 			if want := c.firstOrder + c.overlaps + c.inRequest; int64(len(k.Examples)) != want || int64(len(k.failures())) > want {
 				t.Errorf("%d examples and failures %q for %d violations", len(k.Examples), k.failures(), want)
+			}
+			if int64(len(k.AgainExamples)) != c.again {
+				t.Errorf("examples of deliveries again %q, want %d", k.AgainExamples, c.again)
 			}
 		})
 	}

@@ -168,6 +168,12 @@ func markdown(r *report) string {
 			fmt.Fprintf(&b, "- %s\n", e)
 		}
 	}
+	if k := r.KeyOrder; k != nil && len(k.AgainExamples) > 0 {
+		b.WriteString("\n## Deliveries again after a newer record of their key (allowed)\n\n")
+		for _, e := range k.AgainExamples {
+			fmt.Fprintf(&b, "- %s\n", e)
+		}
+	}
 	if d := r.DeadLetters; d != nil && len(d.Examples) > 0 {
 		fmt.Fprintf(&b, "\n## Dead letters held against the run (%s)\n\n", r.DeadLetterTopic)
 		for _, e := range d.Examples {
