@@ -40,12 +40,12 @@ type memberConf struct {
 // topic, dead_letter with max_attempts deadLetterAttempts; ordering key
 // with its default max_held_records.
 func (c memberConf) yaml(name, instance, metricsAddr string) string {
-	dl := ""
+	extra := "" // the input's optional fields
 	if c.deadLetter != "" {
-		dl = fmt.Sprintf("\n    dead_letter:\n      topic: %q\n      max_attempts: %d", c.deadLetter, deadLetterAttempts)
+		extra = fmt.Sprintf("\n    dead_letter:\n      topic: %q\n      max_attempts: %d", c.deadLetter, deadLetterAttempts)
 	}
 	if c.ordering != "" && c.ordering != "none" {
-		dl += fmt.Sprintf("\n    ordering: %s", c.ordering)
+		extra += fmt.Sprintf("\n    ordering: %s", c.ordering)
 	}
 	return fmt.Sprintf(`http:
   enabled: true
@@ -93,7 +93,7 @@ output:
     retries: 0
     timeout: %s
     max_in_flight: 16
-`, metricsAddr, c.seeds(name), c.topic, c.group, "chaos-"+name, c.protocol, dl, c.sinkURL, instance, clientTimeout)
+`, metricsAddr, c.seeds(name), c.topic, c.group, "chaos-"+name, c.protocol, extra, c.sinkURL, instance, clientTimeout)
 }
 
 // member is one incarnation of one group member: a watermark-connect
