@@ -26,7 +26,8 @@ import (
 // (keyorder.Offsets), so a handover or a crash re-delivers none of them. A hand-out that fails for good
 // resolves its segments Failed: the commit stops at the failed record, as
 // under none, and its keys stay out (the quarantine) until the partition's
-// epoch ends (a replay in place re-reads the whole partition).
+// epoch ends (a replay in place drains the whole partition and reads it
+// again from its commit, skipping the records done).
 //
 // Attempts are counted per hand-out, as under none, and carried by the runs
 // of adjacent offsets a hand-out holds (appendRuns). A hand-out holds records
