@@ -23,11 +23,13 @@ import (
 // record is done. What a commit carries is exact to the record: its base
 // passes the done records at the head of the segment at the watermark, and
 // its ranges cover the done records of segments not resolved
-// (keyorder.Offsets), so a handover or a crash re-delivers none of them. A hand-out that fails for good
-// resolves its segments Failed: the commit stops at the failed record, as
-// under none, and its keys stay out (the quarantine) until the partition's
-// epoch ends (a replay in place drains the whole partition and reads it
-// again from its commit, skipping the records done).
+// (keyorder.Offsets), so a handover or a crash re-delivers none of them.
+//
+// A hand-out that fails for good resolves its segments Failed: the commit
+// stops at the failed record, as under none, and its keys stay out (the
+// quarantine) until the partition's epoch ends (a replay in place drains
+// the whole partition and reads it again from its commit, skipping the
+// records done).
 //
 // Attempts are counted per hand-out, as under none, and carried by the runs
 // of adjacent offsets a hand-out holds (appendRuns). A hand-out holds records
