@@ -108,7 +108,7 @@ func (p *partState) canHandOut(maxPending int) bool {
 		return false
 	}
 	if p.keys != nil {
-		return len(p.queue.retry) > 0 || (p.keys.sched.Held() > 0 && p.keys.out < maxPending)
+		return len(p.queue.retry) > 0 || (p.keys.out < maxPending && (p.keys.sched.Ready() > 0 || len(p.queue.ready) > 0))
 	}
 	return len(p.queue.retry) > 0 || (len(p.queue.ready) > 0 && p.led.pending() < maxPending)
 }

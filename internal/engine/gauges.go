@@ -43,7 +43,7 @@ func (p *partState) values(now time.Time) gaugeValues {
 		held:      -1,
 	}
 	if p.keys != nil {
-		v.held = int64(p.keys.sched.Held())
+		v.held = int64(p.held())
 	}
 	if p.loss.retentionMs >= 0 {
 		v.retention = p.loss.retentionMs / 1000

@@ -99,7 +99,7 @@ func (o *owner) resumeBelowLimits(p *partState) {
 // did, or its records held reached max_held_records.
 func (o *owner) atLimit(p *partState) bool {
 	if p.keys != nil {
-		return p.keys.out >= o.conf.MaxPending || p.keys.sched.Held() >= o.conf.MaxHeldRecords
+		return p.keys.out >= o.conf.MaxPending || p.keys.sched.Blocked() >= o.conf.MaxHeldRecords
 	}
 	return p.led.pending() >= o.conf.MaxPending
 }
@@ -157,7 +157,7 @@ func (o *owner) askPoll() {
 		if !p.canHandOut(o.conf.MaxPending) {
 			continue
 		}
-		if ready += len(p.queue.ready) + len(p.queue.retry) + p.held()/o.conf.BatchMaxRecords; ready >= pollLowWater {
+		if ready += len(p.queue.ready) + len(p.queue.retry) + p.pickable()/o.conf.BatchMaxRecords; ready >= pollLowWater {
 			return
 		}
 	}

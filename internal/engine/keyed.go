@@ -88,10 +88,13 @@ func (o *owner) newEpoch(tp topicPartition, now time.Time) *partState {
 }
 
 // admit registers the segments at the front of p's ready queue and adds
-// their records to the scheduler, while fewer than max_held_records are
-// held; skip batches are passed as under none.
+// their records to the scheduler, while fewer than max_held_records wait
+// for their key and fewer than readAhead could go out now: the ready queue
+// keeps the rest, as under none, so that max_held_records bounds what a
+// waiting key holds back, not how far the input reads ahead. Skip batches
+// are passed as under none.
 func (o *owner) admit(p *partState) {
-	for len(p.queue.ready) > 0 && p.keys.sched.Held() < o.conf.MaxHeldRecords {
+	for len(p.queue.ready) > 0 && p.keys.sched.Blocked() < o.conf.MaxHeldRecords && p.keys.sched.Ready() < o.readAhead() {
 		if p.queue.ready[0].skip {
 			o.passSkipped(p)
 			continue
@@ -114,6 +117,7 @@ func (o *owner) admit(p *partState) {
 // pickKeyed makes the next hand-out of p from the records whose keys are
 // free, or returns nil when none is.
 func (o *owner) pickKeyed(p *partState) *Batch {
+	o.admit(p) // keys freed since may let more in
 	var class func(keyorder.Record[keyRec]) int
 	if len(p.att.carried) > 0 {
 		class = func(r keyorder.Record[keyRec]) int { return r.Val.seg.prior }
@@ -255,13 +259,26 @@ func (p *partState) inPipeline() int {
 	return p.led.inPipeline()
 }
 
-// held is the number of records fetched and waiting for their key.
+// held is the number of records fetched and waiting for their key: an
+// earlier record of it is out (kafka_watermark_held_records).
 func (p *partState) held() int {
 	if p.keys == nil {
 		return 0
 	}
-	return p.keys.sched.Held()
+	return p.keys.sched.Blocked()
 }
+
+// pickable is the number of records in p's scheduler that may go out now.
+func (p *partState) pickable() int {
+	if p.keys == nil {
+		return 0
+	}
+	return p.keys.sched.Ready()
+}
+
+// readAhead is how many records, free to go out, admit keeps in the
+// scheduler: the batches the owner keeps ready under none (pollLowWater).
+func (o *owner) readAhead() int { return pollLowWater * o.conf.BatchMaxRecords }
 
 // keyedAttemptRanges is attemptRanges under key: the carried counts of the
 // segments not resolved, from base on, raised by the counted hand-outs'

@@ -357,3 +357,48 @@ func TestKeyedDeadLetterCountsReplaysInPlace(t *testing.T) {
 		require.Equal(t, int64(4), h.lastCommit(tp0).Base)
 	})
 }
+
+// max_held_records bounds the records waiting for their key, not the read
+// ahead: records free to go out do not count, nor show in the gauge. Past
+// the limit the partition pauses and admits nothing more, every key
+// included, until the waiting key is free.
+func TestKeyedHeldCountsOnlyWaitingRecords(t *testing.T) {
+	m, g := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "ordering: key\nbatch_max_records: 1\nmax_held_records: 2\ncommit_period: 1s\n"), m)
+		h.assignFrom(tp0, 0)
+		// a a a, then b to k one record each (offsets 3-11)
+		h.fetch(tp0, 12, keyedRecords(tp0, 0, 12, func(o int64) (string, bool) { return string(rune('a' + max(o-2, 0))), true })...)
+		first := h.read()
+		require.Equal(t, []int64{0}, offsets(first))
+		var got []int64
+		for _, b := range h.readAll() {
+			got = append(got, offsets(b)...)
+			h.ack(b, nil)
+		}
+		require.Equal(t, []int64{3, 4, 5, 6, 7}, got,
+			"the read-ahead (8 batches of 1) went out; a's 1 and 2 wait, at max_held_records, so 8-11 are not admitted")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Equal(t, int64(2), g.Get(MetricHeld, "t", 0), "a's two waiting records, not the read-ahead")
+		h.state(func(o *owner) { require.True(t, o.parts[tp0].paused, "at max_held_records fetching pauses") })
+		h.ack(first, nil)
+		got = nil
+		for range 10 {
+			bs := h.readAll()
+			if len(bs) == 0 {
+				break
+			}
+			for _, b := range bs {
+				got = append(got, offsets(b)...)
+				h.ack(b, nil)
+			}
+		}
+		slices.Sort(got)
+		require.Equal(t, []int64{1, 2, 8, 9, 10, 11}, got)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Equal(t, int64(12), h.lastCommit(tp0).Base)
+		require.Equal(t, int64(0), g.Get(MetricHeld, "t", 0))
+	})
+}

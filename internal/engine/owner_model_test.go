@@ -329,9 +329,9 @@ type omPart struct {
 	removedM []omRemoved
 	// covered holds the records the delivered ranges of the commit the
 	// current assignment started from cover (invariant 7); nil when it
-	// started from none, and from a truncation on (ranges written from a
-	// log a truncation rewrote may be dropped whole, also below the
-	// divergence point).
+	// started from none, and from a truncation on, also one made while the
+	// partition was not assigned (ranges written from a log a truncation
+	// rewrote may be dropped whole, also below the divergence point).
 	covered  map[string]bool
 	lostSeen int64 // the lost counter at the last check, for the step log
 }
@@ -966,7 +966,14 @@ func (m *ownerModel) truncate() {
 	}
 	at := max(l.start, l.end-1-m.rng.Int64N(12))
 	m.remove(p, at, l.end, false)
+	// From a truncation on, ranges written from the log it rewrote may be
+	// dropped whole (dropSkipsPastEnd cannot tell a shorter log from a
+	// topic made again): in this assignment, and in the next one that
+	// starts from a commit written before it.
 	p.covered = nil
+	for i := range p.commits {
+		p.commits[i].covered = nil
+	}
 	l.leader++
 	for len(l.epochs) > 0 && l.epochs[len(l.epochs)-1].from >= at {
 		l.epochs = l.epochs[:len(l.epochs)-1]

@@ -160,9 +160,28 @@ func runModel(t *testing.T, seed uint64) {
 				}
 			}
 		}
-		// 4: Held counts what did not go out.
+		// 4: Held counts what did not go out, Ready those of it whose key
+		// has none out.
 		if s.Held() != len(held) {
 			fail("Held %d, model %d", s.Held(), len(held))
+		}
+		ready := 0
+		for _, a := range added {
+			if !held[a.Offset] {
+				continue
+			}
+			keyOut := false
+			for _, c := range added {
+				if a.Keyed && c.Keyed && c.Key == a.Key && out[c.Offset] {
+					keyOut = true
+				}
+			}
+			if !keyOut {
+				ready++
+			}
+		}
+		if s.Ready() != ready || s.Blocked() != len(held)-ready {
+			fail("Ready %d Blocked %d, model %d ready of %d held", s.Ready(), s.Blocked(), ready, len(held))
 		}
 		// 5: the base and the delivered runs.
 		wantBase := next + 1

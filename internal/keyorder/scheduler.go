@@ -42,6 +42,9 @@ type Scheduler[V any] struct {
 	free  []int32
 	ready readyHeap[V]
 	nHeld int
+	// nReady counts the records held whose key has none out (and those
+	// without a key): what Pick may take now; the others are blocked.
+	nReady int
 	last  int64 // the last offset added, -1 before any
 }
 
@@ -60,6 +63,14 @@ func NewScheduler[V any]() *Scheduler[V] {
 // Held is the number of records added and not handed out.
 func (s *Scheduler[V]) Held() int { return s.nHeld }
 
+// Ready is the number of records held that may go out now: their key has
+// no record out.
+func (s *Scheduler[V]) Ready() int { return s.nReady }
+
+// Blocked is the number of records held because an earlier record of their
+// key is out.
+func (s *Scheduler[V]) Blocked() int { return s.nHeld - s.nReady }
+
 // Keys is the number of keys with records held or out.
 func (s *Scheduler[V]) Keys() int { return len(s.ids) }
 
@@ -72,6 +83,7 @@ func (s *Scheduler[V]) Add(r Record[V]) bool {
 	s.last = r.Offset
 	s.nHeld++
 	if !r.Keyed {
+		s.nReady++
 		r.slot = -1
 		s.ready.push(r)
 		return true
@@ -83,6 +95,9 @@ func (s *Scheduler[V]) Add(r Record[V]) bool {
 	r.slot = id
 	k := &s.slots[id]
 	k.held = append(k.held, r)
+	if k.out == 0 {
+		s.nReady++
+	}
 	if len(k.held) == 1 && k.out == 0 {
 		s.ready.push(r)
 	}
@@ -142,6 +157,7 @@ func (s *Scheduler[V]) PickClass(max int, class func(Record[V]) int) []Record[V]
 			}
 			batch = append(batch, r)
 			s.nHeld--
+			s.nReady--
 			continue
 		}
 		k := &s.slots[r.slot]
@@ -158,6 +174,8 @@ func (s *Scheduler[V]) PickClass(max int, class func(Record[V]) int) []Record[V]
 		}
 		batch = append(batch, k.held[:n]...)
 		s.nHeld -= n
+		// the key's records left held are blocked behind those out now
+		s.nReady -= len(k.held)
 		k.out += n
 		if n == len(k.held) {
 			k.held = k.held[:0]
@@ -198,6 +216,7 @@ func (s *Scheduler[V]) Done(records []Record[V]) {
 			continue
 		}
 		if len(k.held) > 0 {
+			s.nReady += len(k.held)
 			s.ready.push(k.held[0])
 			continue
 		}
