@@ -45,7 +45,7 @@ type Scheduler[V any] struct {
 	// nReady counts the records held whose key has none out (and those
 	// without a key): what Pick may take now; the others are blocked.
 	nReady int
-	last  int64 // the last offset added, -1 before any
+	last   int64 // the last offset added, -1 before any
 }
 
 // keySlot is one key's records held and the count of those out.
