@@ -1,10 +1,12 @@
 package io.watermarkconnect.bench.pc;
 
+import io.confluent.parallelconsumer.ParallelConsumerOptions.ProcessingOrder;
+
 /** The command line, Go flag style (-name value or --name value), validated once in {@link #parse}. */
 final class Args {
   static final String USAGE = """
       usage: java -jar pc-bench.jar -brokers H:P -topic T -group G -sink URL -records N
-             [-max-concurrency 64] [-batch-size 64] [-commit-interval-ms 1000]
+             [-ordering KEY] [-max-concurrency 64] [-batch-size 64] [-commit-interval-ms 1000]
              [-http 127.0.0.1:PORT] [-instance pc] [-timeout-s 600]""";
 
   String brokers;
@@ -12,6 +14,8 @@ final class Args {
   String group;
   String sink;
   long records;
+  /** KEY for the benchmark; PARTITION or UNORDERED as controls (the key sink must flag UNORDERED). */
+  ProcessingOrder ordering = ProcessingOrder.KEY;
   int maxConcurrency = 64;
   int batchSize = 64;
   /** kafka_watermark's commit_period default (1s), where PC's own is 5s. */
@@ -36,6 +40,13 @@ final class Args {
         case "group" -> a.group = v;
         case "sink" -> a.sink = v;
         case "records" -> a.records = Long.parseLong(v);
+        case "ordering" -> {
+          try {
+            a.ordering = ProcessingOrder.valueOf(v);
+          } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("-ordering (" + v + ") must be KEY, PARTITION or UNORDERED");
+          }
+        }
         case "max-concurrency" -> a.maxConcurrency = Integer.parseInt(v);
         case "batch-size" -> a.batchSize = Integer.parseInt(v);
         case "commit-interval-ms" -> a.commitIntervalMs = Long.parseLong(v);

@@ -3,7 +3,6 @@ package io.watermarkconnect.bench.pc;
 import com.sun.net.httpserver.HttpServer;
 import io.confluent.parallelconsumer.ParallelConsumerOptions;
 import io.confluent.parallelconsumer.ParallelConsumerOptions.CommitMode;
-import io.confluent.parallelconsumer.ParallelConsumerOptions.ProcessingOrder;
 import io.confluent.parallelconsumer.ParallelStreamProcessor;
 import io.confluent.parallelconsumer.PollContext;
 import java.io.IOException;
@@ -100,7 +99,7 @@ public final class Bench {
 
     ParallelConsumerOptions<String, String> opts = ParallelConsumerOptions.<String, String>builder()
         .consumer(consumer)
-        .ordering(ProcessingOrder.KEY)
+        .ordering(args.ordering)
         .maxConcurrency(args.maxConcurrency)
         .batchSize(args.batchSize)
         // PC's default, and the one its docs call the fastest: the controller thread commits
@@ -146,10 +145,10 @@ public final class Bench {
     double cpuTotal = processCpuNanos() / 1e9;
     // One line of key=value pairs, for a driver to parse; units in the names.
     System.out.printf(
-        "pc-bench delivered=%d records_per_s=%.0f window_s=%.3f cpu_window_s=%.2f cpu_s_per_million=%.2f "
+        "pc-bench ordering=%s delivered=%d records_per_s=%.0f window_s=%.3f cpu_window_s=%.2f cpu_s_per_million=%.2f "
             + "cpu_total_s=%.2f wall_total_s=%.2f close_s=%.3f requests=%d failed_requests=%d "
             + "records_per_request=%.1f committed=%d log_end=%d%n",
-        delivered.get(), windowRecords / window, window, cpuWindow, cpuWindow / (windowRecords / 1e6),
+        args.ordering, delivered.get(), windowRecords / window, window, cpuWindow, cpuWindow / (windowRecords / 1e6),
         cpuTotal, (System.currentTimeMillis() - jvmStart) / 1e3, closeNanos / 1e9, requests.get(), failed.get(),
         (double) delivered.get() / Math.max(1, requests.get() - failed.get()), committed[0], committed[1]);
     // Everything read was delivered, so a commit short of the log end would replay on restart.
