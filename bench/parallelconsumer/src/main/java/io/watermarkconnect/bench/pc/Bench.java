@@ -32,6 +32,7 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
+import sun.misc.Signal;
 
 /**
  * The Confluent Parallel Consumer contender of the key-ordering benchmark: reads a topic from the
@@ -59,7 +60,9 @@ public final class Bench {
   /** The same, when the delivered count first reached args.records; set once. */
   private final AtomicLong doneNanos = new AtomicLong(-1);
   private final AtomicLong doneCpu = new AtomicLong(-1);
+  /** Counted down at the N-th record or at SIGTERM/SIGINT; terminated says which came first. */
   private final CountDownLatch done = new CountDownLatch(1);
+  private final AtomicBoolean terminated = new AtomicBoolean();
 
   private Bench(Args args) {
     this.args = args;
@@ -114,13 +117,17 @@ public final class Bench {
         pc.close();
       }
     };
-    // SIGTERM (the e2e driver's stop) before the end: close PC so that it commits what it has.
-    Thread hook = new Thread(() -> {
-      if (doneNanos.get() < 0) {
-        System.err.printf("pc-bench: terminated with %d records delivered%n", delivered.get());
-      }
-      close.run();
-    }, "pc-bench-shutdown");
+    // SIGTERM or SIGINT (bench/e2e stops its contenders with SIGTERM once they have sent what it
+    // wants) ends the wait below like the N-th record does: PC is closed (it commits), the line is
+    // printed for what was delivered so far, and the exit status is 0, as Benthos's and rawloop's.
+    for (String sig : new String[] {"TERM", "INT"}) {
+      Signal.handle(new Signal(sig), s -> {
+        terminated.set(true);
+        done.countDown();
+      });
+    }
+    // Any other way out (an uncaught error in main): still close PC, so that it commits.
+    Thread hook = new Thread(close, "pc-bench-shutdown");
     Runtime.getRuntime().addShutdownHook(hook);
 
     pc.subscribe(List.of(args.topic));
@@ -129,6 +136,11 @@ public final class Bench {
     if (!done.await(args.timeoutSeconds, TimeUnit.SECONDS)) {
       System.err.printf("pc-bench: %d of %d records delivered after %d s%n", delivered.get(), args.records, args.timeoutSeconds);
       return 1;
+    }
+    boolean stopped = terminated.get() && doneNanos.compareAndSet(-1, System.nanoTime());
+    if (stopped) {
+      doneCpu.set(processCpuNanos());
+      System.err.printf("pc-bench: terminated with %d of %d records delivered%n", delivered.get(), args.records);
     }
     long closeStart = System.nanoTime();
     close.run();
@@ -139,20 +151,22 @@ public final class Bench {
     }
 
     long[] committed = committedAndEnd();
-    double window = (doneNanos.get() - startNanos.get()) / 1e9;
-    long windowRecords = args.records;
-    double cpuWindow = (doneCpu.get() - startCpu.get()) / 1e9;
+    // A stop before the first batch leaves no window: its figures print as 0.
+    double window = startNanos.get() < 0 ? 0 : (doneNanos.get() - startNanos.get()) / 1e9;
+    long windowRecords = stopped ? delivered.get() : args.records;
+    double cpuWindow = startCpu.get() < 0 ? 0 : (doneCpu.get() - startCpu.get()) / 1e9;
     double cpuTotal = processCpuNanos() / 1e9;
     // One line of key=value pairs, for a driver to parse; units in the names.
     System.out.printf(
         "pc-bench ordering=%s delivered=%d records_per_s=%.0f window_s=%.3f cpu_window_s=%.2f cpu_s_per_million=%.2f "
             + "cpu_total_s=%.2f wall_total_s=%.2f close_s=%.3f requests=%d failed_requests=%d "
             + "records_per_request=%.1f committed=%d log_end=%d%n",
-        args.ordering, delivered.get(), windowRecords / window, window, cpuWindow, cpuWindow / (windowRecords / 1e6),
+        args.ordering, delivered.get(), window > 0 ? windowRecords / window : 0, window, cpuWindow,
+        windowRecords > 0 ? cpuWindow / (windowRecords / 1e6) : 0,
         cpuTotal, (System.currentTimeMillis() - jvmStart) / 1e3, closeNanos / 1e9, requests.get(), failed.get(),
         (double) delivered.get() / Math.max(1, requests.get() - failed.get()), committed[0], committed[1]);
     // Everything read was delivered, so a commit short of the log end would replay on restart.
-    if (args.records >= committed[1] && committed[0] < committed[1]) {
+    if (!stopped && args.records >= committed[1] && committed[0] < committed[1]) {
       System.err.printf("pc-bench: committed %d of the log's %d records after close%n", committed[0], committed[1]);
       return 1;
     }
