@@ -1,10 +1,11 @@
-// Command keyfill creates and fills the topic of the key-ordering benchmark:
-// records keyed over a fixed number of distinct keys, each value naming its
-// key ("<key> <hex padding>", size bytes in all) so that bench/keysink can
-// check per-key order from the value alone. Keys are drawn uniformly at
-// random from k0..k<keys-1> with a fixed seed, so two fills with the same
-// flags hold the same keys in the same order; the default (key hash)
-// partitioner spreads them over the partitions, as the Java client's does.
+// Command keyfill creates and fills the topic of the key-ordering benchmark
+// (keyed.Fill): records keyed over a fixed number of distinct keys, each
+// value naming its key ("<key> <hex padding>", size bytes in all) so that
+// bench/keysink can check per-key order from the value alone. Keys are drawn
+// uniformly at random from k0..k<keys-1> with a fixed seed, so two fills
+// with the same flags hold the same keys in the same order; the default (key
+// hash) partitioner spreads them over the partitions, as the Java client's
+// does.
 //
 //	keyfill -brokers 127.0.0.1:9092 -topic keys -partitions 8 -records 1000000 -keys 100000
 //
@@ -18,14 +19,14 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"math/rand/v2"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/bench/keyed"
 )
 
 func main() {
@@ -47,12 +48,7 @@ func main() {
 	}
 	start := time.Now()
 	ctx := context.Background()
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(strings.Split(*brokers, ",")...),
-		kgo.DefaultProduceTopic(*topic),
-		kgo.ProducerLinger(5*time.Millisecond),
-		kgo.MaxBufferedRecords(100_000),
-	)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(*brokers, ",")...))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -62,40 +58,10 @@ func main() {
 		log.Fatalf("keyfill: create %s: %v", *topic, err)
 	}
 
-	rng := rand.New(rand.NewPCG(*seed, uint64(*keys)))
-	used := make([]bool, *keys)
-	distinct := 0
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		perr error
-	)
-	for range *records {
-		k := rng.IntN(*keys)
-		if !used[k] {
-			used[k], distinct = true, distinct+1
-		}
-		key := "k" + strconv.Itoa(k)
-		v := make([]byte, *size)
-		n := copy(v, key)
-		v[n] = ' '
-		for j := n + 1; j < len(v); j++ {
-			v[j] = "0123456789abcdef"[rng.IntN(16)]
-		}
-		wg.Add(1)
-		cl.Produce(ctx, &kgo.Record{Key: []byte(key), Value: v}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				mu.Lock()
-				perr = err
-				mu.Unlock()
-			}
-			wg.Done()
-		})
-	}
-	wg.Wait()
-	if perr != nil {
-		log.Fatalf("keyfill: produce to %s: %v", *topic, perr)
+	filled, err := keyed.Fill{Brokers: strings.Split(*brokers, ","), Topic: *topic, Records: *records, Keys: *keys, Size: *size, Seed: *seed}.Run(ctx)
+	if err != nil {
+		log.Fatalf("keyfill: %v", err)
 	}
 	fmt.Printf("keyfill topic=%s partitions=%d records=%d keys=%d distinct_keys=%d size=%d seconds=%.1f\n",
-		*topic, *partitions, *records, *keys, distinct, *size, time.Since(start).Seconds())
+		*topic, *partitions, *records, *keys, len(filled.Keys), *size, time.Since(start).Seconds())
 }

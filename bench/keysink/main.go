@@ -1,7 +1,7 @@
 // Command keysink is the HTTP sink of the key-ordering benchmark: a
 // testkit.Sink (one POST per batch, a JSON array of testkit.Records, each
 // answered after a random delay in [min-delay, max-delay)) whose Judge checks
-// per-key order at the moment of acknowledgement (order.go). Values must
+// per-key order at the moment of acknowledgement (keyed.Check). Values must
 // name their key as bench/keyfill writes them ("<key> <padding>").
 //
 //	keysink -addr 127.0.0.1:29700 -topic keys -partitions 8 -records 200000
@@ -31,6 +31,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/watermark-connect/watermark-connect/bench/keyed"
 	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
@@ -47,11 +48,11 @@ func main() {
 		log.Fatalf("keysink: partitions (%d) must be at least 1 and 0 <= min-delay (%v) <= max-delay (%v)", *partitions, *minDelay, *maxDelay)
 	}
 
-	chk := newOrderCheck(*topic, *partitions)
+	chk := keyed.NewCheck(*topic, *partitions)
 	sink, err := testkit.NewSink(testkit.SinkOptions{
 		Addr: *addr, Topic: *topic, Partitions: *partitions,
 		MinDelay: *minDelay, MaxDelay: *maxDelay,
-		Judge: func(b testkit.Batch) testkit.Answer { return chk.judge(b, time.Now()) },
+		Judge: func(b testkit.Batch) testkit.Answer { return chk.Judge(b, time.Now()) },
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -71,14 +72,14 @@ func main() {
 			prefix += l.Prefix(int32(p))
 		}
 		rate := 0.0
-		if span := chk.lastNew.Sub(chk.firstAck); span > 0 {
-			rate = float64(chk.distinct) / span.Seconds()
+		if span := chk.LastNew.Sub(chk.FirstAck); span > 0 {
+			rate = float64(chk.Distinct) / span.Seconds()
 		}
 		line = fmt.Sprintf("keysink requests=%d records=%d distinct=%d duplicates=%d keys=%d reordered=%d overlapped=%d "+
 			"mixed_partition_batches=%d foreign=%d prefix_sum=%d sink_records_per_s=%.0f examples=%q",
-			sink.Requests(), chk.records, chk.distinct, chk.duplicates, len(chk.keys), chk.reordered, chk.overlapped,
-			chk.mixedBatches, chk.foreign, prefix, rate, chk.examples)
-		ok = chk.reordered == 0 && chk.overlapped == 0 && chk.foreign == 0 && chk.distinct >= *records
+			sink.Requests(), chk.Records, chk.Distinct, chk.Duplicates, chk.Keys(), chk.Reordered, chk.Overlapped,
+			chk.MixedBatches, chk.Foreign, prefix, rate, chk.Examples)
+		ok = chk.Reordered == 0 && chk.Overlapped == 0 && chk.Foreign == 0 && chk.Distinct >= *records
 	})
 	fmt.Println(line)
 	if !ok {
@@ -88,7 +89,7 @@ func main() {
 
 // waitDone returns on a signal, or once want distinct records are delivered
 // and no request has come for settle.
-func waitDone(ctx context.Context, sink *testkit.Sink, chk *orderCheck, want int64, settle time.Duration) {
+func waitDone(ctx context.Context, sink *testkit.Sink, chk *keyed.Check, want int64, settle time.Duration) {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	var lastReqs int64 = -1
@@ -103,7 +104,7 @@ func waitDone(ctx context.Context, sink *testkit.Sink, chk *orderCheck, want int
 			continue
 		}
 		var n int64
-		sink.View(func(*testkit.Ledger) { n = chk.distinct })
+		sink.View(func(*testkit.Ledger) { n = chk.Distinct })
 		reqs := sink.Requests()
 		if reqs != lastReqs || sink.InFlight() > 0 {
 			lastReqs, quietSince = reqs, time.Now()

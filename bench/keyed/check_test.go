@@ -1,13 +1,15 @@
-package main
+package keyed
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
-func TestOrderCheck(t *testing.T) {
+func TestCheck(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
 	rec := func(p int32, o int64, key string) testkit.Record {
@@ -48,24 +50,39 @@ func TestOrderCheck(t *testing.T) {
 			{[]testkit.Record{rec(5, 1, "b"), rec(0, 1, "c")}, ms(1), ms(7)},
 		}, 0, 1, 0, 4, 2},
 	} {
-		c := newOrderCheck("t", 8)
+		c := NewCheck("t", 8)
 		for _, r := range tc.reqs {
-			if a := c.judge(testkit.Batch{Records: r.recs, Arrived: r.arrived}, r.acked); a != testkit.Accept {
+			if a := c.Judge(testkit.Batch{Records: r.recs, Arrived: r.arrived}, r.acked); a != testkit.Accept {
 				t.Errorf("%s: judge = %v, want Accept", tc.name, a)
 			}
 		}
-		got := [5]int64{c.reordered, c.overlapped, c.duplicates, c.distinct, c.mixedBatches}
+		got := [5]int64{c.Reordered, c.Overlapped, c.Duplicates, c.Distinct, c.MixedBatches}
 		want := [5]int64{tc.reordered, tc.overlapped, tc.dups, tc.distinct, tc.mixed}
 		if got != want {
-			t.Errorf("%s: (reordered, overlapped, duplicates, distinct, mixed) = %v, want %v; examples %q", tc.name, got, want, c.examples)
+			t.Errorf("%s: (reordered, overlapped, duplicates, distinct, mixed) = %v, want %v; examples %q", tc.name, got, want, c.Examples)
 		}
 	}
 }
 
-func TestOrderCheckForeign(t *testing.T) {
-	c := newOrderCheck("t", 2)
-	c.judge(testkit.Batch{Records: []testkit.Record{{T: "other", P: 0, O: 0, V: "a"}, {T: "t", P: 2, O: 0, V: "a"}}}, time.Now())
-	if c.foreign != 2 || c.distinct != 0 {
-		t.Errorf("(foreign, distinct) = (%d, %d), want (2, 0)", c.foreign, c.distinct)
+func TestCheckForeign(t *testing.T) {
+	c := NewCheck("t", 2)
+	c.Judge(testkit.Batch{Records: []testkit.Record{{T: "other", P: 0, O: 0, V: "a"}, {T: "t", P: 2, O: 0, V: "a"}}}, time.Now())
+	if c.Foreign != 2 || c.Distinct != 0 {
+		t.Errorf("(foreign, distinct) = (%d, %d), want (2, 0)", c.Foreign, c.Distinct)
+	}
+}
+
+func TestCheckFirst(t *testing.T) {
+	c := NewCheck("t", 1)
+	var got []string
+	c.First = func(r testkit.Record, key string, _ time.Time) { got = append(got, fmt.Sprintf("%s@%d", key, r.O)) }
+	for _, recs := range [][]testkit.Record{
+		{{T: "t", O: 0, V: "a x"}, {T: "t", O: 1, V: "b x"}},
+		{{T: "t", O: 0, V: "a x"}, {T: "t", O: 2, V: "a y"}}, // offset 0 again: a duplicate
+	} {
+		c.Judge(testkit.Batch{Records: recs}, time.Now())
+	}
+	if want := []string{"a@0", "b@1", "a@2"}; !slices.Equal(got, want) {
+		t.Errorf("First saw %q, want %q", got, want)
 	}
 }
