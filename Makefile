@@ -1,6 +1,6 @@
 # Common commands. `make test` is what CI runs (.ci/run).
 .PHONY: demo test unit lint build bench bench-e2e fuzz broker-start broker-stop
-.PHONY: bench-inprocess bench-ack bench-scale bench-tracker bench-freshness
+.PHONY: bench-inprocess bench-ack bench-scale bench-tracker bench-freshness bench-keyorder
 
 # bash with pipefail: several recipes filter go test through grep, and the
 # exit status must be go test's, not grep's, or a failing test passes.
@@ -69,7 +69,7 @@ ROUNDS    ?= 5
 BENCHTIME ?= 1s
 export ROUNDS BENCHTIME
 
-# Every figure of docs/BENCHMARKS.md, parts 1 to 6 (bench/all.sh; not run by
+# Every figure of docs/BENCHMARKS.md, parts 1 to 7 (bench/all.sh; not run by
 # CI): one docs/BENCHMARKS.md-ready file, $(BENCH_OUT), headed by the
 # machine, the versions, the revision and the date, with the load average at
 # the start of each part; each part's markdown and log in $(BENCH_DIR)/parts,
@@ -117,6 +117,20 @@ BENCH_E2E_DIR ?= bin/bench-e2e
 BENCH_E2E_FLAGS ?=
 bench-e2e:
 	bash bench/e2e.sh -out $(BENCH_E2E_DIR)/e2e.md -profile-dir $(BENCH_E2E_DIR)/profiles $(BENCH_E2E_FLAGS)
+
+# Key-ordered delivery (docs/BENCHMARKS.md, section 7; issue 21): ordering:
+# key against ordering: none and Confluent's Parallel Consumer (KEY
+# ordering) into one HTTP sink that checks each key's order, 3 interleaved
+# rounds at 100,000 and 1,000 keys, then one key failing for 30 s, on a
+# broker of its own (bench/e2e.sh; about 15 minutes on two cores; not run by
+# CI). The Parallel Consumer contender is built with Maven (Java 17); without
+# them, BENCH_KEY_FLAGS='-key-contenders key,none'. The markdown goes to
+# $(BENCH_KEY_DIR)/keyorder.md; BENCH_KEY_FLAGS adds bench/e2e flags
+# (go run ./bench/e2e -h: -key-records, -key-counts, -key-fail-for, ...).
+BENCH_KEY_DIR ?= bin/bench-keyorder
+BENCH_KEY_FLAGS ?=
+bench-keyorder:
+	bash bench/e2e.sh -sections keyorder -rounds 3 -out $(BENCH_KEY_DIR)/keyorder.md $(BENCH_KEY_FLAGS)
 
 FUZZTIME ?= 60s
 fuzz:

@@ -134,7 +134,11 @@ func keyOrder(ctx context.Context, w io.Writer, o options, a *admin, b binaries)
 			}
 		}
 	}
-	writeKeyThroughput(w, o, cs, rounded, results)
+	if o.rounds > 0 {
+		writeKeyThroughput(w, o, cs, rounded, results)
+	} else {
+		fmt.Fprintf(w, "### Key-ordered delivery\n\n")
+	}
 
 	if ko.failRounds > 0 && len(ko.failWho) > 0 {
 		var hot *keyTopic

@@ -80,7 +80,7 @@ func main() {
 	flag.DurationVar(&o.key.failFor, "key-fail-for", 30*time.Second, "keyorder: how long the failing key's requests fail")
 	flag.Float64Var(&o.key.failAt, "key-fail-at", 0.1, "keyorder: share of the records delivered when the failure starts")
 	flag.IntVar(&o.key.failRounds, "key-fail-rounds", 1, "keyorder: failure runs (each with its control) per failing key (0: none)")
-	flag.Float64Var(&o.key.hotShare, "key-hot-share", 0.025, "keyorder: the hot failing key's share of its topic's records (0: no hot key)")
+	flag.Float64Var(&o.key.hotShare, "key-hot-share", 0.02, "keyorder: the hot failing key's share of its topic's records (0: no hot key)")
 	flag.StringVar(&keyFailWho, "key-fail-contenders", "key", "keyorder: contenders of the failure runs, of key and pc")
 	flag.Parse()
 	o.key.counts = ints(keyCounts)
