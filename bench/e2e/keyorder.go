@@ -45,6 +45,7 @@ type keyOptions struct {
 	hotShare    float64  // the hot key's share of the hot topic's records; 0: no hot run
 	failWho     []string // contenders of the failure runs, of key and pc
 	failKeysTop int      // distinct keys of the failure runs' topics (the first of counts)
+	profile     bool     // CPU profiles of key and none at the first count
 }
 
 // keyResult is one run of one contender on one topic.
@@ -121,7 +122,7 @@ func keyOrder(ctx context.Context, w io.Writer, o options, a *admin, b binaries)
 		for ti, t := range rounded {
 			for _, k := range rng.Perm(len(cs)) {
 				ct := cs[k]
-				res, err := runKeyed(ctx, o, s, ct, t, fmt.Sprintf("r%d-%s", r, ct.key))
+				res, err := runKeyed(ctx, o, s, ct, t, fmt.Sprintf("r%d-%s", r, ct.key), false, nil)
 				if err != nil {
 					logf("round %d, %d keys, %s: %v", r+1, t.keys, ct.key, err)
 					res = keyResult{measured: measured{rate: math.NaN(), cpuPerM: math.NaN()}}
@@ -138,6 +139,11 @@ func keyOrder(ctx context.Context, w io.Writer, o options, a *admin, b binaries)
 		writeKeyThroughput(w, o, cs, rounded, results)
 	} else {
 		fmt.Fprintf(w, "### Key-ordered delivery\n\n")
+	}
+	if ko.profile {
+		if err := keyProfile(ctx, w, o, s, cs, rounded[0], results[0]); err != nil {
+			return err
+		}
 	}
 
 	if ko.failRounds > 0 && len(ko.failWho) > 0 {
@@ -167,8 +173,8 @@ func keyOrder(ctx context.Context, w io.Writer, o options, a *admin, b binaries)
 func keyContenders(o options, b binaries, brokers, sinkURL string) []contender {
 	seeds := yamlList(strings.Split(brokers, ","))
 	wm := func(ordering string) func(string, cell, string, string, bool) (string, []string, error) {
-		return func(dir string, c cell, group, addr string, _ bool) (string, []string, error) {
-			return keyBenthos(dir, b.head, seeds, c.topic, group, ordering, addr, sinkURL)
+		return func(dir string, c cell, group, addr string, debug bool) (string, []string, error) {
+			return keyBenthos(dir, b.head, seeds, c.topic, group, ordering, addr, sinkURL, debug)
 		}
 	}
 	all := map[string]contender{
@@ -195,10 +201,11 @@ func keyContenders(o options, b binaries, brokers, sinkURL string) []contender {
 // request is a nack, which the input retries (nack_retry, without limit,
 // backoff 100 ms to 1 s, so that a key failing for a while is delivered
 // within a second of the failure's end).
-func keyBenthos(dir, bin, seeds, topic, group, ordering, addr, sinkURL string) (string, []string, error) {
+func keyBenthos(dir, bin, seeds, topic, group, ordering, addr, sinkURL string, debug bool) (string, []string, error) {
 	yaml := fmt.Sprintf(`http:
   enabled: true
   address: %s
+  debug_endpoints: %v
 logger:
   level: WARN
 metrics:
@@ -226,7 +233,7 @@ output:
     max_in_flight: %d
     retries: 0
     timeout: 30s
-`, addr, seeds, topic, group, keyBatch, ordering, keyMaxHeld, sinkURL, keyInFlight)
+`, addr, debug, seeds, topic, group, keyBatch, ordering, keyMaxHeld, sinkURL, keyInFlight)
 	path := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		return "", nil, err
@@ -236,8 +243,10 @@ output:
 
 // runKeyed runs one contender over topic t with a fresh group and measures
 // it as the throughput section does (its window, its process's CPU), with
-// the sink's account of key order.
-func runKeyed(ctx context.Context, o options, s *keySink, ct contender, t *keyTopic, tag string) (keyResult, error) {
+// the sink's account of key order. debug serves /debug/pprof; during, when
+// set, runs beside the measurement with the process's HTTP address, and the
+// process is stopped only once it has returned.
+func runKeyed(ctx context.Context, o options, s *keySink, ct contender, t *keyTopic, tag string, debug bool, during func(addr string)) (keyResult, error) {
 	dir := filepath.Join(o.workDir, "keyorder", t.name+"-"+tag)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return keyResult{}, err
@@ -247,7 +256,7 @@ func runKeyed(ctx context.Context, o options, s *keySink, ct contender, t *keyTo
 		return keyResult{}, err
 	}
 	c := cell{partitions: keyPartitions, size: keyValueSize, codec: "none", records: o.key.records, topic: t.name}
-	bin, args, err := ct.args(dir, c, "g-"+t.name+"-"+tag, addr, false)
+	bin, args, err := ct.args(dir, c, "g-"+t.name+"-"+tag, addr, debug)
 	if err != nil {
 		return keyResult{}, err
 	}
@@ -257,7 +266,12 @@ func runKeyed(ctx context.Context, o options, s *keySink, ct contender, t *keyTo
 		s.endRun()
 		return keyResult{}, err
 	}
-	m, err := p.measure(ctx, int64(c.records), ct.scrape, o.runTimeout, nil)
+	var hold chan struct{}
+	if during != nil {
+		hold = make(chan struct{})
+		go func() { defer close(hold); during(addr) }()
+	}
+	m, err := p.measure(ctx, int64(c.records), ct.scrape, o.runTimeout, hold)
 	s.WaitIdle(10 * time.Second)
 	run := s.endRun()
 	if err != nil {

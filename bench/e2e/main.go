@@ -82,6 +82,7 @@ func main() {
 	flag.IntVar(&o.key.failRounds, "key-fail-rounds", 1, "keyorder: failure runs (each with its control) per failing key (0: none)")
 	flag.Float64Var(&o.key.hotShare, "key-hot-share", 0.02, "keyorder: the hot failing key's share of its topic's records (0: no hot key)")
 	flag.StringVar(&keyFailWho, "key-fail-contenders", "key", "keyorder: contenders of the failure runs, of key and pc")
+	flag.BoolVar(&o.key.profile, "key-profile", true, "keyorder: CPU profiles of key and none at the first of -key-counts, kept in -profile-dir")
 	flag.Parse()
 	o.key.counts = ints(keyCounts)
 	o.key.failKeysTop = o.key.counts[0]
