@@ -59,11 +59,18 @@ type failRun struct {
 
 // othersDone is when the partition's other keys were all delivered, after
 // start (-1: not all were).
-func (r failRun) othersDone(fc failCase) time.Duration {
-	if len(r.others) < fc.others {
+func (r failRun) othersDone(fc failCase) time.Duration { return r.othersAt(fc, 1) }
+
+// othersAt is when a share q of the partition's other keys' records not
+// delivered at start had been delivered, after start (-1: never).
+func (r failRun) othersAt(fc failCase, q float64) time.Duration {
+	from := r.start.UnixNano()
+	before := sort.Search(len(r.others), func(i int) bool { return r.others[i] > from })
+	i := before + int(math.Ceil(q*float64(fc.others-before))) - 1
+	if i < before || i >= len(r.others) {
 		return -1
 	}
-	return time.Duration(r.others[len(r.others)-1] - r.start.UnixNano())
+	return time.Duration(r.others[i] - from)
 }
 
 // rate is the other keys' records/s from start over d.
@@ -88,23 +95,30 @@ func since(d time.Duration) string {
 // failPair is a failure run and its control, run next to each other.
 type failPair struct{ fail, ctrl failRun }
 
-// window is the stretch the pair's rates cover: from the start until the
-// failure ends, the held records reach the limit or the other keys are all
-// delivered, whichever comes first in the failure run, and at most until
-// the control's other keys were all delivered.
-func (p failPair) window(fc failCase, failFor time.Duration) (fail, ctrl time.Duration) {
-	fail = failFor
+// steadyShare bounds the stretch the rates cover: it ends, in either run,
+// once this share of the partition's other keys' records left at the start
+// is delivered. Past it a partition is draining its tail, not flowing; and
+// the failing hand-out holds records of other keys (a Benthos batch fails
+// whole: its 63 other keys wait with the failing one, with their later
+// records), which come only after the failure ends and must not stretch
+// the failure run's window to the failure's end.
+const steadyShare = 0.9
+
+// window is the stretch both runs' rates cover, from the start: until the
+// first of the failure's end, the failure run's held records reaching the
+// limit, and either run delivering steadyShare of the other keys' records
+// left at the start.
+func (p failPair) window(fc failCase, failFor time.Duration) time.Duration {
+	d := failFor
 	if p.fail.limitAt >= 0 {
-		fail = min(fail, p.fail.limitAt)
+		d = min(d, p.fail.limitAt)
 	}
-	if d := p.fail.othersDone(fc); d >= 0 {
-		fail = min(fail, d)
+	for _, r := range []failRun{p.fail, p.ctrl} {
+		if t := r.othersAt(fc, steadyShare); t >= 0 {
+			d = min(d, t)
+		}
 	}
-	ctrl = fail
-	if d := p.ctrl.othersDone(fc); d >= 0 {
-		ctrl = min(ctrl, d)
-	}
-	return fail, ctrl
+	return d
 }
 
 func keyFailures(ctx context.Context, w io.Writer, o options, s *keySink, cs []contender, base, hot *keyTopic) error {

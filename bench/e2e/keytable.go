@@ -134,8 +134,8 @@ func writeKeyThroughput(w io.Writer, o options, cs []contender, topics []*keyTop
 func writeKeyFailures(w io.Writer, o options, cases []failCase, who []contender, pairs map[string][]failPair) {
 	ko := o.key
 	fmt.Fprintf(w, "#### One key failing for %v\n\n", ko.failFor)
-	fmt.Fprintf(w, "From the moment %.0f%% of the topic's records were first delivered, the sink answers 500 to every request holding the failing key, for %v. kafka_watermark retries the nacked hand-out without limit (`nack_retry`: `max_retries: -1`, backoff 100 ms to 1 s; http_client `retries: 0`), holding its keys, with `max_held_records` at its default, %s; PC retries the failed records after its 1 s retry delay. Each failure run is paired with a control run, the same contender on the same topic without the failure, in a random order; %d pair(s) per case. **Rate** is the records/s of the failing key's partition's other keys over the stretch from the failure's start to the first of: the failure's end, the partition's held records seen at `max_held_records` (`%s`, a 1 s gauge, scraped every %v), the other keys' last record; the control's over the same stretch from the same count (at most until its other keys were all delivered). Times are since the failure's start. Median [min–max] over the pairs.\n\n",
-		100*ko.failAt, ko.failFor, thousands(keyMaxHeld), ko.failRounds, "kafka_watermark_held_records", scrapeBenthos)
+	fmt.Fprintf(w, "From the moment %.0f%% of the topic's records were first delivered, the sink answers 500 to every request holding the failing key, for %v. kafka_watermark retries the nacked hand-out without limit (`nack_retry`: `max_retries: -1`, backoff 100 ms to 1 s; http_client `retries: 0`), holding its keys, with `max_held_records` at its default, %s; PC retries the failed records after its 1 s retry delay. Each failure run is paired with a control run, the same contender on the same topic without the failure, in a random order; %d pair(s) per case. **Rate** is the records/s of the failing key's partition's other keys over one stretch in both runs, from the failure's start (in the control, from the same count) to the first of: the failure's end, the failure run's held records of the partition seen at `max_held_records` (`%s`, a 1 s gauge, scraped every %v), either run having delivered %.0f%% of the partition's other records left at the start (past that a partition drains its tail; and the failing hand-out holds records of other keys, a batch fails whole, which arrive only after the failure). Times are since the failure's start. Median [min–max] over the pairs.\n\n",
+		100*ko.failAt, ko.failFor, thousands(keyMaxHeld), ko.failRounds, "kafka_watermark_held_records", scrapeBenthos, 100*steadyShare)
 	fmt.Fprintf(w, "| failing key | contender | rate, failure | rate, control | failure / control (target ≥ %.2f) | stretch | held reached %s, failure / control | most held, failure / control | other keys all delivered, failure / control | failing key's last record | failed requests | reordered / overlapped, failure |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
 		targetFailRate, thousands(keyMaxHeld))
 	for _, fc := range cases {
@@ -143,9 +143,9 @@ func writeKeyFailures(w io.Writer, o options, cases []failCase, who []contender,
 			ps := pairs[fc.name+"/"+ct.key]
 			var rf, rc, ratio, stretch, limF, limC, heldF, heldC, doneF, doneC, keyLast, failed, reo, ovl []float64
 			for _, p := range ps {
-				wf, wc := p.window(fc, ko.failFor)
-				f, c := p.fail.rate(wf), p.ctrl.rate(wc)
-				rf, rc, ratio, stretch = append(rf, f), append(rc, c), append(ratio, f/c), append(stretch, wf.Seconds())
+				d := p.window(fc, ko.failFor)
+				f, c := p.fail.rate(d), p.ctrl.rate(d)
+				rf, rc, ratio, stretch = append(rf, f), append(rc, c), append(ratio, f/c), append(stretch, d.Seconds())
 				limF, limC = append(limF, secsOrNaN(p.fail.limitAt)), append(limC, secsOrNaN(p.ctrl.limitAt))
 				heldF, heldC = append(heldF, p.fail.maxHeld), append(heldC, p.ctrl.maxHeld)
 				doneF, doneC = append(doneF, secsOrNaN(p.fail.othersDone(fc))), append(doneC, secsOrNaN(p.ctrl.othersDone(fc)))
