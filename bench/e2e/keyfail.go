@@ -129,7 +129,7 @@ func keyFailures(ctx context.Context, w io.Writer, o options, s *keySink, cs []c
 		return failCase{name: name, t: t, key: key, part: st.Partition, recs: st.Records,
 			others: t.filled.Partitions[st.Partition] - st.Records}
 	}
-	cases = append(cases, mk(fmt.Sprintf("the busiest of %d keys", base.keys), base, base.filled.Busiest("")))
+	cases = append(cases, mk(fmt.Sprintf("the busiest of %s keys", thousands(base.keys)), base, base.filled.Busiest("")))
 	if hot != nil {
 		cases = append(cases, mk(fmt.Sprintf("a hot key (%.1f%% of the records)", 100*ko.hotShare), hot, hot.hot))
 	}

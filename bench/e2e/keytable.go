@@ -168,7 +168,7 @@ func writeKeyFailures(w io.Writer, o options, cases []failCase, who []contender,
 			}
 			fmt.Fprintf(w, "| %s: `%s`, %d records in partition %d (%s of other keys) | `%s` | %s | %s | %s%s | %s s | %s | %s | %s s / %s s | %s s | %s | %s / %s |\n",
 				fc.name, fc.key, fc.recs, fc.part, thousands(fc.others), ct.key,
-				kilo(spreadOf(rf)), kilo(spreadOf(rc)), s.format("%.2f"), mark, spreadOf(stretch).format("%.1f"),
+				spreadOf(rf).format("%.0f"), spreadOf(rc).format("%.0f"), s.format("%.2f"), mark, spreadOf(stretch).format("%.1f"),
 				limCol, heldCol, spreadOf(doneF).format("%.1f"), spreadOf(doneC).format("%.1f"),
 				spreadOf(keyLast).format("%.1f"), spreadOf(failed).format("%.0f"),
 				spreadOf(reo).format("%.0f"), spreadOf(ovl).format("%.0f"))
