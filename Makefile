@@ -125,12 +125,13 @@ bench-e2e:
 # broker of its own (bench/e2e.sh; about 15 minutes on two cores; not run by
 # CI). The Parallel Consumer contender is built with Maven (Java 17); without
 # them, BENCH_KEY_FLAGS='-key-contenders key,none'. The markdown goes to
-# $(BENCH_KEY_DIR)/keyorder.md; BENCH_KEY_FLAGS adds bench/e2e flags
+# $(BENCH_KEY_DIR)/keyorder.md, the CPU profiles of key and none beside it;
+# BENCH_KEY_FLAGS adds bench/e2e flags
 # (go run ./bench/e2e -h: -key-records, -key-counts, -key-fail-for, ...).
 BENCH_KEY_DIR ?= bin/bench-keyorder
 BENCH_KEY_FLAGS ?=
 bench-keyorder:
-	bash bench/e2e.sh -sections keyorder -rounds 3 -out $(BENCH_KEY_DIR)/keyorder.md $(BENCH_KEY_FLAGS)
+	bash bench/e2e.sh -sections keyorder -rounds 3 -out $(BENCH_KEY_DIR)/keyorder.md -profile-dir $(BENCH_KEY_DIR)/profiles $(BENCH_KEY_FLAGS)
 
 FUZZTIME ?= 60s
 fuzz:

@@ -12,7 +12,7 @@
 # key-ordered delivery (make bench-keyorder; it builds the Parallel Consumer
 # contender with Maven). Each part's
 # markdown is kept in DIR/parts/N-name.md and its log in DIR/parts/N-name.log
-# (DIR defaults to OUT's directory), the CPU profiles of part 1 in
+# (DIR defaults to OUT's directory), the CPU profiles of parts 1 and 7 in
 # DIR/profiles. Every section of OUT gives the command, the load average
 # (uptime) at its start and its wall time.
 #
@@ -121,7 +121,7 @@ part 3 scale 'Scale' "$make" -s --no-print-directory bench-scale
 part 4 freshness 'Commit freshness' "$make" -s --no-print-directory bench-freshness
 part 5 replay 'Replay cost' e2e -sections replay -old-ref ''
 part 6 tracker 'The tracker against Jeffail/checkpoint' "$make" -s --no-print-directory bench-tracker
-part 7 keyorder 'Key-ordered delivery' e2e -sections keyorder
+part 7 keyorder 'Key-ordered delivery' e2e -sections keyorder -profile-dir "$dir/profiles"
 
 took=$((SECONDS - t_all))
 {
