@@ -92,17 +92,6 @@ func (s *keySink) distinct() int64 {
 	return n
 }
 
-// failing reports whether the run's failure has started, and whether it is
-// over.
-func (s *keySink) failing() (started, over bool) {
-	s.View(func(*testkit.Ledger) {
-		if s.run != nil && !s.run.start.IsZero() {
-			started, over = true, time.Since(s.run.start) >= s.run.failFor
-		}
-	})
-	return started, over
-}
-
 // judge is the Sink's Judge, under its lock.
 func (s *keySink) judge(b testkit.Batch) testkit.Answer {
 	r := s.run
