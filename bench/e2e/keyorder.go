@@ -52,6 +52,7 @@ type keyOptions struct {
 type keyResult struct {
 	measured
 	reordered, overlapped, duplicates, distinct, mixed int64
+	requests                                           int64 // requests the sink received in the run, failed ones included
 }
 
 // keyTopic is one filled topic of the section.
@@ -128,8 +129,9 @@ func keyOrder(ctx context.Context, w io.Writer, o options, a *admin, b binaries)
 					res = keyResult{measured: measured{rate: math.NaN(), cpuPerM: math.NaN()}}
 					failedRuns++
 				} else {
-					logf("round %d, %d keys, %-4s %8.0f rec/s %6.3f cpu-s/Mrec, reordered %d, overlapped %d (window %v)",
-						r+1, t.keys, ct.key, res.rate, res.cpuPerM, res.reordered, res.overlapped, res.window.Round(time.Millisecond))
+					logf("round %d, %d keys, %-4s %8.0f rec/s %6.3f cpu-s/Mrec, reordered %d, overlapped %d, %.1f records per request (window %v)",
+						r+1, t.keys, ct.key, res.rate, res.cpuPerM, res.reordered, res.overlapped,
+						float64(res.distinct+res.duplicates)/float64(max(res.requests, 1)), res.window.Round(time.Millisecond))
 				}
 				results[ti][ct.key] = append(results[ti][ct.key], res)
 			}
@@ -261,6 +263,7 @@ func runKeyed(ctx context.Context, o options, s *keySink, ct contender, t *keyTo
 		return keyResult{}, err
 	}
 	s.startRun(t.name, keyPartitions, "", 0, math.MaxInt64)
+	reqs := s.Requests()
 	p, err := startProc(dir, ct.key, bin, args, addr)
 	if err != nil {
 		s.endRun()
@@ -278,7 +281,7 @@ func runKeyed(ctx context.Context, o options, s *keySink, ct contender, t *keyTo
 		return keyResult{}, err
 	}
 	res := keyResult{measured: m, reordered: run.chk.Reordered, overlapped: run.chk.Overlapped,
-		duplicates: run.chk.Duplicates, distinct: run.chk.Distinct, mixed: run.chk.MixedBatches}
+		duplicates: run.chk.Duplicates, distinct: run.chk.Distinct, mixed: run.chk.MixedBatches, requests: s.Requests() - reqs}
 	if run.chk.Foreign > 0 {
 		return res, fmt.Errorf("the sink saw %d records of another topic or partition", run.chk.Foreign)
 	}
