@@ -73,13 +73,14 @@ export ROUNDS BENCHTIME
 # CI): one docs/BENCHMARKS.md-ready file, $(BENCH_OUT), headed by the
 # machine, the versions, the revision and the date, with the load average at
 # the start of each part; each part's markdown and log in $(BENCH_DIR)/parts,
-# part 1's CPU profiles in $(BENCH_DIR)/profiles. It fails, and writes no
-# $(BENCH_OUT), if any part fails.
+# the CPU profiles of parts 1 and 7 in $(BENCH_DIR)/profiles. It fails, and
+# writes no $(BENCH_OUT), if any part fails.
 #
-# About 15 to 20 minutes on two cores (15m18s at 56c8f94 on a quiet
-# machine); each part's wall time is in the file. The per-part defaults take
-# over 30 (bench-e2e 17, the in-process parts at 5 rounds about 15), so make
-# bench runs 3 rounds of
+# About 30 to 35 minutes on two cores (parts 1 to 6: 15m18s at 56c8f94 on a
+# quiet machine; part 7, bench-keyorder: 15m52s at fc4c161 at load 7 to 13);
+# each part's wall time is in the file. The per-part defaults take over 45
+# (bench-e2e 17, bench-keyorder 16, the in-process parts at 5 rounds about
+# 15), so make bench runs 3 rounds of
 # each, as docs/BENCHMARKS.md's in-process figures were: the in-process parts
 # at ROUNDS=3 unless ROUNDS is given, and bench/e2e with -rounds 3
 # -replay-rounds 3 before BENCH_E2E_FLAGS (which can override them).
