@@ -78,3 +78,21 @@ func TestFailWindow(t *testing.T) {
 		t.Errorf("rate over 900ms = %v, want 10 (9 records)", got)
 	}
 }
+
+func TestSchedulerCum(t *testing.T) {
+	const kp = "github.com/watermark-connect/watermark-connect/internal/keyorder."
+	for _, c := range []struct {
+		name string
+		cum  map[string]float64
+		want float64
+	}{
+		{"plain", map[string]float64{kp + "(*Scheduler).Add": 1, kp + "(*Scheduler).Pick": 2, kp + "(*Scheduler).Done": 3, kp + "(*Scheduler).newSlot": 9}, 6},
+		{"generic, Pick wrapping PickClass", map[string]float64{
+			kp + "(*Scheduler[go.shape.struct { a int }]).Add": 1, kp + "(*Scheduler[go.shape.struct { a int }]).Pick": 2,
+			kp + "(*Scheduler[go.shape.struct { a int }]).PickClass": 2, kp + "(*Scheduler[go.shape.struct { a int }]).Done": 3}, 6},
+	} {
+		if got := schedulerCum(c.cum); got != c.want {
+			t.Errorf("schedulerCum(%s) = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -26,9 +26,28 @@ var keyCategories = []category{
 	{"GC in the background (mark workers, sweeper, scavenger)", regexp.MustCompile(`^runtime\.(gcBgMarkWorker|bgsweep|bgscavenge)$`)},
 }
 
-// schedulerAPI are the scheduler's methods the engine calls; none calls
-// another.
-var schedulerAPI = regexp.MustCompile(`^github.com/watermark-connect/watermark-connect/internal/keyorder\.\(\*Scheduler\)\.(Add|Pick|Done)$`)
+// schedulerAPI matches the scheduler's methods the engine calls, generic
+// or not (pprof names an instance Scheduler[go.shape...]); Pick may be a
+// wrapper of PickClass, so schedulerCum counts Pick only without PickClass.
+var schedulerAPI = regexp.MustCompile(`^github.com/watermark-connect/watermark-connect/internal/keyorder\.\(\*Scheduler(\[.*\])?\)\.(Add|Pick|PickClass|Done)$`)
+
+// schedulerCum is the cumulative time of the scheduler's methods in cum.
+func schedulerCum(cum map[string]float64) float64 {
+	by := map[string]float64{}
+	for fn, v := range cum {
+		if m := schedulerAPI.FindStringSubmatch(fn); m != nil {
+			by[m[2]] += v
+		}
+	}
+	if _, ok := by["PickClass"]; ok {
+		delete(by, "Pick")
+	}
+	total := 0.0
+	for _, v := range by {
+		total += v
+	}
+	return total
+}
 
 // keyProfile takes a CPU profile of one run of key and of none on t (the
 // first of -key-counts), keeps them in o.profileDir and prints where each
@@ -82,12 +101,7 @@ func keyProfile(ctx context.Context, w io.Writer, o options, s *keySink, cs []co
 	// that row, given apart.
 	_, cum, err := pprofCum(profiles[order[0]])
 	if err == nil && order[0] == "key" {
-		sched := 0.0
-		for fn, v := range cum {
-			if schedulerAPI.MatchString(fn) {
-				sched += v
-			}
-		}
+		sched := schedulerCum(cum)
 		fmt.Fprintf(w, "Of `key`'s owner goroutine, keyorder.Scheduler's methods (Add, Pick, Done; cumulative): %.2f s per million records.\n\n", sched/(float64(o.key.records)/1e6))
 	}
 	return nil
