@@ -177,9 +177,7 @@ func keyExplanation(r *demoResult) string {
 			r.Story.keys.batchName(f), v.Partition, held, f.Wait.Passed, f.First)
 	}
 	if ko.WentBack > 0 {
-		s += fmt.Sprintf("A replay in place reads the partition again from its watermark, skipping only fetched segments delivered in "+
-			"whole, and under ordering: key those after the failed record still held records of the waiting keys: the replays delivered "+
-			"%d records again that were older than a record of their key already delivered. ", ko.WentBack)
+		s += fmt.Sprintf("The replays delivered %d records again that were older than a record of their key already delivered. ", ko.WentBack)
 	}
 	return s + "Key order holds for first deliveries; a re-delivery (a replay, a restart after a crash) is at-least-once and may go " +
 		"back, so a sink that must never go back stores each key's kafka_offset and skips an older one. " +
@@ -220,8 +218,9 @@ func stallCommit(r *demoResult, v partitionView) int64 {
 
 // replayFrom is where partition p, stalled at its failed batch f, is read
 // again from by a replay in place: its watermark, f's first offset under
-// none; under key, the first offset of the fetched segment that holds it,
-// which may be below, as status saw it (f's first offset until it did).
+// none; under key, the first record not delivered yet, which may be below
+// (a record of another key fetched before it and still waiting), as status
+// saw it (f's first offset until it did).
 func (s *story) replayFrom(p int32, f *failedBatch) int64 {
 	if st := s.firstStall; s.keys.ordered && st != nil && st.Report != nil {
 		for _, sp := range st.Report.Partitions {
@@ -239,6 +238,6 @@ func stopNote(at int64, f *failedBatch) string {
 	if at == f.First {
 		return "the failed batch's first offset"
 	}
-	return fmt.Sprintf("the first offset of the fetched segment holding the failed batch's first offset %d "+
-		"(under ordering: key the commit moves over whole segments)", f.First)
+	return fmt.Sprintf("the first record not delivered yet, below the failed batch's first offset %d "+
+		"(under ordering: key a record of another key fetched before it may still wait)", f.First)
 }

@@ -195,7 +195,7 @@ func steps(r *demoResult, v partitionView) []step {
 			}
 			skipping := "the batches already delivered"
 			if r.Ordering == orderingKey {
-				skipping = "only the fetched segments delivered in whole"
+				skipping = "the records already delivered"
 			}
 			add(since(d.Start), fmt.Sprintf("Replay %d in place, %s: the input ended the partition's epoch and read it again from offset %d, "+
 				"in this process, without a restart, skipping %s; the failed batch was delivered again and %s.",
@@ -311,8 +311,8 @@ func explanation(r *demoResult) string {
 		skipped := fmt.Sprintf("skipping the batches already delivered, so the only records delivered twice were the failed batch's "+
 			"(%d duplicate deliveries in all).", r.Duplicates)
 		if r.Ordering == orderingKey {
-			skipped = fmt.Sprintf("skipping only the fetched segments delivered in whole (%d duplicate deliveries in all: "+
-				"the next paragraph says which).", r.Duplicates)
+			skipped = fmt.Sprintf("skipping the records already delivered, out of offset order as they were, so the only records "+
+				"delivered twice were the failed batch's (%d duplicate deliveries in all).", r.Duplicates)
 		}
 		s += fmt.Sprintf(" Once the batch had failed for stall_replay_after (%v), the input replayed the partition in place: "+
 			"it ended the partition's epoch and read it again from offset %d in the same process, %s", r.ReplayAfter, r.Story.replayFrom(v.Partition, f), skipped)
