@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -89,7 +90,9 @@ func TestKeyOrderEndToEnd(t *testing.T) {
 
 // keyOf is the key of the record whose value is the production index v.
 func keyOf(v string, keys int) string {
-	var i int
-	fmt.Sscan(v, &i)
+	i, err := strconv.Atoi(v)
+	if err != nil {
+		return "unparsable value " + v
+	}
 	return fmt.Sprint("k", i%keys)
 }
