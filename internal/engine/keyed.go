@@ -40,11 +40,10 @@ import (
 
 // keyPart is an epoch's part in key-ordered delivery. Invariants: sched and
 // offs hold every record added and not done (sched with its kgo record and
-// segment, keyRec); out counts the
-// hand-outs unresolved, retrying those of them waiting to go out again (in
-// backoff, queued for a retry, gated, or given back by a cancelled read):
-// out-retrying are in the pipeline. Owned by the owner goroutine, inside its
-// partState.
+// segment, keyRec); out counts the hand-outs unresolved, retrying those of
+// them waiting to go out again (in backoff, queued for a retry, gated, or
+// given back by a cancelled read): out-retrying are in the pipeline. Owned
+// by the owner goroutine, inside its partState.
 type keyPart struct {
 	sched         *keyorder.Scheduler[keyRec]
 	out, retrying int
