@@ -165,18 +165,15 @@ func runModel(t *testing.T, seed uint64) {
 		if s.Held() != len(held) {
 			fail("Held %d, model %d", s.Held(), len(held))
 		}
+		keyOut := map[string]bool{}
+		for _, c := range added {
+			if c.Keyed && out[c.Offset] {
+				keyOut[c.Key] = true
+			}
+		}
 		ready := 0
 		for _, a := range added {
-			if !held[a.Offset] {
-				continue
-			}
-			keyOut := false
-			for _, c := range added {
-				if a.Keyed && c.Keyed && c.Key == a.Key && out[c.Offset] {
-					keyOut = true
-				}
-			}
-			if !keyOut {
+			if held[a.Offset] && !(a.Keyed && keyOut[a.Key]) {
 				ready++
 			}
 		}
