@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# make bench: every figure of docs/BENCHMARKS.md, parts 1 to 6 in its order,
+# make bench: every figure of docs/BENCHMARKS.md, parts 1 to 7 in its order,
 # in one markdown file headed by the machine, the versions, the revision and
 # the date, ready to go into docs/BENCHMARKS.md.
 #
 #   bash bench/all.sh OUT [DIR]
 #
 # Parts 2, 3, 4 and 6 are the Makefile's bench-ack, bench-scale,
-# bench-freshness and bench-tracker; parts 1 and 5 are two runs of
+# bench-freshness and bench-tracker; parts 1, 5 and 7 are three runs of
 # bench/e2e.sh (its broker started and stopped by each), one of the
-# throughput, profile and convert sections, one of the replay. Each part's
+# throughput, profile and convert sections, one of the replay, one of
+# key-ordered delivery (make bench-keyorder; it builds the Parallel Consumer
+# contender with Maven). Each part's
 # markdown is kept in DIR/parts/N-name.md and its log in DIR/parts/N-name.log
-# (DIR defaults to OUT's directory), the CPU profiles of part 1 in
+# (DIR defaults to OUT's directory), the CPU profiles of parts 1 and 7 in
 # DIR/profiles. Every section of OUT gives the command, the load average
 # (uptime) at its start and its wall time.
 #
@@ -119,6 +121,7 @@ part 3 scale 'Scale' "$make" -s --no-print-directory bench-scale
 part 4 freshness 'Commit freshness' "$make" -s --no-print-directory bench-freshness
 part 5 replay 'Replay cost' e2e -sections replay -old-ref ''
 part 6 tracker 'The tracker against Jeffail/checkpoint' "$make" -s --no-print-directory bench-tracker
+part 7 keyorder 'Key-ordered delivery' e2e -sections keyorder -profile-dir "$dir/profiles"
 
 took=$((SECONDS - t_all))
 {

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# make bench-e2e: the end-to-end benchmark (bench/e2e; docs/BENCHMARKS.md,
-# sections 1 and 5) against a broker of its own on private ports, started
-# here and stopped on exit. Arguments go to the driver, e.g.
+# make bench-e2e and make bench-keyorder: the end-to-end benchmark
+# (bench/e2e; docs/BENCHMARKS.md, sections 1, 5 and 7) against a broker of
+# its own on private ports, started here and stopped on exit. Arguments go
+# to the driver, e.g.
 #
 #   bash bench/e2e.sh -out bin/bench-e2e/e2e.md -rounds 5
+#   bash bench/e2e.sh -sections keyorder -rounds 3 -out bin/bench-keyorder/keyorder.md
 #
-# It takes about 17 minutes on two cores. Set BENCH_KAFKA_RUN_DIR and
+# Its default sections take about 17 minutes on two cores. Set BENCH_KAFKA_RUN_DIR and
 # BENCH_KAFKA_PORT (it uses that port and the next two) to run it beside
 # another broker of the same ports.
 set -euo pipefail

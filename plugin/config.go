@@ -63,6 +63,9 @@ type config struct {
 	maxAttempts         int
 	deadLetterReportFor time.Duration
 
+	ordering       string
+	maxHeldRecords int
+
 	regexpInclude          []string // regexp_topics_include; validate moves them to topics
 	regexpExclude          []string
 	fetchMinBytes          int64
@@ -179,6 +182,8 @@ func parseConfig(pc *service.ParsedConfig) (*config, error) {
 	}
 	num(&c.maxAttempts, fieldDeadLetter, fieldDeadLetterMaxAttempts)
 	dur(&c.deadLetterReportFor, fieldDeadLetter, fieldDeadLetterReportFor)
+	str(&c.ordering, fieldOrdering)
+	num(&c.maxHeldRecords, fieldMaxHeldRecords)
 	errs = append(errs, parseRedpanda(pc, c)...)
 
 	if err := errors.Join(errs...); err != nil {
@@ -286,6 +291,14 @@ func (c *config) validate() error {
 		}
 	}
 	c.validateDeadLetter(bad)
+	switch c.ordering {
+	case orderingNone, orderingKey:
+	default:
+		bad("%s (%q) must be one of %s, %s", fieldOrdering, c.ordering, orderingNone, orderingKey)
+	}
+	if c.maxHeldRecords < 1 {
+		bad("%s (%d) must be at least 1", fieldMaxHeldRecords, c.maxHeldRecords)
+	}
 	if c.lostReportFor < 0 {
 		bad("%s (%v) must be 0s (carry no loss in commits) or positive", fieldLostRecordsReportFor, c.lostReportFor)
 	}
@@ -355,6 +368,8 @@ func (c *config) engine() engine.Config {
 		LostReportFor:          c.lostReportFor,
 		MaxAttempts:            c.maxAttempts,
 		DeadLetterReportFor:    c.deadLetterReportFor,
+		OrderingKey:            c.ordering == orderingKey,
+		MaxHeldRecords:         c.maxHeldRecords,
 		TopicLagRefresh:        c.topicLagRefresh,
 		MetadataMaxAge:         c.metadataMaxAge,
 	}

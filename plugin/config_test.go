@@ -69,6 +69,8 @@ func TestInvalidConfigs(t *testing.T) {
 		{"dead letters consumed", validYAML + "dead_letter: { topic: orders }\n", `dead_letter.topic ("orders") is a topic this input consumes`},
 		{"dead letters consumed by a pattern", "seed_brokers: [x:1]\nconsumer_group: g\nregexp_topics_include: [ \"ord.*\" ]\ndead_letter: { topic: orders-dlq }\n", `dead_letter.topic ("orders-dlq") is a topic this input consumes`},
 		{"negative dead-letter report", validYAML + "dead_letter: { report_for: -1s }\n", "dead_letter.report_for (-1s) must be 0s"},
+		{"no held records", validYAML + "ordering: key\nmax_held_records: 0\n", "max_held_records (0) must be at least 1"},
+		{"unknown ordering", validYAML + "ordering: offset\n", `ordering ("offset") must be one of none, key`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pc, err := ConfigSpec().ParseYAML(tc.yaml, nil)
@@ -98,6 +100,8 @@ func TestLintRejectsInvalidConfigs(t *testing.T) {
 		{"seed_brokers: [x:1]\nconsumer_group: g\ntopics: [ \"a,orders\" ]\ndead_letter: { topic: orders }\n", "field dead_letter.topic: orders is a topic this input consumes"},
 		{"seed_brokers: [x:1]\nconsumer_group: g\nregexp_topics_include: [ \"ord.*\" ]\ndead_letter: { topic: orders-dlq }\n", "field dead_letter.topic: orders-dlq is a topic this input consumes"},
 		{validYAML + "dead_letter: { report_for: -1s }\n", "field dead_letter.report_for"},
+		{validYAML + "max_held_records: 0\n", "field max_held_records: value 0 must be at least 1"},
+		{validYAML + "ordering: offset\n", "offset"},
 	} {
 		indented := "  " + strings.ReplaceAll(strings.TrimSpace(tc.yaml), "\n", "\n  ")
 		err := env.NewStreamBuilder().AddInputYAML("kafka_watermark:\n" + indented)

@@ -108,10 +108,15 @@ func (c *cluster) readDeadLetters(t *testing.T, topic string, partitions int32) 
 // A record the sink always refuses ends in the dead-letter topic after
 // max_attempts deliveries, with its provenance, and its partition commits
 // past it without a restart; every other record reaches the sink. With a
-// batch error that names the poison records, only those are dead-lettered.
+// batch error that names the poison records, only those are dead-lettered,
+// also under ordering: key, where a hand-out is a set of records.
 func TestDeadLetterTopicEndsAStall(t *testing.T) {
-	for _, partial := range []bool{false, true} {
-		t.Run(fmt.Sprintf("batch error %v", partial), func(t *testing.T) {
+	for _, tc := range []struct {
+		partial bool
+		order   string
+	}{{false, "none"}, {true, "none"}, {true, "key"}} {
+		partial := tc.partial
+		t.Run(fmt.Sprintf("batch error %v ordering %s", partial, tc.order), func(t *testing.T) {
 			const (
 				topic      = "dl"
 				dlq        = "dl-dlq"
@@ -151,6 +156,7 @@ func TestDeadLetterTopicEndsAStall(t *testing.T) {
   batch_max_records: 10
   nack_retry: { max_retries: -1, initial_backoff: 10ms, max_backoff: 10ms }
   dead_letter: { topic: `+dlq+`, max_attempts: 3 }
+  ordering: `+tc.order+`
 `), 2)
 			ends := c.endOffsets(t, topic, partitions)
 			require.Eventually(t, func() bool {

@@ -62,6 +62,15 @@ const (
 	fieldDeadLetterTopic       = "topic"
 	fieldDeadLetterMaxAttempts = "max_attempts"
 	fieldDeadLetterReportFor   = "report_for"
+
+	fieldOrdering       = "ordering"
+	fieldMaxHeldRecords = "max_held_records"
+)
+
+// The values of ordering.
+const (
+	orderingNone = "none"
+	orderingKey  = "key"
 )
 
 // defaultMaxAttempts is dead_letter.max_attempts's default.
@@ -284,6 +293,15 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 			service.NewDurationField(fieldLostRecordsReportFor).
 				Description("How long a partition's commits carry a report of records Kafka deleted or rewrote before they were delivered (retention passing a stalled watermark, an unclean leader election), so that a restart, another member and `watermark-connect status` see the loss too. Each loss is also logged once at ERROR and counted in `kafka_watermark_lost_records_total`. `0s` carries nothing in the commits.").
 				Default("24h").Advanced(),
+			service.NewStringAnnotatedEnumField(fieldOrdering, map[string]string{
+				orderingNone: "A partition's batches go out as they are fetched, and may be delivered in any order: the commit still never passes an undelivered record.",
+				orderingKey:  "Within a partition, a record is never handed out while an earlier record with the same key is in another batch handed out and not yet delivered or dead-lettered; records of other keys go on past it, out of offset order. Keys are compared as bytes; an empty key is a key; a record with a null key stands alone. A batch may hold several records of one key, in log order: the pipeline must keep a batch's order for them.",
+			}).
+				Description("How records of one partition may be reordered between batches in flight.").
+				Default(orderingNone),
+			service.NewIntField(fieldMaxHeldRecords).
+				Description("Under `ordering: key`, the most records per partition fetched and waiting for their key; past it the partition's fetching pauses, every key included. At least 1.").
+				Default(10000).Advanced(),
 			service.NewObjectField(fieldDeadLetter,
 				service.NewInterpolatedStringField(fieldDeadLetterTopic).
 					Description("The topic, on the same cluster, that a record goes to once it was delivered `max_attempts` times without success; empty (the default) turns dead-lettering off. Evaluated once per record, on the record as the input built it (before any processor), so every attempt goes to the same place; an evaluation error counts as a failed write. The record keeps its key, value, timestamp and headers, with `dead_letter_*` headers saying where it came from and why. Only once the broker has acknowledged the write (acks all, idempotent producer) does the record count as delivered and the watermark pass it; a write that fails is retried with backoff while the partition stays stalled. A topic this input consumes is refused.").
@@ -340,6 +358,7 @@ root = [
   if $dl_topic != "" && !this.commit_metadata.or(true) { "field dead_letter.topic: %v needs commit_metadata: true, where the attempts are carried".format($dl_topic) },
   if $dl_consumed { "field dead_letter.topic: %v is a topic this input consumes; dead letters would be consumed again".format($dl_topic) },
   if this.dead_letter.report_for.or("24h").parse_duration().catch(0) < 0 { "field dead_letter.report_for: value %v must be 0s (carry nothing) or positive".format(this.dead_letter.report_for) },
+  if this.max_held_records.or(1) < 1 { "field max_held_records: value %v must be at least 1".format(this.max_held_records) },
   if this.nack_retry.max_retries.or(0) < -1 { "field nack_retry.max_retries: value %v must be -1 (unlimited) or at least 0".format(this.nack_retry.max_retries) },
 ` + redpandaLints + `
 ].flatten().filter(e -> e != null)

@@ -35,7 +35,7 @@ func TestEngineConfigDefaults(t *testing.T) {
 		CommitPeriod: 1e9, CommitMetadata: true, CommitMetadataMaxBytes: 4000,
 		NackBackoff: 500e6, NackMaxBackoff: 10e9, StallReplayAfter: 60e9,
 		DrainTimeout: 10e9, LostReportFor: 86400e9, TopicLagRefresh: 5e9, MetadataMaxAge: 300e9,
-		MaxAttempts: 5, DeadLetterReportFor: 86400e9,
+		MaxAttempts: 5, DeadLetterReportFor: 86400e9, MaxHeldRecords: 10000,
 	}
 	require.Equal(t, want, got, "keep internal/engine's testDefaults in step")
 	require.Equal(t, fieldCommitMetadataMaxBytes, engine.FieldCommitMetadataMaxBytes, "a field the engine's log lines name")

@@ -194,6 +194,10 @@ type metaWatch struct {
 	lastErr    error
 	violations []string
 	checked    bool
+	// onSample, when set, is given every successful fetch's commits, once
+	// the fetch has returned (under mu): a commit seen there covers records
+	// the sink recorded before that moment.
+	onSample func(map[int32]commitState)
 }
 
 func (k *kafka) watchMeta(group, topic string, s *sink, withMeta bool, every time.Duration) *metaWatch {
@@ -270,6 +274,9 @@ func (w *metaWatch) sample(ctx context.Context) {
 				break
 			}
 		}
+	}
+	if w.onSample != nil {
+		w.onSample(got)
 	}
 }
 

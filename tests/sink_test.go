@@ -21,7 +21,8 @@ type rec = testkit.Record
 // record of a request before answering 200, after a random delay so that
 // with many requests in flight batches are acknowledged out of order, and
 // checks each record's topic, partition and value (value(p, o)). On top of
-// it, this layer fails (fail) and holds (hold) the requests a test picks.
+// it, this layer fails (fail) and holds (hold) the requests a test picks,
+// and tells an observer (arrived, judged) of each request.
 type sink struct {
 	*testkit.Sink
 	gate *testkit.Gate // where held requests wait
@@ -38,6 +39,15 @@ type sink struct {
 	// on the request's goroutine, with no lock held. Once released, every
 	// request passes at once.
 	hold func(recs []rec) bool
+	// arrived, when set, is told of every request once its body is
+	// decoded, before hold, on the request's goroutine with no lock held:
+	// the moment a batch handed out reaches the sink.
+	arrived func(b testkit.Batch)
+	// judged, when set, is told of the answer judge gives each request that
+	// reaches it (those a hold or the shutdown ends never do), under the
+	// testkit.Sink's lock, in one step with recording an accepted batch; b
+	// is the value arrived saw, so &b.Records[0] names the request.
+	judged func(b testkit.Batch, a testkit.Answer)
 }
 
 func newSink(t *testing.T, topic string, partitions int32, minDelay, maxDelay time.Duration) *sink {
@@ -81,13 +91,24 @@ func (s *sink) setHold(f func(recs []rec) bool) {
 	s.hold = f
 }
 
+// setObserver sets the hooks that watch every request (nil: none): a
+// checker that needs the instance behind a batch, or the requests in flight.
+func (s *sink) setObserver(arrived func(b testkit.Batch), judged func(b testkit.Batch, a testkit.Answer)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.arrived, s.judged = arrived, judged
+}
+
 // holdRequest is the sink's Hold: it holds the request while hold asks for
 // it and releaseHeld was not called yet, and answers 503 when the sink
 // shuts down meanwhile.
 func (s *sink) holdRequest(ctx context.Context, b testkit.Batch) testkit.Answer {
 	s.mu.Lock()
-	hold := s.hold
+	hold, arrived := s.hold, s.arrived
 	s.mu.Unlock()
+	if arrived != nil {
+		arrived(b)
+	}
 	if hold == nil || !hold(b.Records) || s.gate.Wait(ctx, len(b.Records)) {
 		return testkit.Accept
 	}
@@ -97,12 +118,16 @@ func (s *sink) holdRequest(ctx context.Context, b testkit.Batch) testkit.Answer 
 // judge is the sink's Judge.
 func (s *sink) judge(b testkit.Batch) testkit.Answer {
 	s.mu.Lock()
-	fail := s.fail
+	fail, judged := s.fail, s.judged
 	s.mu.Unlock()
+	a := testkit.Accept
 	if fail != nil && fail(b.Records) {
-		return testkit.Fail
+		a = testkit.Fail
 	}
-	return testkit.Accept
+	if judged != nil {
+		judged(b, a)
+	}
+	return a
 }
 
 // releaseHeld lets every held request, and every later one, go on; it is

@@ -11,12 +11,12 @@ import (
 	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
-// build compiles every contender into dir: cmd/watermark-connect,
-// bench/baseline and bench/rawloop of headRef (the working tree when
-// empty), and, when oldRef is set, cmd/watermark-connect of oldRef. A ref is
-// built from a copy of its files (testkit.ExportRef) under dir, removed
-// again once built.
-func build(root, dir, headRef, oldRef string) (binaries, error) {
+// build compiles every contender into dir: cmd/watermark-connect of headRef
+// (the working tree when empty), bench/baseline and bench/rawloop of it too
+// when others is set, and, when oldRef is set, cmd/watermark-connect of
+// oldRef. A ref is built from a copy of its files (testkit.ExportRef) under
+// dir, removed again once built.
+func build(root, dir, headRef, oldRef string, others bool) (binaries, error) {
 	ctx := context.Background()
 	b := binaries{
 		head:     filepath.Join(dir, "watermark-connect"),
@@ -32,7 +32,11 @@ func build(root, dir, headRef, oldRef string) (binaries, error) {
 			return b, err
 		}
 	}
-	for out, pkg := range map[string]string{b.head: testkit.Command, b.baseline: "./bench/baseline", b.rawloop: "./bench/rawloop"} {
+	pkgs := map[string]string{b.head: testkit.Command}
+	if others {
+		pkgs[b.baseline], pkgs[b.rawloop] = "./bench/baseline", "./bench/rawloop"
+	}
+	for out, pkg := range pkgs {
 		if _, err := (testkit.Build{Dir: src, Package: pkg, Out: out}).Run(ctx); err != nil {
 			return b, err
 		}
@@ -50,6 +54,19 @@ func build(root, dir, headRef, oldRef string) (binaries, error) {
 		return b, err
 	}
 	return b, nil
+}
+
+// buildPC packages bench/parallelconsumer of the working tree (Maven, its
+// dependencies from the local repository or Maven Central) and copies the
+// shaded jar into dir. The contender is the benchmark's, not the code under
+// test, so -head-ref does not apply to it.
+func buildPC(root, dir string) (string, error) {
+	src := filepath.Join(root, "bench", "parallelconsumer")
+	if err := run(src, "mvn", "-q", "-B", "-DskipTests", "package"); err != nil {
+		return "", fmt.Errorf("building Parallel Consumer's contender (leave pc out of -key-contenders to run without it): %w", err)
+	}
+	jar := filepath.Join(dir, "pc-bench.jar")
+	return jar, run(root, "cp", filepath.Join(src, "target", "pc-bench.jar"), jar)
 }
 
 // refDir is where build puts the files of ref.

@@ -15,6 +15,7 @@ type binaries struct {
 	oldRef   string
 	baseline string // bench/baseline
 	rawloop  string // bench/rawloop
+	pcJar    string // bench/parallelconsumer's shaded jar; "" when not built
 }
 
 // contender is one way of reading a cell's topic into drop.

@@ -1,8 +1,10 @@
 // Command e2e is the end-to-end benchmark on a real broker (docs/BENCHMARKS.md,
-// sections 1 and 5): throughput and CPU per record of kafka_watermark against
-// a no-tracking baseline input, a raw franz-go poll loop and the binary of a
-// fixed older commit, then the replay a kill -9 costs. It prints
-// docs/BENCHMARKS.md-ready markdown.
+// sections 1, 5 and 7): throughput and CPU per record of kafka_watermark
+// against a no-tracking baseline input, a raw franz-go poll loop and the
+// binary of a fixed older commit, then the replay a kill -9 costs, and, with
+// -sections keyorder, key-ordered delivery (ordering: key against none and
+// Confluent's Parallel Consumer, key order checked at the sink, one key
+// failing for a while). It prints docs/BENCHMARKS.md-ready markdown.
 //
 //	bash resources/kafka/broker.sh start   # or: make bench-e2e, which starts its own
 //	KAFKA_ENV_FILE=$(bash resources/kafka/broker.sh run-dir)/env go run ./bench/e2e -out /tmp/e2e.md
@@ -25,6 +27,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,11 +52,12 @@ type options struct {
 	out          string
 	root         string
 	loadAtStart  string
+	key          keyOptions
 }
 
 func main() {
 	var o options
-	var parts, sizes, codecs, sections string
+	var parts, sizes, codecs, sections, keyCounts, keyContenders, keyFailWho string
 	flag.IntVar(&o.rounds, "rounds", 5, "rounds of the throughput matrix")
 	flag.StringVar(&parts, "partitions", "8,64", "partition counts")
 	flag.StringVar(&sizes, "sizes", "100,1024", "record value sizes in bytes")
@@ -62,7 +66,7 @@ func main() {
 	flag.IntVar(&o.recordsLarge, "records-large", 600_000, "records per cell for larger values")
 	flag.StringVar(&o.headRef, "head-ref", "", "commit to build today's binaries from (default: the working tree)")
 	flag.StringVar(&o.oldRef, "old-ref", "4cc7f9b", "commit whose cmd/watermark-connect is the fixed \"before\" (empty: none)")
-	flag.StringVar(&sections, "sections", "throughput,profile,convert,replay", "what to run, of throughput, profile, convert and replay")
+	flag.StringVar(&sections, "sections", "throughput,profile,convert,replay", "what to run, of throughput, profile, convert, replay and keyorder")
 	flag.IntVar(&o.replayRounds, "replay-rounds", 5, "kill -9 trials per replay configuration")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "where to keep the CPU profiles (default: the work dir)")
 	flag.StringVar(&o.workDir, "work", "", "work dir for binaries, configs and logs (default: a temporary one, removed at the end)")
@@ -70,7 +74,20 @@ func main() {
 	flag.Uint64Var(&o.seed, "seed", uint64(time.Now().UnixNano()), "seed of the contenders' order")
 	flag.DurationVar(&o.runTimeout, "run-timeout", 3*time.Minute, "longest one contender may take over one cell")
 	flag.StringVar(&o.out, "out", "", "also write the markdown to this file")
+	flag.StringVar(&keyCounts, "key-counts", "100000,1000", "keyorder: distinct keys of each topic")
+	flag.IntVar(&o.key.records, "key-records", 1_000_000, "keyorder: records per topic")
+	flag.StringVar(&keyContenders, "key-contenders", "key,none,pc", "keyorder: contenders, of key, none (kafka_watermark's ordering) and pc (Parallel Consumer; builds bench/parallelconsumer with mvn)")
+	flag.DurationVar(&o.key.failFor, "key-fail-for", 30*time.Second, "keyorder: how long the failing key's requests fail")
+	flag.Float64Var(&o.key.failAt, "key-fail-at", 0.1, "keyorder: share of the records delivered when the failure starts")
+	flag.IntVar(&o.key.failRounds, "key-fail-rounds", 1, "keyorder: failure runs (each with its control) per failing key (0: none)")
+	flag.Float64Var(&o.key.hotShare, "key-hot-share", 0.02, "keyorder: the hot failing key's share of its topic's records (0: no hot key)")
+	flag.StringVar(&keyFailWho, "key-fail-contenders", "key", "keyorder: contenders of the failure runs, of key and pc")
+	flag.BoolVar(&o.key.profile, "key-profile", true, "keyorder: CPU profiles of key and none at the first of -key-counts, kept in -profile-dir")
 	flag.Parse()
+	o.key.counts = ints(keyCounts)
+	o.key.failKeysTop = o.key.counts[0]
+	o.key.contenders = strings.Split(keyContenders, ",")
+	o.key.failWho = strings.Split(keyFailWho, ",")
 	o.partitions, o.sizes = ints(parts), ints(sizes)
 	o.codecs = strings.Split(codecs, ",")
 	o.sections = map[string]bool{}
@@ -107,10 +124,18 @@ func runAll(o options) error {
 		o.profileDir = o.workDir
 	}
 	o.loadAtStart = loadavg()
+	if !o.sections["throughput"] && !o.sections["profile"] {
+		o.oldRef = "" // only the throughput matrix and its profiles run the "before"
+	}
 	logf("building the contenders in %s", o.workDir)
-	bins, err := build(o.root, o.workDir, o.headRef, o.oldRef)
+	bins, err := build(o.root, o.workDir, o.headRef, o.oldRef, o.sections["throughput"] || o.sections["profile"])
 	if err != nil {
 		return err
+	}
+	if o.sections["keyorder"] && slices.Contains(o.key.contenders, "pc") {
+		if bins.pcJar, err = buildPC(o.root, o.workDir); err != nil {
+			return err
+		}
 	}
 	a, err := newAdmin(brokers)
 	if err != nil {
@@ -153,6 +178,11 @@ func runAll(o options) error {
 	}
 	if o.sections["replay"] {
 		if err := replay(ctx, w, o, a, bins); err != nil {
+			return err
+		}
+	}
+	if o.sections["keyorder"] {
+		if err := keyOrder(ctx, w, o, a, bins); err != nil {
 			return err
 		}
 	}

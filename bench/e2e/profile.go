@@ -57,7 +57,7 @@ func profile(ctx context.Context, w io.Writer, o options, m *matrix) error {
 		}
 		logf("profiled %s: %s", key, strings.Join(profiles[key], " "))
 	}
-	return breakdown(w, profiles, c.records)
+	return breakdown(w, []string{"wm", "wm-old", "base", "raw"}, categories, "everything else (Benthos's pipeline and output, HTTP, runtime)", profiles, c.records)
 }
 
 func (m *matrix) contender(key string) (contender, bool) {
@@ -103,14 +103,17 @@ func fetchProfile(ctx context.Context, addr string, secs int, path string) error
 	return f.Close()
 }
 
-// categories are where a contender's CPU goes, each a set of call-graph
-// roots whose cumulative time is summed: each root's time includes what it
-// calls (its allocations and their GC assists too), and no root calls
-// another, so the rows add up to at most the whole.
-var categories = []struct {
+// category is where a contender's CPU goes: a set of call-graph roots whose
+// cumulative time is summed. Each root's time includes what it calls (its
+// allocations and their GC assists too); in a list of categories no root
+// calls another, so the rows add up to at most the whole.
+type category struct {
 	name  string
 	roots *regexp.Regexp
-}{
+}
+
+// categories are the throughput matrix's.
+var categories = []category{
 	{"record to message: plugin.RecordsToBatch", regexp.MustCompile(`^github.com/watermark-connect/watermark-connect/plugin\.RecordsToBatch$`)},
 	{"Benthos tracing: a span per message at the input and the output (noop tracer)", regexp.MustCompile(`^github.com/redpanda-data/benthos/v4/internal/tracing\.(InitSpans|WithChildSpans)$`)},
 	{"franz-go: fetch, decompress, decode (kgo source loop)", regexp.MustCompile(`^github.com/twmb/franz-go/pkg/kgo\.\(\*source\)\.loopFetch$`)},
@@ -160,13 +163,14 @@ func seconds(s string) float64 {
 	return 0
 }
 
-// breakdown prints, per contender, the CPU seconds per million records
-// each category takes, and its share of the profile.
-func breakdown(w io.Writer, profiles map[string][]string, records int) error {
+// breakdown prints, per contender of order that has profiles, the CPU
+// seconds per million records each category takes, and its share of the
+// profile; what no category holds is the row named rest.
+func breakdown(w io.Writer, order []string, cats []category, rest string, profiles map[string][]string, records int) error {
 	keys := []string{}
 	totals := map[string]float64{}
 	cums := map[string]map[string]float64{}
-	for _, key := range []string{"wm", "wm-old", "base", "raw"} {
+	for _, key := range order {
 		if len(profiles[key]) == 0 {
 			continue
 		}
@@ -181,9 +185,9 @@ func breakdown(w io.Writer, profiles map[string][]string, records int) error {
 	}
 	fmt.Fprintf(w, "CPU seconds per million records (share of the profile):\n\n| where | %s |\n| --- |%s\n",
 		"`"+strings.Join(keys, "` | `")+"`", strings.Repeat(" ---: |", len(keys)))
-	rest := map[string]float64{}
+	others := map[string]float64{}
 	for _, k := range keys {
-		rest[k] = totals[k]
+		others[k] = totals[k]
 	}
 	row := func(name string, sec map[string]float64) {
 		fmt.Fprintf(w, "| %s |", name)
@@ -192,7 +196,7 @@ func breakdown(w io.Writer, profiles map[string][]string, records int) error {
 		}
 		fmt.Fprintln(w)
 	}
-	for _, c := range categories {
+	for _, c := range cats {
 		sec := map[string]float64{}
 		for _, k := range keys {
 			for fn, v := range cums[k] {
@@ -200,11 +204,11 @@ func breakdown(w io.Writer, profiles map[string][]string, records int) error {
 					sec[k] += v
 				}
 			}
-			rest[k] -= sec[k]
+			others[k] -= sec[k]
 		}
 		row(c.name, sec)
 	}
-	row("everything else (Benthos's pipeline and output, HTTP, runtime)", rest)
+	row(rest, others)
 	row("**whole process**", totals)
 	fmt.Fprintln(w)
 	return nil

@@ -92,20 +92,25 @@ func (c *demoCluster) ensureTopic(ctx context.Context, topic string, partitions 
 	}
 }
 
-// produce writes n records round robin over the partitions, each with a
-// value of size bytes that starts with its partition and index, and waits
-// until every record is acknowledged.
-func (c *demoCluster) produce(ctx context.Context, topic string, partitions int32, n, size int, rng *rand.Rand) error {
+// produce writes n records, each with a value of size bytes that starts
+// with its partition and index, and waits until every record is
+// acknowledged. With keys 0 each record's key is its index and the records
+// go round robin over the partitions; else they carry keys k0 to
+// k<keys-1>, each key in one partition (keyed).
+func (c *demoCluster) produce(ctx context.Context, topic string, partitions int32, n, size, keys int, rng *rand.Rand) error {
 	const filler = "abcdefghijklmnopqrstuvwxyz0123456789"
 	rs := make([]*kgo.Record, n)
 	for i := range rs {
-		p := int32(i) % partitions
+		p, key := int32(i)%partitions, fmt.Appendf(nil, "%d", i)
+		if keys > 0 {
+			p, key = keyed(i, keys, partitions)
+		}
 		v := make([]byte, 0, max(size, 24))
 		v = fmt.Appendf(v, "p%d-%d ", p, i)
 		for len(v) < size {
 			v = append(v, filler[rng.IntN(len(filler))])
 		}
-		rs[i] = &kgo.Record{Topic: topic, Partition: p, Key: fmt.Appendf(nil, "%d", i), Value: v[:max(size, 1)]}
+		rs[i] = &kgo.Record{Topic: topic, Partition: p, Key: key, Value: v[:max(size, 1)]}
 	}
 	return c.cl.ProduceSync(ctx, rs...).FirstErr()
 }

@@ -108,7 +108,7 @@ func writeDeadLetters(w io.Writer, r *demoResult) {
 	if r.DeadLetterErr != nil {
 		p("    (read only in part: %v)", r.DeadLetterErr)
 	}
-	for _, g := range letterGroups(r.DeadLetters) {
+	for _, g := range letterGroups(r.DeadLetters, r.Ordering == orderingKey) {
 		p("    %s/%d offsets %d-%d: %d record(s), %s", g.topic, g.partition, g.first, g.last, g.count, g.attempts())
 	}
 	p("  %5s %7s  %s", "part", "offset", "headers")
@@ -140,7 +140,8 @@ func writeDeadLetters(w io.Writer, r *demoResult) {
 }
 
 // letterGroup is a run of dead letters from adjacent origin offsets of one
-// partition.
+// partition; under ordering: key, where a batch is a few keys' records, from
+// any offsets of one partition read one after the other.
 type letterGroup struct {
 	topic       string
 	partition   int32
@@ -157,8 +158,9 @@ func (g letterGroup) attempts() string {
 	return fmt.Sprintf("after %d to %d attempts", g.attemptsMin, g.attemptsMax)
 }
 
-// letterGroups groups the parsed dead letters by origin, in the order read.
-func letterGroups(ls []deadLetterSeen) []letterGroup {
+// letterGroups groups the parsed dead letters by origin, in the order read;
+// with gaps, a group spans gaps in the origin offsets (ordering: key).
+func letterGroups(ls []deadLetterSeen, gaps bool) []letterGroup {
 	var gs []letterGroup
 	for _, l := range ls {
 		if l.Err != nil {
@@ -167,7 +169,7 @@ func letterGroups(ls []deadLetterSeen) []letterGroup {
 		v := l.Prov
 		if n := len(gs); n > 0 {
 			g := &gs[n-1]
-			if g.topic == v.Topic && g.partition == v.Partition && g.last+1 == v.Offset {
+			if g.topic == v.Topic && g.partition == v.Partition && (g.last+1 == v.Offset || gaps && g.last < v.Offset) {
 				g.last, g.count = v.Offset, g.count+1
 				g.attemptsMin, g.attemptsMax = min(g.attemptsMin, v.Attempts), max(g.attemptsMax, v.Attempts)
 				continue
@@ -187,7 +189,7 @@ func deadLettersNote(r *demoResult) string {
 			ok++
 		}
 	}
-	gs := letterGroups(r.DeadLetters)
+	gs := letterGroups(r.DeadLetters, r.Ordering == orderingKey)
 	var parts []string
 	for _, g := range gs {
 		parts = append(parts, fmt.Sprintf("%s/%d %d-%d", g.topic, g.partition, g.first, g.last))

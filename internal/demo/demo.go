@@ -20,11 +20,19 @@
 // the batch again in the process: the partition stays stalled at the
 // batch's first offset until a restart.
 //
+// With --ordering key the input runs with ordering: key on records of a few
+// keys per partition: the sink checks that no batch goes out with a key of
+// another unanswered batch and that every key lands in log order, and the
+// story shows the failed batch's keys waiting, their later records held by
+// the input, while the partition's other keys go past them.
+//
 // Files: demo.go (command and options), run.go (the run), watch.go
 // (progress, events and the end condition), probe.go (status against the
 // demo's broker), view.go (the live table and progress lines), summary.go
 // (the summary), deadletter.go (--dead-letter-after: the topic read back
-// and its summary), sink.go, cluster.go.
+// and its summary), keys.go (--ordering and --keys: options and the
+// records' keys), keycheck.go (the sink's check of key order), keystory.go
+// (what the events and the summary tell of keys), sink.go, cluster.go.
 package demo
 
 import (
@@ -62,10 +70,16 @@ type demoOptions struct {
 	// delivery (FailFor does not apply): only the dead-letter topic ends
 	// the stall.
 	DeadLetterAfter int
-	Brokers         []string
-	Topic           string
-	Group           string
-	Seed            uint64
+	// Ordering is the input's ordering, orderingNone ("" too) or
+	// orderingKey. Keys is how many keys the records carry; 0: every
+	// record its own key under none, keysPerPartition per partition under
+	// key (keySpace).
+	Ordering string
+	Keys     int
+	Brokers  []string
+	Topic    string
+	Group    string
+	Seed     uint64
 
 	BatchMaxRecords int
 	MaxPending      int
@@ -151,6 +165,9 @@ func (o demoOptions) withDefaults() demoOptions {
 	if o.Seed == 0 {
 		o.Seed = rand.Uint64()
 	}
+	if o.Ordering == "" {
+		o.Ordering = orderingNone
+	}
 	if o.LogLevel == "" {
 		o.LogLevel = "none"
 	}
@@ -191,6 +208,7 @@ func (o demoOptions) validate() error {
 		errs = append(errs, fmt.Errorf("--dead-letter-after %d needs replays in place to deliver the failed batch again (--stall-replay-after above 0); "+
 			"with --stall-replay-after 0 only --dead-letter-after 1 can be kept", o.DeadLetterAfter))
 	}
+	errs = append(errs, o.validateKeys()...)
 	if _, err := parseLogLevel(o.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
@@ -224,7 +242,14 @@ more attempt, and after the Nth the input writes the batch's records to the
 dead-letter topic and, once the broker acknowledged them, commits past them
 without a restart. The summary lists the dead letters read back from the
 broker with their headers. Each attempt after the first waits for a replay,
-twice as long as the one before: N=3 takes about 6s with the defaults.`[1:],
+twice as long as the one before: N=3 takes about 6s with the defaults.
+
+--ordering key runs the input with ordering: key, on records with a few keys
+per partition (--keys): a batch never goes out holding a key of another
+unanswered batch, and when the sink rejects a batch only its keys wait, held
+by the input, while the partition's other keys flow past it; the commit still
+stops at the failed record. The summary checks every key's order as the sink
+received it. --keys N with --ordering none shows what none does to them.`[1:],
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "partitions", Value: 8, Usage: "partitions of the topic when the demo creates it"},
 			&cli.IntFlag{Name: "records", Value: 20000, Usage: "records to produce"},
@@ -233,6 +258,8 @@ twice as long as the one before: N=3 takes about 6s with the defaults.`[1:],
 			&cli.DurationFlag{Name: "fail-for", Value: defaultFailFor, Usage: "how long the sink goes on rejecting a failed batch after its first rejection (each replay delivers it again)"},
 			&cli.DurationFlag{Name: "stall-replay-after", Value: defaultStallReplayAfter, Usage: "the input's stall_replay_after: replay a stalled partition in place after this long; 0: never (it stays stalled until a restart)"},
 			&cli.IntFlag{Name: "dead-letter-after", Usage: "give the input a dead-letter topic (<topic>-dlq) with dead_letter.max_attempts N: the failed batch, rejected on every delivery, is dead-lettered after N attempts; 0: none"},
+			&cli.StringFlag{Name: "ordering", Value: orderingNone, Usage: "the input's ordering: none, or key (records of a key never in two unanswered batches; a failed batch holds only its keys)"},
+			&cli.IntFlag{Name: "keys", Usage: "keys the records carry, spread over the partitions (0: 4 per partition under --ordering key, else every record its own key)"},
 			&cli.DurationFlag{Name: "duration", Value: 30 * time.Second, Usage: "stop after this long even if not everything settled"},
 			&cli.StringFlag{Name: "brokers", Usage: "comma-separated seed brokers of a real cluster, instead of the in-process one"},
 			&cli.StringFlag{Name: "topic", Value: "watermark-demo", Usage: "topic to produce to and consume (created if missing)"},
@@ -252,6 +279,8 @@ twice as long as the one before: N=3 takes about 6s with the defaults.`[1:],
 				FailBatches:     c.Int("fail-batches"),
 				FailFor:         c.Duration("fail-for"),
 				DeadLetterAfter: c.Int("dead-letter-after"),
+				Ordering:        c.String("ordering"),
+				Keys:            c.Int("keys"),
 				Duration:        c.Duration("duration"),
 				Topic:           c.String("topic"),
 				Group:           c.String("group"),

@@ -52,6 +52,12 @@ type demoResult struct {
 	DeadLetterTopic string
 	DeadLetters     []deadLetterSeen
 	DeadLetterErr   error
+
+	// The input's ordering, and with records of few keys (KeySpace > 0)
+	// the sink's check of their order, every partition's.
+	Ordering string
+	KeySpace int
+	KeyOrder keyOrderSeen
 }
 
 // runDemo runs the demo and prints its progress and summary to w, as a table
@@ -84,7 +90,10 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer, live bool) (*demoR
 		}
 	}
 	sink := newDemoSink(o.Topic, ranges, o.FailFor, rng)
-	sink.poison = o.deadLetters()
+	sink.poison, sink.keyOrdered = o.deadLetters(), o.keyOrdered()
+	if o.keySpace() > 0 {
+		sink.trackKeys()
+	}
 	sink.planFailures(o.FailBatches, o.BatchMaxRecords)
 	gauges := memmetrics.New()
 	st, err := buildPipeline(o, cluster.brokers, sink, gauges)
@@ -122,6 +131,7 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer, live bool) (*demoR
 	for i := range final {
 		if i < len(last) && last[i].Partition == final[i].Partition {
 			final[i].Pending, final[i].Stalled, final[i].Paused = last[i].Pending, last[i].Stalled, last[i].Paused
+			final[i].Held = last[i].Held
 			final[i].DeadLettered = max(final[i].DeadLettered, last[i].DeadLettered)
 		}
 	}
@@ -131,6 +141,7 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer, live bool) (*demoR
 		Parts: final, Settled: seen.Settled, StopReason: seen.Reason, Elapsed: time.Since(began), Began: began,
 		MaxPending: o.MaxPending, MaxInFlight: o.MaxInFlight, MaxLatency: o.MaxLatency,
 		FailFor: o.FailFor, ReplayAfter: max(o.StallReplayAfter, 0), Story: seen.Story,
+		Ordering: o.Ordering, KeySpace: o.keySpace(),
 	}
 	if o.deadLetters() {
 		r.DeadLetterAfter, r.DeadLetterTopic = o.DeadLetterAfter, o.deadLetterTopic()
@@ -142,6 +153,7 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer, live bool) (*demoR
 		r.Duplicates += v.Sink.Dups
 		r.Replays += v.Replays
 		r.Failures = append(r.Failures, v.Sink.Failed...)
+		r.KeyOrder = r.KeyOrder.add(v.Sink.KeyOrder)
 	}
 	writeSummary(w, r)
 	return r, nil
@@ -173,7 +185,7 @@ func prepareTopic(ctx context.Context, c *demoCluster, o demoOptions, rng *rand.
 			return nil, err
 		}
 	}
-	if err := c.produce(ctx, o.Topic, n, o.Records, o.RecordSize, rng); err != nil {
+	if err := c.produce(ctx, o.Topic, n, o.Records, o.RecordSize, o.keySpace(), rng); err != nil {
 		return nil, fmt.Errorf("producing %d records: %w", o.Records, err)
 	}
 	after, err := c.endOffsets(ctx, o.Topic)
@@ -247,14 +259,14 @@ input:
     drain_timeout: 1s
     # A failed batch (nack_retry's default: no retries in the process) is
     # replayed in place this long after its partition stalled; 0s never.
-    stall_replay_after: %s%s
+    stall_replay_after: %s%s%s
 output:
   %s:
     max_in_flight: %d
     max_latency: %s
 metrics:
   %s: {}
-`, seeds, o.Topic, o.Group, o.CommitPeriod, o.BatchMaxRecords, o.MaxPending, o.replayAfterYAML(), deadLetterYAML(o),
+`, seeds, o.Topic, o.Group, o.CommitPeriod, o.BatchMaxRecords, o.MaxPending, o.replayAfterYAML(), o.orderingYAML(), deadLetterYAML(o),
 		demoSinkName, o.MaxInFlight, o.MaxLatency, demoMetricsName)
 }
 

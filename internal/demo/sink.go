@@ -26,7 +26,14 @@ type failedBatch struct {
 	Err         string     // the error of its first rejection
 	Until       time.Time  // the sink rejects its deliveries that start before this
 	Poison      bool       // the sink rejects every delivery of it (--dead-letter-after): Until does not apply
-	Deliveries  []delivery // every delivery of a batch overlapping [First, Last], in order of start
+	Deliveries  []delivery // every delivery of a batch overlapping it (holds), in order of start
+
+	// Offsets are the batch's offsets under ordering: key, where a batch is
+	// a set of a few keys' records, not a range; nil under none. Wait is
+	// what the sink saw of its partition while it waited, when the records
+	// carry few keys (keyCheck).
+	Offsets []int64
+	Wait    keyWait
 }
 
 // delivery is one delivery of a failed batch's records.
@@ -47,21 +54,32 @@ func (f failedBatch) rejections() int {
 	return n
 }
 
-// records is the batch's record count, as offsets (no gaps in the demo's
-// topic).
-func (f failedBatch) records() int64 { return f.Last - f.First + 1 }
+// records is the batch's record count: its offsets under key, else its
+// range (no gaps in the demo's topic).
+func (f failedBatch) records() int64 {
+	if f.Offsets != nil {
+		return int64(len(f.Offsets))
+	}
+	return f.Last - f.First + 1
+}
 
 // demoSink is the demo's downstream system: it acknowledges batches out of
 // order (each one after a random latency, many in flight), fails the batches
 // that contain the planned target offsets for failFor after their first
 // delivery (and every delivery of their records in that time, which is what
 // a replay in place sends again), and records every delivery so the summary
-// can count what arrived and how often.
+// can count what arrived and how often. When the records carry few keys it
+// also checks their order, per partition (keyCheck).
 type demoSink struct {
 	topic      string
 	failFor    time.Duration
 	maxLatency time.Duration
 	poison     bool // reject a failed batch on every delivery (set before the pipeline runs)
+	// keyOrdered: the input runs with ordering: key, so a batch is a set of
+	// offsets: a failed batch is the first to start at or past a target,
+	// and a delivery overlaps it when it holds one of its offsets. Set
+	// before the pipeline runs, as is each partition's keys.
+	keyOrdered bool
 
 	mu    sync.Mutex
 	rng   *rand.Rand
@@ -70,21 +88,39 @@ type demoSink struct {
 
 // sinkPartition is the sink's record of one partition.
 type sinkPartition struct {
-	start, end int64    // the offsets this run expects: [start, end)
-	counts     []uint32 // deliveries per offset-start
-	distinct   int      // offsets of [start, end) delivered at least once
-	dups       int      // deliveries of an offset delivered before
-	other      int      // deliveries outside [start, end)
-	inFlight   int      // batches being written now
-	answered   []int64  // first offsets of the batches answered (ok or failed)
-	targets    []int64  // offsets whose batch fails on its first delivery
+	start, end int64     // the offsets this run expects: [start, end)
+	counts     []uint32  // deliveries per offset-start
+	distinct   int       // offsets of [start, end) delivered at least once
+	dups       int       // deliveries of an offset delivered before
+	other      int       // deliveries outside [start, end)
+	inFlight   int       // batches being written now
+	answered   []int64   // first offsets of the batches answered (ok or failed)
+	lastAnswer time.Time // when the latest of them was
+	targets    []int64   // offsets whose batch fails on its first delivery
 	failed     []failedBatch
+	keys       *keyCheck // nil unless the records carry few keys
 }
 
-// failing returns the index of the failed batch that [first, last]
-// overlaps, or -1.
-func (sp *sinkPartition) failing(first, last int64) int {
-	return slices.IndexFunc(sp.failed, func(f failedBatch) bool { return first <= f.Last && f.First <= last })
+// failing returns the index of the failed batch that a delivery of offs
+// overlaps, or -1: under none a batch is the range of its first and last
+// offsets, under key the set of offs.
+func (sp *sinkPartition) failing(offs []int64, keyOrdered bool) int {
+	first, last := offs[0], offs[len(offs)-1]
+	return slices.IndexFunc(sp.failed, func(f failedBatch) bool {
+		if !keyOrdered {
+			return first <= f.Last && f.First <= last
+		}
+		return slices.ContainsFunc(offs, f.holds)
+	})
+}
+
+// trackKeys makes the sink check key order in every partition (keyCheck).
+func (s *demoSink) trackKeys() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sp := range s.parts {
+		sp.keys = newKeyCheck(sp.start, sp.end)
+	}
 }
 
 // newDemoSink returns a sink expecting, per partition, the offsets
@@ -167,6 +203,10 @@ func (s *demoSink) WriteBatch(ctx context.Context, b service.MessageBatch) error
 	}
 	part, first := recordPosition(b[0])
 	_, last := recordPosition(b[len(b)-1])
+	offs := make([]int64, len(b))
+	for i, m := range b {
+		_, offs[i] = recordPosition(m)
+	}
 	now := time.Now()
 
 	s.mu.Lock()
@@ -175,18 +215,34 @@ func (s *demoSink) WriteBatch(ctx context.Context, b service.MessageBatch) error
 		sp = &sinkPartition{}
 		s.parts[part] = sp
 	}
-	for _, m := range b {
-		_, off := recordPosition(m)
+	var keys, batchKeys []string // with a keyCheck: each record's key, and the batch's
+	if sp.keys != nil {
+		keys = make([]string, len(b))
+		for i, m := range b {
+			keys[i] = messageKey(m)
+		}
+		batchKeys = distinct(keys)
+		sp.keys.sent(batchKeys)
+	}
+	for _, off := range offs {
 		sp.deliver(off)
 	}
 	sp.inFlight++
-	fi := sp.failing(first, last)
+	fi := sp.failing(offs, s.keyOrdered)
 	if fi < 0 {
 		for i, t := range sp.targets {
-			if first <= t && t <= last {
+			// Under key a batch holds a few keys' records from anywhere in
+			// what was fetched: the one that starts past the target fails,
+			// so that the commit, which stops at its first offset, is
+			// seen to stop past a delivered prefix, as under none.
+			if (!s.keyOrdered && first <= t && t <= last) || (s.keyOrdered && first >= t) {
 				sp.targets = slices.Delete(sp.targets, i, i+1)
-				sp.failed = append(sp.failed, failedBatch{Partition: part, First: first, Last: last, Until: now.Add(s.failFor),
-					Poison: s.poison, Err: s.injected(part, first, last).Error()})
+				f := failedBatch{Partition: part, First: first, Last: last, Until: now.Add(s.failFor),
+					Poison: s.poison, Err: s.injected(part, first, last).Error(), Wait: keyWait{Keys: batchKeys}}
+				if s.keyOrdered {
+					f.Offsets = slices.Sorted(slices.Values(offs)) // sorted as handed out; holds relies on it
+				}
+				sp.failed = append(sp.failed, f)
 				fi = len(sp.failed) - 1
 				break
 			}
@@ -220,10 +276,21 @@ func (s *demoSink) WriteBatch(ctx context.Context, b service.MessageBatch) error
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sp.inFlight--
-	sp.answered = append(sp.answered, first)
+	sp.answered, sp.lastAnswer = append(sp.answered, first), time.Now()
+	if sp.keys != nil {
+		sp.keys.answered(batchKeys)
+	}
 	if fi >= 0 {
 		d := &sp.failed[fi].Deliveries[di]
 		d.Answered, d.Accepted = time.Now(), err == nil
+	}
+	if sp.keys != nil && err == nil {
+		landed := time.Now()
+		for i, off := range offs {
+			if sp.keys.land(off, keys[i]) {
+				sp.noteWaiting(off, keys[i], landed)
+			}
+		}
 	}
 	return err
 }
@@ -281,7 +348,9 @@ type sinkState struct {
 	Other      int
 	InFlight   int
 	Failed     []failedBatch
-	answeredAt int // batches answered whose first offset is at or after the first failure
+	KeyOrder   keyOrderSeen  // zero unless the records carry few keys
+	Quiet      time.Duration // with nothing in flight, how long since the latest answer; 0 with batches in flight
+	answeredAt int           // batches answered whose first offset is at or after the first failure
 }
 
 // state returns a copy of partition p's record.
@@ -294,10 +363,14 @@ func (s *demoSink) state(p int32) sinkState {
 	}
 	st := sinkState{
 		Expected: sp.end - sp.start, Distinct: sp.distinct, Dups: sp.dups, Other: sp.other,
-		InFlight: sp.inFlight, Failed: slices.Clone(sp.failed),
+		InFlight: sp.inFlight, Failed: slices.Clone(sp.failed), KeyOrder: sp.keys.seen(),
+	}
+	if sp.inFlight == 0 && !sp.lastAnswer.IsZero() {
+		st.Quiet = time.Since(sp.lastAnswer)
 	}
 	for i := range st.Failed {
 		st.Failed[i].Deliveries = slices.Clone(st.Failed[i].Deliveries)
+		st.Failed[i].Wait.Keys = slices.Clone(st.Failed[i].Wait.Keys)
 	}
 	if len(sp.failed) > 0 {
 		for _, f := range sp.answered {

@@ -31,6 +31,9 @@ func writeSummary(w io.Writer, r *demoResult) {
 	} else {
 		p("  replays in place:           %d (stall_replay_after 0s: never)", r.Replays)
 	}
+	if r.KeySpace > 0 {
+		writeKeyOrder(w, r)
+	}
 	if r.DeadLetterAfter > 0 {
 		p("  dead-lettered records:      %s", deadLettersNote(r))
 	}
@@ -77,6 +80,12 @@ func writeSummary(w io.Writer, r *demoResult) {
 	p("")
 	for _, line := range wrap(explanation(r), 100) {
 		p("  %s", line)
+	}
+	if r.KeySpace > 0 {
+		p("")
+		for _, line := range wrap(keyExplanation(r), 100) {
+			p("  %s", line)
+		}
 	}
 }
 
@@ -164,9 +173,9 @@ func steps(r *demoResult, v partitionView) []step {
 			until = fmt.Sprintf("That was delivery attempt %d of %d (dead_letter.max_attempts); the sink rejects this batch on every delivery, "+
 				"a poison batch only the dead-letter topic can take.", cmp.Or(f.Deliveries[0].Attempt, 1), r.DeadLetterAfter)
 		}
-		add(since(first), fmt.Sprintf("The sink rejected batch %d-%d: %s. %s "+
+		add(since(first), fmt.Sprintf("The sink rejected %s: %s. %s "+
 			"The partition stalled: its commit cannot pass offset %d, the batch's first offset, however many batches after it are acknowledged.",
-			f.First, f.Last, f.Err, until, f.First))
+			st.keys.batchName(&f), f.Err, until, f.First))
 		for i, d := range f.Deliveries[1:] {
 			k := i + 1
 			wait := r.ReplayAfter << min(k-1, 4)
@@ -184,9 +193,13 @@ func steps(r *demoResult, v partitionView) []step {
 			case d.Answered.IsZero():
 				verdict = "it was still in flight at the stop"
 			}
+			skipping := "the batches already delivered"
+			if r.Ordering == orderingKey {
+				skipping = "the records already delivered"
+			}
 			add(since(d.Start), fmt.Sprintf("Replay %d in place, %s: the input ended the partition's epoch and read it again from offset %d, "+
-				"in this process, without a restart, skipping the batches already delivered; the failed batch was delivered again and %s.",
-				k, why, f.First, verdict))
+				"in this process, without a restart, skipping %s; the failed batch was delivered again and %s.",
+				k, why, st.replayFrom(v.Partition, &f), skipping, verdict))
 		}
 	}
 	if s := st.firstStall; s != nil && s.Report != nil && slices.ContainsFunc(s.Report.Partitions, func(p status.Partition) bool {
@@ -200,6 +213,9 @@ func steps(r *demoResult, v partitionView) []step {
 			"the other partitions went on.", r.MaxPending))
 	}
 	f := v.Sink.firstFailure()
+	for _, ks := range keySteps(r, v, f) {
+		add(ks.when, ks.text)
+	}
 	if at, ok := st.deadLetteredAt[v.Partition]; ok {
 		add(at, fmt.Sprintf("After attempt %d (dead_letter.max_attempts) the input wrote the batch's %d records to the dead-letter topic %s, "+
 			"each with its key, value and timestamp and dead_letter_* headers saying where it came from and why; "+
@@ -256,6 +272,10 @@ func explanation(r *demoResult) string {
 	f := v.Sink.firstFailure()
 	s := acks + fmt.Sprintf(" In partition %d the batch at offsets %d-%d failed, so that partition's commit stopped exactly at offset %d, "+
 		"the failed batch's first offset, although batches after it were acknowledged; ", v.Partition, f.First, f.Last, f.First)
+	if r.Ordering == orderingKey {
+		s = acks + fmt.Sprintf(" In partition %d %s failed, so that partition's commit stopped at offset %d, %s, although records after it "+
+			"were acknowledged; ", v.Partition, r.Story.keys.batchName(f), stallCommit(r, v), stopNote(stallCommit(r, v), f))
+	}
 	if _, ok := r.Story.pausedAt[v.Partition]; ok {
 		s += fmt.Sprintf("once %d batches were pending behind the failure the partition paused (max_pending_batches), ", r.MaxPending)
 	} else {
@@ -288,9 +308,14 @@ func explanation(r *demoResult) string {
 			"Run without --stall-replay-after 0 to watch the partition heal in place.",
 			v.Partition, f.First, f.First, r.Group, v.Partition, f.First)
 	case v.healed():
+		skipped := fmt.Sprintf("skipping the batches already delivered, so the only records delivered twice were the failed batch's "+
+			"(%d duplicate deliveries in all).", r.Duplicates)
+		if r.Ordering == orderingKey {
+			skipped = fmt.Sprintf("skipping the records already delivered, out of offset order as they were, so the only records "+
+				"delivered twice were the failed batch's (%d duplicate deliveries in all).", r.Duplicates)
+		}
 		s += fmt.Sprintf(" Once the batch had failed for stall_replay_after (%v), the input replayed the partition in place: "+
-			"it ended the partition's epoch and read it again from offset %d in the same process, skipping the batches already delivered, "+
-			"so the only records delivered twice were the failed batch's (%d duplicate deliveries in all).", r.ReplayAfter, f.First, r.Duplicates)
+			"it ended the partition's epoch and read it again from offset %d in the same process, %s", r.ReplayAfter, r.Story.replayFrom(v.Partition, f), skipped)
 		if v.Replays > 1 {
 			s += fmt.Sprintf(" The sink still failed at the first replay; the next waited twice as long (replays at one offset back off, up to 16 times), "+
 				"%d replays in all.", v.Replays)

@@ -22,6 +22,9 @@ type partitionView struct {
 	Stalled   bool
 	Paused    bool
 	Replays   int64 // kafka_watermark_stall_replays_total: replays in place so far
+	// Held is kafka_watermark_held_records: records fetched and waiting
+	// for their key, under ordering: key (0 under none).
+	Held int64
 	// DeadLettered is kafka_watermark_dead_lettered_records_total: records
 	// of the partition the broker acknowledged in the dead-letter topic.
 	DeadLettered int64
@@ -63,8 +66,16 @@ func (v partitionView) settled(heals bool) bool {
 }
 
 // state is a short description of the partition, for the live table (the
-// table fits in 80 columns).
+// table fits in 80 columns), with its records held for their key under
+// ordering: key.
 func (v partitionView) state() string {
+	if v.Held > 0 {
+		return fmt.Sprintf("%s, %d held", v.baseState(), v.Held)
+	}
+	return v.baseState()
+}
+
+func (v partitionView) baseState() string {
 	f := v.Sink.firstFailure()
 	switch {
 	case f != nil && v.Stalled && v.Paused:
@@ -135,7 +146,7 @@ func liveLines(views []partitionView, st *statusSeen, head ...string) []string {
 // terminal: totals and the partitions worth a look.
 func progressLine(elapsed time.Duration, views []partitionView) string {
 	var committed, expected, delivered, pending int64
-	var stalled, paused, replayed []string
+	var stalled, paused, replayed, held []string
 	for _, v := range views {
 		committed += v.resumeAt() - v.Start
 		expected += v.Sink.Expected
@@ -150,6 +161,9 @@ func progressLine(elapsed time.Duration, views []partitionView) string {
 		if v.Replays > 0 {
 			replayed = append(replayed, fmt.Sprintf("%d:%d", v.Partition, v.Replays))
 		}
+		if v.Held > 0 {
+			held = append(held, fmt.Sprintf("%d:%d", v.Partition, v.Held))
+		}
 	}
 	s := fmt.Sprintf("[%5.1fs] committed %d/%d, delivered %d/%d, %d batches pending",
 		elapsed.Seconds(), committed, expected, delivered, expected, pending)
@@ -161,6 +175,9 @@ func progressLine(elapsed time.Duration, views []partitionView) string {
 	}
 	if len(replayed) > 0 {
 		s += ", replays " + strings.Join(replayed, " ")
+	}
+	if len(held) > 0 { // ordering: key: records waiting for their key
+		s += ", held " + strings.Join(held, " ")
 	}
 	return s
 }

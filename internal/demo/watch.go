@@ -22,6 +22,7 @@ const (
 	gaugeStalled   = "kafka_watermark_stalled"
 	gaugePaused    = "kafka_watermark_paused"
 	counterReplays = "kafka_watermark_stall_replays_total"
+	gaugeHeld      = "kafka_watermark_held_records" // ordering: key only
 )
 
 // observer gathers partitionViews from the broker, the input's gauges and
@@ -58,6 +59,7 @@ func (ob observer) observe(ctx context.Context) ([]partitionView, error) {
 			Stalled:      ob.gauges.Get(gaugeStalled, t, p) == 1,
 			Paused:       ob.gauges.Get(gaugePaused, t, p) == 1,
 			Replays:      ob.gauges.Get(counterReplays, t, p),
+			Held:         ob.gauges.Get(gaugeHeld, t, p),
 			DeadLettered: ob.gauges.Get(counterDeadLettered, t, p),
 			Sink:         ob.sink.state(p),
 		})
@@ -88,12 +90,14 @@ type story struct {
 	dlq            string
 	attemptsTold   map[int32]int
 	deadLetteredAt map[int32]time.Duration
+
+	keys keyStory // when the records carry few keys (keystory.go)
 }
 
-func newStory() *story {
+func newStory(o demoOptions) *story {
 	return &story{stalledAt: map[int32]time.Duration{}, pausedAt: map[int32]time.Duration{}, replaysAt: map[int32][]time.Duration{},
 		passedAt: map[int32]time.Duration{}, reachedEnd: map[int32]time.Duration{},
-		attemptsTold: map[int32]int{}, deadLetteredAt: map[int32]time.Duration{}}
+		attemptsTold: map[int32]int{}, deadLetteredAt: map[int32]time.Duration{}, keys: newKeyStory(o)}
 }
 
 // recordAttempts tells each answered delivery of partition v's failed batch
@@ -137,7 +141,7 @@ func (s *story) record(at time.Duration, views []partitionView, st *statusSeen) 
 		p := v.Partition
 		if _, ok := s.stalledAt[p]; !ok && v.Stalled {
 			s.stalledAt[p] = at
-			ev("partition %d stalled: the sink rejected batch %d-%d, so its commit cannot pass offset %d", p, f.First, f.Last, f.First)
+			ev("partition %d stalled: the sink rejected %s, so its commit cannot pass offset %d", p, s.keys.batchName(f), f.First)
 		}
 		if _, ok := s.pausedAt[p]; !ok && v.Stalled && v.Paused {
 			s.pausedAt[p] = at
@@ -145,11 +149,14 @@ func (s *story) record(at time.Duration, views []partitionView, st *statusSeen) 
 		}
 		for int64(len(s.replaysAt[p])) < v.Replays {
 			s.replaysAt[p] = append(s.replaysAt[p], at)
-			ev("partition %d: replayed in place from offset %d (replay %d, kafka_watermark_stall_replays_total)", p, f.First, len(s.replaysAt[p]))
+			ev("partition %d: replayed in place from offset %d (replay %d, kafka_watermark_stall_replays_total)", p, s.replayFrom(p, f), len(s.replaysAt[p]))
 		}
 		// After the replays: replay k delivers attempt k+1.
 		if s.maxAttempts > 0 {
 			s.recordAttempts(at, v, f, ev)
+		}
+		if s.keys.on {
+			s.keys.record(at, v, f, ev)
 		}
 		if _, ok := s.passedAt[p]; !ok && v.resumeAt() > f.Last {
 			s.passedAt[p] = at
@@ -201,7 +208,7 @@ func watch(ctx context.Context, ob observer, o demoOptions, w io.Writer, live bo
 	if live {
 		printEvery = tick
 	}
-	res := watched{Story: newStory()}
+	res := watched{Story: newStory(o)}
 	res.Story.maxAttempts, res.Story.dlq = o.DeadLetterAfter, o.deadLetterTopic()
 	failing := fmt.Sprintf("sink fails %d batch(es) for %v", o.FailBatches, o.FailFor)
 	failingLive := failing // the live view's heading fits in liveWidth
@@ -219,8 +226,8 @@ func watch(ctx context.Context, ob observer, o demoOptions, w io.Writer, live bo
 			lt.end()
 		}()
 	} else {
-		fmt.Fprintf(w, "watermark-connect demo: %s; %d records, %s, stall_replay_after %s\n",
-			head, o.Records, failing, o.replayAfterYAML())
+		fmt.Fprintf(w, "watermark-connect demo: %s; %d records, %s, stall_replay_after %s%s\n",
+			head, o.Records, failing, o.replayAfterYAML(), o.keysHead())
 	}
 	deadline := time.NewTimer(o.Duration)
 	defer deadline.Stop()

@@ -26,6 +26,14 @@ func (o *owner) onAck(a ackMsg) {
 			b.nackedAt = time.Now()
 		}
 		b.lastErr = errclass.Class(a.err)
+		if p.keys != nil {
+			if a.failed != nil {
+				a.failed = o.splitKeyed(b, a.failed)
+			}
+			p.noteKeyedNack(b) // the segment at the watermark may hold it
+			o.markDirty(p)
+			o.lists.gauges.add(p)
+		}
 		if _, head, _ := p.stallInfo(); head == b {
 			o.markDirty(p) // the stall provenance changed: commit it
 			o.lists.gauges.add(p)
@@ -50,7 +58,7 @@ func (o *owner) onAck(a ackMsg) {
 		}
 		o.log.Warnf("kafka_watermark: batch %s/%d offsets %d-%d nacked (attempt %d of %s), retrying %s in %v: %v",
 			p.tp.topic, p.tp.partition, b.raw.first, b.raw.last, b.attempt+1, o.attemptsAllowed(), what, backoff, a.err)
-		p.led.waitRetry()
+		p.waitRetry()
 		time.AfterFunc(backoff, func() {
 			select {
 			case o.inbox.retryCh <- retryDue{b}:
@@ -81,6 +89,10 @@ func (o *owner) attemptsAllowed() string {
 
 // resolve records the final verdict on a batch and advances its partition.
 func (o *owner) resolve(b *Batch, err error) {
+	if b.key != nil && b.key.set != nil {
+		o.resolveKeyed(b, err)
+		return
+	}
 	p := b.part
 	switch out := p.led.resolve(b, err == nil); out {
 	case tracker.Applied:

@@ -66,6 +66,8 @@ type partState struct {
 	replay  replayPart
 	loss    lossPart
 	att     attemptPart
+	// keys is the key order's part (keyed.go), nil under ordering: none.
+	keys *keyPart
 
 	// labels are the topic and partition labels of its metrics.
 	labels [2]string
@@ -105,6 +107,9 @@ func (p *partState) canHandOut(maxPending int) bool {
 	if p.draining {
 		return false
 	}
+	if p.keys != nil {
+		return len(p.queue.retry) > 0 || (p.keys.out < maxPending && (p.keys.sched.Ready() > 0 || len(p.queue.ready) > 0))
+	}
 	return len(p.queue.retry) > 0 || (len(p.queue.ready) > 0 && p.led.pending() < maxPending)
 }
 
@@ -133,8 +138,19 @@ func (p *partState) resumePoint() (int64, bool) {
 }
 
 // commitBase is the offset a commit would carry now: the watermark, or,
-// before the watermark ever moved, the offset this epoch started at.
+// before the watermark ever moved, the offset this epoch started at; under
+// key, past the records done at the head of the segment there (keyedBase).
 func (p *partState) commitBase() (int64, bool) {
+	base, ok := p.segmentBase()
+	if ok && p.keys != nil {
+		base = p.keyedBase(base)
+	}
+	return base, ok
+}
+
+// segmentBase is commitBase as the ledger sees it: the first offset of a
+// batch (under key, of a segment) not yet delivered.
+func (p *partState) segmentBase() (int64, bool) {
 	if wm, ok := p.led.watermark(); ok {
 		return wm, true
 	}

@@ -101,6 +101,9 @@ func (b *Batch) appendRanges(dst []commitmeta.Attempts) []commitmeta.Attempts {
 		n = b.letterAttempts // no hand-out pending: the write is the ending
 	}
 	n32 := int32(min(n, 1<<31-1))
+	if b.key != nil && b.key.set != nil {
+		return appendRuns(dst, b.raw.records, n32) // a set of offsets (keyed.go)
+	}
 	if b.only == nil {
 		return append(dst, commitmeta.Attempts{From: b.raw.first, To: b.raw.last + 1, N: n32})
 	}
@@ -122,6 +125,9 @@ func (p *partState) attemptRanges(base int64) []commitmeta.Attempts {
 	// The window's batches start at or above base (the watermark, or before
 	// it moved the offset the epoch started at), and the frontier is at
 	// least base: every range is at or above it, as EncodeCommit requires.
+	if p.keys != nil {
+		return p.keyedAttemptRanges(base)
+	}
 	var out []commitmeta.Attempts
 	for _, w := range p.led.window.batches {
 		if w.b != nil && !w.delivered && w.b.counted() {
@@ -161,7 +167,7 @@ func (o *owner) gateHolds(p *partState, b *Batch, first bool) bool {
 func (o *owner) gate(p *partState, b *Batch) {
 	b.gated = true
 	b.unread = true // the hand-out it waits for is counted already
-	p.led.waitRetry()
+	p.waitRetry()
 	p.att.gated = append(p.att.gated, b)
 	o.markDirty(p)
 	o.commitSoon()

@@ -67,6 +67,9 @@ type Batch struct {
 	deadLettering  bool
 	letterAttempts int
 	deadLetterErr  string
+	// key is b's part in ordering: key (keyed.go), nil under none: one
+	// pointer, so that none's batches stay the size they were.
+	key *keyBatch
 }
 
 // TakeAck claims the ack of b's hand-out of attempt (Attempt, read when the

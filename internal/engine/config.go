@@ -44,6 +44,11 @@ type Config struct {
 	MaxAttempts         int
 	DeadLetterReportFor time.Duration
 
+	// Ordering: key (keyed.go) holds a record back while an earlier record
+	// of its key is out; MaxHeldRecords bounds what is held per partition.
+	OrderingKey    bool
+	MaxHeldRecords int
+
 	// DrainTimeout bounds a revoke's and a close's wait for acks.
 	DrainTimeout time.Duration
 	// LostReportFor is how long commits carry a loss (loss.go).

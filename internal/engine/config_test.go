@@ -25,6 +25,7 @@ var testDefaults = Config{
 	NackMaxBackoff:         10 * time.Second,
 	StallReplayAfter:       time.Minute,
 	MaxAttempts:            5,
+	MaxHeldRecords:         10000,
 	DeadLetterReportFor:    24 * time.Hour,
 	DrainTimeout:           10 * time.Second,
 	LostReportFor:          24 * time.Hour,
@@ -85,6 +86,17 @@ func setField(c *Config, key, value string) error {
 		dur(&c.TopicLagRefresh)
 	case "lost_records_report_for":
 		dur(&c.LostReportFor)
+	case "ordering":
+		switch value {
+		case "key":
+			c.OrderingKey = true
+		case "none":
+			c.OrderingKey = false
+		default:
+			err = fmt.Errorf("ordering %q", value)
+		}
+	case "max_held_records":
+		atoi(&c.MaxHeldRecords)
 	case "commit_metadata":
 		c.CommitMetadata, err = strconv.ParseBool(value)
 	case "group_protocol":

@@ -81,7 +81,7 @@ func (o *owner) checkDrains() {
 	for _, d := range append([]*drain(nil), o.drains...) {
 		done := true
 		for _, p := range d.parts {
-			if p.led.inPipeline() > 0 {
+			if p.inPipeline() > 0 {
 				done = false
 				break
 			}
@@ -142,7 +142,7 @@ func (o *owner) planFinalCommits(parts []*partState, closing bool) commitSet {
 			o.noteCut(p, *c)
 			final.add(p.tp, c.eo, c.meta, o.conf.CommitMetadata)
 		}
-		if n := p.led.inPipeline(); n > 0 {
+		if n := p.inPipeline(); n > 0 {
 			wm, _ := p.led.watermark()
 			if closing {
 				o.log.Debugf("kafka_watermark: shutdown of %s/%d with %d batch(es) the pipeline did not acknowledge; committing through offset %d, the rest is replayed",

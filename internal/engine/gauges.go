@@ -21,9 +21,12 @@ type gaugeValues struct {
 	// headroom and retention are in seconds; noHeadroom (any value, for
 	// headroom) is not shown (retention.go).
 	headroom, retention int64
+	// held is the records waiting for their key, under ordering: key;
+	// -1 (not shown) under none.
+	held int64
 }
 
-var unshown = gaugeValues{-1, -1, -1, -1, -1, -1, noHeadroom, noHeadroom}
+var unshown = gaugeValues{-1, -1, -1, -1, -1, -1, noHeadroom, noHeadroom, -2}
 
 // values computes what p's gauges should show now. lag stays -1 (not shown)
 // until both a resume point and a log end are known.
@@ -37,6 +40,10 @@ func (p *partState) values(now time.Time) gaugeValues {
 		exposure:  p.commits.exposure,
 		headroom:  p.headroom(now),
 		retention: noHeadroom,
+		held:      -1,
+	}
+	if p.keys != nil {
+		v.held = int64(p.held())
 	}
 	if p.loss.retentionMs >= 0 {
 		v.retention = p.loss.retentionMs / 1000
@@ -57,7 +64,7 @@ func (o *owner) publishGauges(now time.Time) {
 			return false
 		}
 		o.m.show(p, p.values(now))
-		return p.led.pending() > 0 || p.stalled()
+		return p.led.pending() > 0 || p.stalled() || p.held() > 0
 	})
 }
 
@@ -90,6 +97,9 @@ func (m *Metrics) show(p *partState, v gaugeValues) {
 	if v.retention != was.retention && v.retention != noHeadroom {
 		m.retention.Set(v.retention, p.labels[:]...)
 	}
+	if v.held != was.held && v.held >= 0 {
+		m.held.Set(v.held, p.labels[:]...)
+	}
 	p.shown = v
 }
 
@@ -100,6 +110,9 @@ func (m *Metrics) show(p *partState, v gaugeValues) {
 func (m *Metrics) retire(p *partState) {
 	for _, g := range []*service.MetricGauge{m.pending, m.stalled, m.paused, m.age, m.lag, m.exposure, m.committed, m.headroom, m.retention} {
 		g.Set(0, p.labels[:]...)
+	}
+	if p.keys != nil {
+		m.held.Set(0, p.labels[:]...)
 	}
 	p.shown = gaugeValues{}
 }

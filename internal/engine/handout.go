@@ -28,11 +28,17 @@ func (o *owner) serve() {
 		var b *Batch
 		if len(p.queue.retry) > 0 {
 			b = p.queue.popRetry()
-			p.led.retryOut()
+			p.retryOut()
 			if !b.unread {
 				b.attempt++
 			}
 			b.unread = false
+		} else if p.keys != nil {
+			if b = o.pickKeyed(p); b == nil {
+				continue // every held key is out: a Done schedules p again
+			}
+			o.pauseAtLimit(p)
+			o.lists.gauges.add(p)
 		} else {
 			b = p.led.register(p, p.queue.popReady())
 			p.commits.handedOut(int64(len(b.raw.records)))
@@ -53,7 +59,11 @@ func (o *owner) serve() {
 		}
 		// The skip batches now at the front of the ready queue must be
 		// registered before the next hand-out pops one.
-		o.passSkipped(p)
+		if p.keys != nil {
+			o.admit(p)
+		} else {
+			o.passSkipped(p)
+		}
 		o.resumeBelowLimits(p)
 		o.schedule(p)
 	}
@@ -62,7 +72,7 @@ func (o *owner) serve() {
 // pauseAtLimit pauses p's fetching once its registered batches reach
 // max_pending_batches; advance resumes it below the limit.
 func (o *owner) pauseAtLimit(p *partState) {
-	if p.led.pending() >= o.conf.MaxPending && !p.paused && !p.draining {
+	if o.atLimit(p) && !p.paused && !p.draining {
 		p.paused = true
 		o.lists.paused.add(p)
 		o.lists.gauges.add(p)
@@ -77,11 +87,21 @@ func (o *owner) pauseAtLimit(p *partState) {
 // a partition resumed at once could take a poll asked for while it was
 // paused, on top of a full queue, every time it pauses and resumes.
 func (o *owner) resumeBelowLimits(p *partState) {
-	if p.paused && p.led.pending() < o.conf.MaxPending && len(p.queue.ready) < pollLowWater && !p.draining {
+	if p.paused && !o.atLimit(p) && len(p.queue.ready) < pollLowWater && !p.draining {
 		p.paused = false
 		o.lists.gauges.add(p)
 		o.cl.ResumeFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
 	}
+}
+
+// atLimit reports whether p's fetching must pause: its registered batches
+// reached max_pending_batches, or, under ordering: key, its hand-outs out
+// did, or its records held reached max_held_records.
+func (o *owner) atLimit(p *partState) bool {
+	if p.keys != nil {
+		return p.keys.out >= o.conf.MaxPending || p.keys.sched.Blocked() >= o.conf.MaxHeldRecords
+	}
+	return p.led.pending() >= o.conf.MaxPending
 }
 
 // popParked removes and returns the oldest parked read.
@@ -137,7 +157,7 @@ func (o *owner) askPoll() {
 		if !p.canHandOut(o.conf.MaxPending) {
 			continue
 		}
-		if ready += len(p.queue.ready) + len(p.queue.retry); ready >= pollLowWater {
+		if ready += len(p.queue.ready) + len(p.queue.retry) + p.pickable()/o.conf.BatchMaxRecords; ready >= pollLowWater {
 			return
 		}
 	}
@@ -191,7 +211,11 @@ func (o *owner) onPoll(seq uint64, fetches kgo.Fetches) {
 		if len(fp.Records) > 0 {
 			p.enqueue(fp.Records, o.conf.BatchMaxRecords, o.conf.BatchMaxBytes)
 			p.loss.expect = max(p.loss.expect, p.queue.lastQueued+1)
-			o.passSkipped(p)
+			if p.keys != nil {
+				o.admit(p)
+			} else {
+				o.passSkipped(p)
+			}
 			o.schedule(p)
 		}
 	})
@@ -227,7 +251,7 @@ func (o *owner) onWithdraw(w withdrawReq) {
 		return // the epoch ended; the next owner replays it
 	}
 	// Still registered, not in the pipeline: a drain does not wait for it.
-	p.led.waitRetry()
+	p.waitRetry()
 	if p.draining {
 		o.checkDrains()
 		return

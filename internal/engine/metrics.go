@@ -35,13 +35,15 @@ const (
 	// tries of a write to it.
 	MetricDeadLettered     = "kafka_watermark_dead_lettered_records_total"
 	MetricDeadLetterErrors = "kafka_watermark_dead_letter_errors_total"
+	// MetricHeld is the records waiting for their key (ordering: key).
+	MetricHeld = "kafka_watermark_held_records"
 )
 
 // Metrics holds the input's metric handles. Benthos metric handles are safe
 // for concurrent use, so ack goroutines may count duplicates directly.
 type Metrics struct {
 	committed, pending, stalled, paused, age, lag, exposure *service.MetricGauge
-	headroom, retention                                     *service.MetricGauge
+	headroom, retention, held                               *service.MetricGauge
 	commits, commitErrors, lateAcks, dupAcks                *service.MetricCounter
 	metaTruncated, skipped, stallReplays                    *service.MetricCounter
 	lostRecords, truncatedRecords                           *service.MetricCounter
@@ -62,6 +64,7 @@ func NewMetrics(m *service.Metrics) *Metrics {
 		exposure:         m.NewGauge(MetricExposure, l...),
 		headroom:         m.NewGauge(MetricHeadroom, l...),
 		retention:        m.NewGauge(MetricRetention, l...),
+		held:             m.NewGauge(MetricHeld, l...),
 		metaTruncated:    m.NewCounter(MetricMetaTruncated, l...),
 		skipped:          m.NewCounter(MetricSkipped, l...),
 		stallReplays:     m.NewCounter(MetricStallReplays, l...),

@@ -185,18 +185,23 @@ type omConf struct {
 	// deadLetter is dead_letter.max_attempts with a dead-letter topic
 	// (omWriter), 0 without one.
 	deadLetter int
+	// keys, under ordering: key, is how many distinct keys records take
+	// (and some have none); 0 under none. maxHeld is max_held_records.
+	keys, maxHeld int
 }
 
 func (c omConf) String() string {
 	return fmt.Sprintf("%d partition(s), batch_max_records %d, max_pending_batches %d, fetches of up to %d records, max_retries %d, drain_timeout %v, stall_replay_after %v, lost_records_report_for %v, commit_metadata %v, dead_letter.max_attempts %d",
-		c.parts, c.batchMax, c.maxPending, c.maxFetch, c.retries, c.drain, c.stallReplay, c.reportFor, c.meta, c.deadLetter)
+		c.parts, c.batchMax, c.maxPending, c.maxFetch, c.retries, c.drain, c.stallReplay, c.reportFor, c.meta, c.deadLetter) +
+		fmt.Sprintf(", ordering key over %d keys, max_held_records %d", c.keys, c.maxHeld)
 }
 
 func (c omConf) yaml() string {
 	return fmt.Sprintf("batch_max_records: %d\nmax_pending_batches: %d\ncommit_period: 1s\ndrain_timeout: %v\n"+
 		"stall_replay_after: %v\ntopic_lag_refresh_period: 1s\nlost_records_report_for: %v\ncommit_metadata: %v\n"+
 		"nack_retry: { max_retries: %d, initial_backoff: 500ms, max_backoff: 2s }\ndead_letter: { max_attempts: %d }\n",
-		c.batchMax, c.maxPending, c.drain, c.stallReplay, c.reportFor, c.meta, c.retries, max(c.deadLetter, 1))
+		c.batchMax, c.maxPending, c.drain, c.stallReplay, c.reportFor, c.meta, c.retries, max(c.deadLetter, 1)) +
+		fmt.Sprintf("ordering: %s\nmax_held_records: %d\n", map[bool]string{false: "none", true: "key"}[c.keys > 0], max(c.maxHeld, 1))
 }
 
 // omWriter is the model's dead-letter topic: it takes every letter while
@@ -239,6 +244,8 @@ type omRec struct {
 	off     int64
 	epoch   int32
 	control bool
+	key     string // under ordering: key; keyed false: a null key
+	keyed   bool
 }
 
 // omLog is one partition's log as the broker holds it.
@@ -322,9 +329,9 @@ type omPart struct {
 	removedM []omRemoved
 	// covered holds the records the delivered ranges of the commit the
 	// current assignment started from cover (invariant 7); nil when it
-	// started from none, and from a truncation on (ranges written from a
-	// log a truncation rewrote may be dropped whole, also below the
-	// divergence point).
+	// started from none, and from a truncation on, also one made while the
+	// partition was not assigned (ranges written from a log a truncation
+	// rewrote may be dropped whole, also below the divergence point).
 	covered  map[string]bool
 	lostSeen int64 // the lost counter at the last check, for the step log
 }
@@ -376,6 +383,7 @@ type ownerModel struct {
 	t     *testing.T
 	seed  uint64
 	rng   *rand.Rand
+	krng  *rand.Rand // key order's draws (runOwnerModel)
 	h     *ownerHarness
 	g     *memmetrics.Store
 	conf  omConf
@@ -387,7 +395,11 @@ type ownerModel struct {
 	log    []string
 	nextID int
 
-	writer      *omWriter            // the dead-letter topic, nil without one
+	writer *omWriter // the dead-letter topic, nil without one
+	// keyOut holds, under ordering: key, every record handed out and not
+	// delivered (acknowledged or dead-lettered), with its hand-out: what
+	// invariant 9 checks a hand-out against.
+	keyOut      map[omKeyOut]*Batch
 	sent        map[*kgo.Record]bool // every record handed to the owner
 	outstanding []*omHandout
 	liveAcked   map[string]bool // acknowledged by an ack applied to a live epoch
@@ -422,6 +434,12 @@ func runOwnerModel(t *testing.T, seed uint64, steps int, mt *Metrics, g *memmetr
 	if conf.meta && rng.IntN(3) == 0 {
 		conf.deadLetter = 1 + rng.IntN(4)
 	}
+	// Key order's draws come from a generator of their own, so that the
+	// schedules of ordering: none stay what they were before it.
+	krng := rand.New(rand.NewPCG(seed, 0x6b6579))
+	if krng.IntN(3) == 0 {
+		conf.keys, conf.maxHeld = 1+krng.IntN(4), []int{1, 3, 8, 100}[krng.IntN(4)]
+	}
 	oc := testConfig(t, conf.yaml())
 	var w *omWriter
 	if conf.deadLetter > 0 {
@@ -432,8 +450,8 @@ func runOwnerModel(t *testing.T, seed uint64, steps int, mt *Metrics, g *memmetr
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel) // runs before the owner stops: ends a final commit held in the client
 	m := &ownerModel{
-		t: t, seed: seed, rng: rng, h: h, g: g, conf: conf, stats: stats,
-		byTP: map[topicPartition]*omPart{}, sent: map[*kgo.Record]bool{}, writer: w,
+		t: t, seed: seed, rng: rng, krng: krng, h: h, g: g, conf: conf, stats: stats,
+		byTP: map[topicPartition]*omPart{}, sent: map[*kgo.Record]bool{}, writer: w, keyOut: map[omKeyOut]*Batch{},
 		liveAcked: map[string]bool{}, anyAcked: map[string]bool{},
 		errNext: map[topicPartition]error{}, ctx: ctx,
 	}
@@ -555,7 +573,13 @@ func (m *ownerModel) produce(p *omPart, n int) {
 		if m.rng.IntN(8) == 0 {
 			l.end++ // compacted, or aborted and read_committed
 		}
-		l.recs[l.end] = &omRec{id: m.newID(), off: l.end, epoch: l.leader, control: m.rng.IntN(8) == 0}
+		r := &omRec{id: m.newID(), off: l.end, epoch: l.leader, control: m.rng.IntN(8) == 0}
+		if m.conf.keys > 0 {
+			if k := m.krng.IntN(m.conf.keys + 1); k < m.conf.keys {
+				r.key, r.keyed = fmt.Sprint("k", k), true
+			}
+		}
+		l.recs[l.end] = r
 		l.end++
 	}
 	if n > 0 {
@@ -579,6 +603,9 @@ func (m *ownerModel) publishOffsets() {
 // record returns the kgo record of r, new for each fetch.
 func (m *ownerModel) record(tp topicPartition, r *omRec) *kgo.Record {
 	kr := &kgo.Record{Topic: tp.topic, Partition: tp.partition, Offset: r.off, LeaderEpoch: r.epoch, Value: []byte(r.id)}
+	if r.keyed {
+		kr.Key = []byte(r.key)
+	}
 	if r.control {
 		kr.Attrs = kgo.NewRecordAttrs(kgo.RecordAttrsOpts{Transactional: true, Control: true})
 	}
@@ -704,8 +731,11 @@ func (m *ownerModel) poll() {
 					}
 				}
 			}
+			// Under ordering: key, records wait for their key in the
+			// scheduler, registered in segments (keyed.go).
+			held := func(r *kgo.Record) bool { return p.keys != nil && p.keys.offs != nil && p.keys.offs.NotDone(r.Offset) }
 			for _, r := range recs {
-				if r.Offset > lq && r.Offset <= p.queue.lastQueued && !queued[r] && !r.Attrs.IsControl() {
+				if r.Offset > lq && r.Offset <= p.queue.lastQueued && !queued[r] && !held(r) && !r.Attrs.IsControl() {
 					skipped = append(skipped, r)
 				}
 			}
@@ -787,6 +817,7 @@ func (m *ownerModel) handOut(b *Batch) {
 			ho.idx = append(ho.idx, i)
 		}
 	}
+	m.checkKeyOrder(b, ho.recs)
 	m.outstanding = append(m.outstanding, ho)
 	m.logf("read %v %s seq %d attempt %d (%d record(s))", b.part.tp, omSpan(b.raw.records), b.seq, b.attempt, len(ho.recs))
 }
@@ -842,6 +873,7 @@ func (m *ownerModel) ackHandOut(ho *omHandout, ok bool) {
 
 func (m *ownerModel) delivered(recs []*kgo.Record, live bool) {
 	for _, r := range recs {
+		delete(m.keyOut, omKeyOut{topicPartition{r.Topic, r.Partition}, r.Offset})
 		m.anyAcked[string(r.Value)] = true
 		if live {
 			m.liveAcked[string(r.Value)] = true
@@ -934,7 +966,14 @@ func (m *ownerModel) truncate() {
 	}
 	at := max(l.start, l.end-1-m.rng.Int64N(12))
 	m.remove(p, at, l.end, false)
+	// From a truncation on, ranges written from the log it rewrote may be
+	// dropped whole (dropSkipsPastEnd cannot tell a shorter log from a
+	// topic made again): in this assignment, and in the next one that
+	// starts from a commit written before it.
 	p.covered = nil
+	for i := range p.commits {
+		p.commits[i].covered = nil
+	}
 	l.leader++
 	for len(l.epochs) > 0 && l.epochs[len(l.epochs)-1].from >= at {
 		l.epochs = l.epochs[:len(l.epochs)-1]
@@ -1369,6 +1408,41 @@ func (m *ownerModel) heal() {
 		}
 		m.stats.truncated += m.g.Get(MetricTruncated, "t", p.tp.partition)
 		m.stats.replays += m.g.Get(MetricStallReplays, "t", p.tp.partition)
+	}
+}
+
+// omKeyOut names a record handed out: its partition and offset.
+type omKeyOut struct {
+	tp  topicPartition
+	off int64
+}
+
+// checkKeyOrder checks invariant 9 on a hand-out, under ordering: key: none
+// of its records has an earlier record of its key handed out in another
+// batch of the same epoch and not delivered (acknowledged or
+// dead-lettered), whether that batch is in the pipeline or waits for a
+// retry. Then it notes recs, the records of this hand-out of b, as out.
+func (m *ownerModel) checkKeyOrder(b *Batch, recs []*kgo.Record) {
+	if m.conf.keys == 0 {
+		return
+	}
+	for _, r := range recs {
+		if r.Key == nil {
+			continue
+		}
+		for ko, ob := range m.keyOut {
+			if ob == b || ob.part != b.part || ko.tp != b.part.tp || ko.off >= r.Offset {
+				continue
+			}
+			for _, or := range ob.raw.records {
+				if or.Offset == ko.off && string(or.Key) == string(r.Key) {
+					m.fail("9", "%v handed out offset %d (key %s) while offset %d of its key is out in another batch, not delivered", b.part.tp, r.Offset, r.Key, ko.off)
+				}
+			}
+		}
+	}
+	for _, r := range recs {
+		m.keyOut[omKeyOut{b.part.tp, r.Offset}] = b
 	}
 }
 

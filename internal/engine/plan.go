@@ -82,6 +82,12 @@ func (o *owner) plan(p *partState, maxBytes int) (c planned, ok bool) {
 		return c, false
 	}
 	_, moved := p.led.watermark()
+	if p.keys != nil {
+		// under key the base also moves inside the segment at the watermark
+		if rp, ok := p.resumePoint(); ok && base > rp {
+			moved = true
+		}
+	}
 	c.eo = kgo.EpochOffset{Epoch: p.positionLeaderEpoch(base), Offset: base}
 	keptTo := base
 	if o.conf.CommitMetadata {
@@ -126,7 +132,7 @@ func (o *owner) plan(p *partState, maxBytes int) (c planned, ok bool) {
 // drop the inherited knowledge of records it has not fetched yet, and a crash
 // then would deliver them again.
 func (p *partState) deliveredRanges(base int64) []commitmeta.Range {
-	ranges := p.led.delivered(base)
+	ranges := p.delivered(base)
 	frontier := base
 	frontier = p.led.frontier(frontier)
 	for _, r := range p.resume.inherited {
@@ -160,7 +166,18 @@ func (p *partState) knownDelivered(base int64) []commitmeta.Range {
 			above = append(above, commitmeta.Range{From: max(r.From, base+1), To: r.To})
 		}
 	}
-	return mergeRanges(p.led.delivered(base), above)
+	return mergeRanges(p.delivered(base), above)
+}
+
+// delivered returns what p delivered above base in this epoch: the window's
+// delivered batches, and under key the done records of segments not
+// resolved (keyedDelivered).
+func (p *partState) delivered(base int64) []commitmeta.Range {
+	ranges := p.led.delivered(base)
+	if p.keys != nil {
+		ranges = p.keys.keyedDelivered(base, ranges)
+	}
+	return ranges
 }
 
 // positionLeaderEpoch is the leader epoch that goes with base as a position, in

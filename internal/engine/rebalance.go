@@ -123,7 +123,7 @@ func (o *owner) onAssign(tps []topicPartition) {
 			// ends here and its acks become late.
 			o.forget(old)
 		}
-		p := newPartState(tp, now)
+		p := o.newEpoch(tp, now)
 		if ms, ok := o.queries.retention[tp.topic]; ok {
 			p.loss.retentionMs = ms
 		}

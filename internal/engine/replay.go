@@ -83,7 +83,7 @@ func (o *owner) rewind(old *partState) {
 	// The new epoch carries what the group and its gauges know: the last
 	// commit, the exposure, the log end, and the watermark's age (a
 	// replay does not move the watermark).
-	np := newPartState(old.tp, old.led.lastMoved)
+	np := o.newEpoch(old.tp, old.led.lastMoved)
 	np.commits.inheritFrom(old.commits)
 	np.resume.fetched, np.resume.fetchedLeaderEpoch = base, old.positionLeaderEpoch(base)
 	np.queue.highWatermark = old.queue.highWatermark

@@ -66,6 +66,11 @@ func (p *partState) stallInfo() (s commitmeta.Stall, b *Batch, ok bool) {
 	}
 	if nacked {
 		s.First, s.Last, s.Reason = b.raw.first, b.raw.last, b.lastErr
+		if p.keys != nil {
+			// the base may lie inside the segment (keyedBase): a restart
+			// knows the stall by its offset
+			s.First = max(s.First, base)
+		}
 		if b.deadLetterErr != "" {
 			s.Reason = cutReason("dead_letter_write: " + b.deadLetterErr)
 		}

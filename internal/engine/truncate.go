@@ -44,7 +44,7 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 		kept = append(kept, commitmeta.Range{From: r.From, To: min(r.To, at)})
 	}
 	base := min(wm, at)
-	np := newPartState(p.tp, p.led.lastMoved)
+	np := o.newEpoch(p.tp, p.led.lastMoved)
 	np.commits.inheritFrom(p.commits)
 	if p.commits.hasCommitted && base < p.commits.committed {
 		// The one commit that goes back: to where the logs diverged.

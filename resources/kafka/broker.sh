@@ -173,7 +173,12 @@ write_config() {
 format_storage() {
     local cluster_id
     # A cluster id is a base64url UUID (22 chars); a random one avoids a JVM run of `random-uuid`.
-    cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+    # One that begins with '-' would be read by the storage tool as an option
+    # (1 start in 64 failed so): draw again until it does not.
+    cluster_id=-
+    while [[ $cluster_id == -* ]]; do
+        cluster_id=$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=')
+    done
     local cred="name=$KAFKA_SCRAM_USER,password=\"$KAFKA_SCRAM_PASSWORD\""
     "$JAVA" "${JVM_FLAGS[@]}" -cp "$LIBS_DIR/*" kafka.tools.StorageTool format -t "$cluster_id" -c "$PROPS_FILE" \
         --add-scram "SCRAM-SHA-256=[$cred]" --add-scram "SCRAM-SHA-512=[$cred]" \

@@ -167,6 +167,7 @@ KAFKA = [
     "kafka_watermark_lost_records_total", "kafka_watermark_truncated_records_total",
     "kafka_watermark_retention_headroom_seconds", "kafka_watermark_retention_seconds",
     "kafka_watermark_dead_lettered_records_total", "kafka_watermark_dead_letter_errors_total",
+    "kafka_watermark_held_records",
 ]
 UPCOMING = []
 # The commit latency is a Benthos timer, named _ns in Benthos (nanoseconds);

@@ -132,6 +132,19 @@ func (h *harness) drainAndCheck(ctx context.Context) (*accounting, error) {
 		h.logf("read %d dead letter(s) back from %s", len(letters), h.deadLetter)
 	}
 	acc := account(lg, ld, hist, backs, audit, h.kafka.outages(), h.faults, paused, runEnd, facts, dl)
+	if o.checksKeys() {
+		// First delivered: to the sink, or to the dead-letter topic.
+		c := newChecker(lg, ld, facts, dl)
+		first := func(p int, off int64) int64 { return c.deliveredAt(p, off, lg[p][off].hash) }
+		names := map[uint16]string{}
+		for n, i := range ld.Instances {
+			names[i] = n
+		}
+		k := checkKeyOrder(lg, first, ld.Dups, func(i uint16) string { return names[i] }, h.sink.reqs.snapshot())
+		h.logf("key order: %d keyed records over %d (partition, key), %d requests: %d first deliveries out of key order, %d records in overlapping same-key requests, %d out of order within a request; %d delivered again after a newer record (allowed); %d requests right after their key's previous answer",
+			k.Keyed, k.Keys, k.Requests, k.FirstOrder, k.Overlaps, k.InRequest, k.OlderAgain, k.FollowedClosely)
+		acc.KeyOrder = k
+	}
 	var lostEx []string
 	acc.Loss, lostEx = checkLosses(lg, ld, facts, logs.Losses, h.topic)
 	acc.Loss.Notes = append(resurrected, acc.Loss.Notes...)

@@ -27,7 +27,12 @@
 //   - with poison drawn, a record in the dead-letter topic counts as
 //     delivered (from when the broker appended it) only with its provenance
 //     right, every poison record ends in it, and no record the sink never
-//     refused does (deadletters.go).
+//     refused does (deadletters.go);
+//   - with --ordering key (keyed records, the members on ordering: key),
+//     the first deliveries of each key follow its partition's log order, no
+//     request of a process holds a record while an earlier record of its
+//     key is in another of its requests still unanswered, and a request
+//     holds a key's records in log order (keyorder.go).
 //
 // It writes chaos-report.md and chaos-report.json to $CHAOS_OUT (default
 // chaos-out/ at the project root) and exits 1 when the guarantee broke, 2
@@ -79,7 +84,14 @@ type options struct {
 	brokerScript    string
 	verbose         bool
 	selfCheck       bool
+	ordering        string // the members' ordering: none | key
+	keys            int    // keys of the keyed producers (keys.go)
+	keyCheck        bool   // the per-key check under --ordering none: a negative control
 }
+
+// checksKeys reports whether the run keys its records and checks key order
+// (keyorder.go): under --ordering key, or with --key-check.
+func (o *options) checksKeys() bool { return o.ordering == "key" || o.keyCheck }
 
 func parseOptions(args []string) (*options, error) {
 	o := &options{}
@@ -109,6 +121,9 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.brokerScript, "broker-script", "", "broker.sh (default resources/kafka/broker.sh)")
 	fs.BoolVar(&o.verbose, "v", false, "log every poll error")
 	fs.BoolVar(&o.selfCheck, "self-check", false, "a negative control: the sink acknowledges one batch without recording it, so the run must FAIL with lost records and commit violations")
+	fs.StringVar(&o.ordering, "ordering", "none", "the members' ordering: none or key; key also keys the producers' records (--keys) and checks key order at the sink")
+	fs.IntVar(&o.keys, "keys", 32, "with --ordering key (or --key-check): how many keys the producers draw from (k000, k001, ...); the empty key and a null key are drawn as often as each of them")
+	fs.BoolVar(&o.keyCheck, "key-check", false, "a negative control: keyed records and the key-order check with members on --ordering none, so the run must FAIL with key-order violations")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -130,6 +145,12 @@ func parseOptions(args []string) (*options, error) {
 		return nil, fmt.Errorf("--port %d: keep the broker's three ports between 1024 and 32767, below the ephemeral range", o.port)
 	case o.rate < 1 || o.txnRate < 0 || o.abortRatio < 0 || o.abortRatio > 1:
 		return nil, errors.New("--rate must be positive, --txn-rate not negative, --abort-ratio between 0 and 1")
+	case o.ordering != "none" && o.ordering != "key":
+		return nil, fmt.Errorf("--ordering must be none or key, not %q", o.ordering)
+	case o.keys < 1 || o.keys > 1000:
+		return nil, fmt.Errorf("--keys %d: between 1 and 1000", o.keys)
+	case o.keyCheck && o.ordering == "key":
+		return nil, errors.New("--key-check is the negative control of --ordering none; --ordering key checks key order already")
 	}
 	if o.weights == "" {
 		o.weights = defaultWeights
@@ -231,6 +252,13 @@ func reproduceCommand(o *options) string {
 		add("weights", o.weights, want)
 	}
 	add("source", o.source, def.source)
+	add("ordering", o.ordering, def.ordering)
+	if o.checksKeys() {
+		add("keys", o.keys, def.keys)
+	}
+	if o.keyCheck {
+		args = append(args, "--key-check")
+	}
 	if o.selfCheck {
 		args = append(args, "--self-check")
 	}

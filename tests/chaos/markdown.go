@@ -80,6 +80,14 @@ func markdown(r *report) string {
 			fmt.Sprintf("%d / %d; %d", d.Beside, d.RefusedOther, d.Refused))
 		row("records the members logged dead-lettered (at most the copies)", d.Logged)
 	}
+	if k := r.KeyOrder; k != nil {
+		row("key order ("+r.Ordering+"): keyed records (empty key) / null-key records / (partition, key) / requests / requests with 2+ records of a key",
+			fmt.Sprintf("%d (%d) / %d / %d / %d / %d", k.Keyed, k.EmptyKey, k.NullKey, k.Keys, k.Requests, k.SameKeyRequests))
+		row("**key order: first deliveries out of key order / records in overlapping same-key requests of a process / out of order in a request** (must be 0)",
+			fmt.Sprintf("%d / %d / %d", k.FirstOrder, k.Overlaps, k.InRequest))
+		row("deliveries again of a record after a newer record of its key (allowed: at-least-once)", k.OlderAgain)
+		row("requests arriving within 10 ms of the answer to their process's previous request holding one of their keys (how close the overlap check came)", k.FollowedClosely)
+	}
 	row("member logs: partitions lost / stalls / replays in place / skipped records / drain timeouts / commit failures",
 		fmt.Sprintf("%d / %d / %d / %d / %d / %d", r.Logs.Lost, r.Logs.Stalled, r.Logs.Replays, r.Logs.Skipped, r.Logs.DrainTimeout, r.Logs.CommitFailed))
 	row("producers: live acked / failed; transactions committed / aborted / failed",
@@ -152,6 +160,18 @@ func markdown(r *report) string {
 			for _, k := range slices.Sorted(maps.Keys(f.Sources)) {
 				fmt.Fprintf(&b, "- %s: %d\n", k, f.Sources[k])
 			}
+		}
+	}
+	if k := r.KeyOrder; k != nil && len(k.Examples) > 0 {
+		b.WriteString("\n## Key order held against the run\n\n")
+		for _, e := range k.Examples {
+			fmt.Fprintf(&b, "- %s\n", e)
+		}
+	}
+	if k := r.KeyOrder; k != nil && len(k.AgainExamples) > 0 {
+		b.WriteString("\n## Deliveries again after a newer record of their key (allowed)\n\n")
+		for _, e := range k.AgainExamples {
+			fmt.Fprintf(&b, "- %s\n", e)
 		}
 	}
 	if d := r.DeadLetters; d != nil && len(d.Examples) > 0 {

@@ -29,16 +29,23 @@ type memberConf struct {
 	// deadLetter is the dead-letter topic of a run that draws poison
 	// ("": none, the members run without dead_letter).
 	deadLetter string
+	// ordering is the input's ordering; "none" leaves the field out, so
+	// that a run without key order renders the config it always did.
+	ordering string
 }
 
 // yaml is the member's config: read_committed, commit metadata on, short
 // commit period, small batches and max_pending_batches so that a slow sink
 // pauses partitions, stalls that heal in place quickly; with a dead-letter
-// topic, dead_letter with max_attempts deadLetterAttempts.
+// topic, dead_letter with max_attempts deadLetterAttempts; ordering key
+// with its default max_held_records.
 func (c memberConf) yaml(name, instance, metricsAddr string) string {
-	dl := ""
+	extra := "" // the input's optional fields
 	if c.deadLetter != "" {
-		dl = fmt.Sprintf("\n    dead_letter:\n      topic: %q\n      max_attempts: %d", c.deadLetter, deadLetterAttempts)
+		extra = fmt.Sprintf("\n    dead_letter:\n      topic: %q\n      max_attempts: %d", c.deadLetter, deadLetterAttempts)
+	}
+	if c.ordering != "" && c.ordering != "none" {
+		extra += fmt.Sprintf("\n    ordering: %s", c.ordering)
 	}
 	return fmt.Sprintf(`http:
   enabled: true
@@ -86,7 +93,7 @@ output:
     retries: 0
     timeout: %s
     max_in_flight: 16
-`, metricsAddr, c.seeds(name), c.topic, c.group, "chaos-"+name, c.protocol, dl, c.sinkURL, instance, clientTimeout)
+`, metricsAddr, c.seeds(name), c.topic, c.group, "chaos-"+name, c.protocol, extra, c.sinkURL, instance, clientTimeout)
 }
 
 // member is one incarnation of one group member: a watermark-connect

@@ -31,6 +31,8 @@ type liveProducer struct {
 	parts int
 	rate  int
 	logf  func(string, ...any)
+	// keys keys the records (nil: null keys); set before start.
+	keys *keySpace
 
 	acked  atomic.Int64
 	failed atomic.Int64
@@ -78,9 +80,10 @@ func (lp *liveProducer) start(ctx context.Context) {
 			for ; owed >= 1; owed-- {
 				p := int32(seq % int64(lp.parts))
 				v := fmt.Sprintf("L%09d-p%02d-%s", seq, p, pad)
+				key := lp.keys.key(seq)
 				seq++
 				h := testkit.HashValue(v)
-				lp.cl.Produce(ctx, &kgo.Record{Partition: p, Value: []byte(v)}, func(r *kgo.Record, err error) {
+				lp.cl.Produce(ctx, &kgo.Record{Partition: p, Key: key, Value: []byte(v)}, func(r *kgo.Record, err error) {
 					if err != nil {
 						lp.failed.Add(1)
 						lp.mu.Lock()
@@ -128,6 +131,9 @@ type txnProducer struct {
 	rng        *rand.Rand
 	id         string
 	logf       func(string, ...any)
+	// keys keys the records (nil: null keys); set before start. It draws
+	// nothing from rng.
+	keys *keySpace
 
 	cl *kgo.Client
 	// gate is held for each transaction, and by pause: while paused no
@@ -205,8 +211,8 @@ func (tp *txnProducer) start(ctx context.Context) {
 			for i := range recs {
 				p := int32(tp.rng.IntN(tp.parts))
 				v := fmt.Sprintf("T%09d-p%02d-%s", seq, p, pad)
+				recs[i] = &kgo.Record{Partition: p, Key: tp.keys.key(seq), Value: []byte(v)}
 				seq++
-				recs[i] = &kgo.Record{Partition: p, Value: []byte(v)}
 				hashes[i] = testkit.HashValue(v)
 			}
 			began := time.Now()

@@ -32,7 +32,10 @@ type logRec struct {
 	kind byte
 	hash uint32 // of the value
 	key  uint32 // hash of the key
-	ts   int64  // the record's timestamp (the producer's clock), Unix ns
+	// nullKey: the record has a null key (key is then the hash of "", as
+	// for the empty key, which is a key).
+	nullKey bool
+	ts      int64 // the record's timestamp (the producer's clock), Unix ns
 	// Deleted offsets only: what the producers wrote there (offData,
 	// offAborted, or offUnknown for a marker or a record of unknown fate)
 	// and when a fault of the harness deleted it (Unix ns; 0: not the
@@ -110,7 +113,8 @@ func readPass(ctx context.Context, brokers, topic string, starts, ends []int64, 
 			case r.Attrs.IsControl():
 				lr.kind = offMarker
 			case committed:
-				*lr = logRec{kind: offData, hash: testkit.HashValue(string(r.Value)), key: testkit.HashValue(string(r.Key)), ts: r.Timestamp.UnixNano()}
+				*lr = logRec{kind: offData, hash: testkit.HashValue(string(r.Value)), key: testkit.HashValue(string(r.Key)), nullKey: r.Key == nil,
+					ts: r.Timestamp.UnixNano()}
 			case lr.kind == offUnknown:
 				*lr = logRec{kind: offAborted, hash: testkit.HashValue(string(r.Value)), ts: r.Timestamp.UnixNano()}
 			}

@@ -42,6 +42,7 @@ type report struct {
 	Seed       uint64  `json:"seed"`
 	Command    string  `json:"command"`
 	Protocol   string  `json:"protocol"`
+	Ordering   string  `json:"ordering"`
 	GroupType  string  `json:"group_type"`
 	Cluster    int     `json:"cluster"`
 	Members    int     `json:"members"`
@@ -102,6 +103,9 @@ type report struct {
 	DeadLetterTopic string            `json:"dead_letter_topic,omitempty"`
 	DeadLetters     *deadLetterResult `json:"dead_letters,omitempty"`
 
+	// The key check of a run with keyed records (keyorder.go).
+	KeyOrder *keyOrderResult `json:"key_order,omitempty"`
+
 	Produced  producedFigures   `json:"produced"`
 	Logs      logStats          `json:"member_logs"`
 	Schedule  []faultLine       `json:"schedule"`
@@ -126,7 +130,7 @@ type producedFigures struct {
 
 func (h *harness) buildReport(acc *accounting, runErr error) *report {
 	o := h.opts
-	r := &report{Seed: o.seed, Command: reproduceCommand(o), Protocol: o.protocol, Cluster: o.cluster, Members: o.members,
+	r := &report{Seed: o.seed, Command: reproduceCommand(o), Protocol: o.protocol, Ordering: o.ordering, Cluster: o.cluster, Members: o.members,
 		Partitions: o.partitions, ByFault: map[string]*kindResult{}, Env: environment(h)}
 	r.TookS = time.Since(h.began).Seconds()
 	if !h.faultStart.IsZero() && !h.faultEnd.IsZero() {
@@ -189,6 +193,7 @@ func (h *harness) buildReport(acc *accounting, runErr error) *report {
 		r.Losses, r.LossMetrics, r.BackSteps, r.Deleted = acc.Loss, acc.LossMetrics, acc.BackSteps, acc.Deleted
 		r.ReportedLost, r.ExpectedLost = acc.Loss.ReportedLost, acc.Loss.Expected
 		r.DeadLetters = acc.DeadLetters
+		r.KeyOrder = acc.KeyOrder
 	}
 	r.DeadLetterTopic = h.deadLetter
 	r.Deletions, r.Truncations = h.deletions, h.truncations
@@ -267,6 +272,9 @@ func (h *harness) buildReport(acc *accounting, runErr error) *report {
 		if acc.DeadLetters != nil {
 			r.Failures = append(r.Failures, acc.DeadLetters.failures()...)
 		}
+		if acc.KeyOrder != nil {
+			r.Failures = append(r.Failures, acc.KeyOrder.failures()...)
+		}
 	}
 	if h.poller != nil && acc != nil && r.GroupType != o.protocol {
 		r.Failures = append(r.Failures, fmt.Sprintf("the group is a %q group, not %q: the members fell back to another protocol", r.GroupType, o.protocol))
@@ -312,6 +320,10 @@ func summaryLine(r *report) string {
 	if d := r.DeadLetters; d != nil {
 		loss += fmt.Sprintf(" dead_lettered=%d copies=%d poison=%d/%d bad_provenance=%d never_refused=%d",
 			d.Records, d.Copies, d.PoisonDead, d.Poison, d.BadProvenance, d.Unrefused)
+	}
+	if k := r.KeyOrder; k != nil {
+		loss += fmt.Sprintf(" ordering=%s keyed=%d key_first_inversions=%d key_overlaps=%d key_in_request=%d older_again=%d",
+			r.Ordering, k.Keyed, k.FirstOrder, k.Overlaps, k.InRequest, k.OlderAgain)
 	}
 	return fmt.Sprintf("chaos: %s seed=%d protocol=%s faults=%d records=%d lost=%d violations=%d backward=%d duplicates=%d exposure=%d%s took=%.0fs",
 		verdict, r.Seed, r.Protocol, r.Faults, r.Records, r.Lost, r.Violations, r.Backward, r.Duplicates, r.Exposure, loss, r.TookS)

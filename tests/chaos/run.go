@@ -170,12 +170,12 @@ func (h *harness) runPhases(ctx context.Context) (*accounting, error) {
 	h.logf("topic %s (%d partitions), group %s (%s protocol), %d members", h.topic, o.partitions, h.group, o.protocol, o.members)
 
 	var err error
-	if h.sink, err = newSink(h.topic, o.partitions, h.logf); err != nil {
+	if h.sink, err = newSink(h.topic, o.partitions, o.checksKeys(), h.logf); err != nil {
 		return nil, err
 	}
 	defer h.sink.close()
 	conf := memberConf{seeds: func(name string) string { return h.kafka.memberSeeds(memberIndex(name)) },
-		topic: h.topic, group: h.group, sinkURL: h.sink.url(), protocol: o.protocol, deadLetter: h.deadLetter}
+		topic: h.topic, group: h.group, sinkURL: h.sink.url(), protocol: o.protocol, deadLetter: h.deadLetter, ordering: o.ordering}
 	if h.fleet, err = newFleet(h.binary, filepath.Join(o.out, "logs"), conf, h.logf); err != nil {
 		return nil, err
 	}
@@ -188,8 +188,12 @@ func (h *harness) runPhases(ctx context.Context) (*accounting, error) {
 	if h.live, err = newLiveProducer(h.kafka.seeds(), h.topic, o.partitions, o.rate, h.logf); err != nil {
 		return nil, err
 	}
-	h.live.start(ctx)
 	h.txn = newTxnProducer(h.kafka.seeds(), h.topic, o.partitions, o.txnRate, o.abortRatio, o.seed, "chaos-txn-"+suffix, h.logf)
+	if o.checksKeys() {
+		h.live.keys, h.txn.keys = newKeySpace(o.keys, liveKeySalt), newKeySpace(o.keys, txnKeySalt)
+		h.logf("ordering %s: records keyed over %d keys, the empty key and null keys; key order checked at the sink", o.ordering, o.keys)
+	}
+	h.live.start(ctx)
 	if o.txnRate > 0 {
 		h.txn.start(ctx)
 	}

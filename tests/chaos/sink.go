@@ -41,10 +41,19 @@ type sink struct {
 	// refusals records every offset the sink refused (or judged after the
 	// member's timeout) and holds the poison slots (poison.go).
 	refusals *refusals
+
+	// reqs records every request judged, for the key check (keyorder.go);
+	// nil in a run that checks no keys. Set once by newSink.
+	reqs *requestLog
 }
 
-func newSink(topic string, partitions int, logf func(string, ...any)) (*sink, error) {
+// newSink starts the sink; logRequests keeps every request's records and
+// times for the key check.
+func newSink(topic string, partitions int, logRequests bool, logf func(string, ...any)) (*sink, error) {
 	s := &sink{closing: make(chan struct{}), mode: sinkMode{kind: "normal"}, refusals: newRefusals(logf)}
+	if logRequests {
+		s.reqs = &requestLog{}
+	}
 	ts, err := testkit.NewSink(testkit.SinkOptions{Topic: topic, Partitions: partitions, MaxDelay: 8 * time.Millisecond,
 		Hold: s.holdReverse, Judge: s.judge})
 	if err != nil {
@@ -104,10 +113,15 @@ func (s *sink) holdReverse(ctx context.Context, _ testkit.Batch) testkit.Answer 
 
 // judge is the sink's Judge: a batch holding a poison record fails, fail
 // mode fails one partition's batches, and the self-check's lie acknowledges
-// one batch without recording it. Every verdict is recorded (refusals).
+// one batch without recording it. Every verdict is recorded (refusals,
+// and for the key check reqs).
 func (s *sink) judge(b testkit.Batch) testkit.Answer {
 	a := s.decide(b)
-	s.refusals.verdict(b, a, time.Now())
+	now := time.Now()
+	s.refusals.verdict(b, a, now)
+	if s.reqs != nil {
+		s.reqs.note(b, a, now)
+	}
 	return a
 }
 

@@ -67,6 +67,7 @@ type accounting struct {
 	Loss            lossResult
 	LossMetrics     []string          // loss counters that disagree with the loss lines
 	DeadLetters     *deadLetterResult // nil: no dead-letter topic
+	KeyOrder        *keyOrderResult   // nil: no key check (keyorder.go)
 }
 
 // staleGrace is how long after a broker is back a poll may still read an
