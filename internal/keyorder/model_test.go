@@ -173,7 +173,7 @@ func runModel(t *testing.T, seed uint64) {
 		}
 		ready := 0
 		for _, a := range added {
-			if held[a.Offset] && !(a.Keyed && keyOut[a.Key]) {
+			if held[a.Offset] && (!a.Keyed || !keyOut[a.Key]) {
 				ready++
 			}
 		}
