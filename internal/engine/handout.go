@@ -35,7 +35,7 @@ func (o *owner) serve() {
 			b.unread = false
 		} else if p.keys != nil {
 			if b = o.pickKeyed(p); b == nil {
-				continue // every held key is out: a Done schedules p again
+				continue // nothing free to go out: a Done schedules p again
 			}
 			o.pauseAtLimit(p)
 			o.lists.gauges.add(p)
@@ -96,7 +96,7 @@ func (o *owner) resumeBelowLimits(p *partState) {
 
 // atLimit reports whether p's fetching must pause: its registered batches
 // reached max_pending_batches, or, under ordering: key, its hand-outs out
-// did, or its records held reached max_held_records.
+// did, or its records waiting for their key reached max_held_records.
 func (o *owner) atLimit(p *partState) bool {
 	if p.keys != nil {
 		return p.keys.out >= o.conf.MaxPending || p.keys.sched.Blocked() >= o.conf.MaxHeldRecords
