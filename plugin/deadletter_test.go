@@ -158,15 +158,7 @@ func TestDeadLetterTopicEndsAStall(t *testing.T) {
   dead_letter: { topic: `+dlq+`, max_attempts: 3 }
   ordering: `+tc.order+`
 `), 2)
-			ends := c.endOffsets(t, topic, partitions)
-			require.Eventually(t, func() bool {
-				for p := range int32(partitions) {
-					if c.lastCommit("dl", topic, p) != ends[p] {
-						return false
-					}
-				}
-				return true
-			}, 30*time.Second, 10*time.Millisecond, "every partition, the poisoned one too, commits to its end")
+			waitCommitted(t, c, "dl", topic, c.endOffsets(t, topic, partitions)) // the poisoned partition too
 
 			mu.Lock()
 			require.Equal(t, map[int64][]int{42: {1, 2, 3}, 45: {1, 2, 3}}, attempts, "kafka_delivery_attempt of each delivery of the poison records")

@@ -73,15 +73,7 @@ func TestKeyOrderEndToEnd(t *testing.T) {
   batch_max_records: 8
   nack_retry: { max_retries: -1, initial_backoff: 20ms, max_backoff: 100ms }
 `), 2)
-	ends := c.endOffsets(t, topic, partitions)
-	require.Eventually(t, func() bool {
-		for p := range int32(partitions) {
-			if c.lastCommit("ko", topic, p) != ends[p] {
-				return false
-			}
-		}
-		return true
-	}, 30*time.Second, 10*time.Millisecond, "every partition commits to its end")
+	waitCommitted(t, c, "ko", topic, c.endOffsets(t, topic, partitions))
 	mu.Lock()
 	defer mu.Unlock()
 	require.Empty(t, violations, "first deliveries of each key in log order")
