@@ -134,6 +134,12 @@ func (p *partState) attemptRanges(base int64) []commitmeta.Attempts {
 			out = w.b.appendRanges(out)
 		}
 	}
+	return p.carriedBeyond(base, out)
+}
+
+// carriedBeyond appends to out the carried attempts beyond what p has
+// registered: out's ranges all lie below that frontier.
+func (p *partState) carriedBeyond(base int64, out []commitmeta.Attempts) []commitmeta.Attempts {
 	frontier := p.led.frontier(base)
 	for _, r := range p.att.carried {
 		if r.To > frontier {

@@ -147,16 +147,17 @@ func (o *owner) pickKeyed(p *partState) *Batch {
 // key, b.only stays nil.
 func (o *owner) splitKeyed(b *Batch, failed []int) []int {
 	p := b.part
-	failedAt := make(map[int]bool, len(failed))
+	failedAt, named := make([]bool, len(b.raw.records)), 0
 	for _, i := range failed {
-		if i >= 0 && i < len(b.raw.records) {
+		if i >= 0 && i < len(failedAt) && !failedAt[i] {
 			failedAt[i] = true
+			named++
 		}
 	}
-	if len(failedAt) == 0 || len(failedAt) == len(b.raw.records) {
+	if named == 0 || named == len(failedAt) {
 		return nil // naming all (or none it holds): a nack of the whole hand-out
 	}
-	done := make([]keyorder.Record[keyRec], 0, len(b.raw.records)-len(failedAt))
+	done := make([]keyorder.Record[keyRec], 0, len(failedAt)-named)
 	keep := 0
 	for i, r := range b.raw.records {
 		if failedAt[i] {
@@ -297,15 +298,7 @@ func (p *partState) keyedAttemptRanges(base int64) []commitmeta.Attempts {
 		}
 	}
 	slices.SortFunc(outs, func(x, y commitmeta.Attempts) int { return cmp.Compare(x.From, y.From) })
-	out := mergeMax(segs, outs)
-	frontier := p.led.frontier(base)
-	for _, r := range p.att.carried {
-		if r.To > frontier {
-			r.From = max(r.From, frontier)
-			out = append(out, r)
-		}
-	}
-	return out
+	return p.carriedBeyond(base, mergeMax(segs, outs))
 }
 
 // appendRuns appends a range for each run of adjacent offsets of records
