@@ -147,8 +147,14 @@ func TestOwnerModel(t *testing.T) {
 	if s, err := strconv.Atoi(os.Getenv("OWNER_MODEL_SCHEDULES")); err == nil && s > 0 {
 		schedules = s
 	}
+	var base uint64
+	if b, err := strconv.ParseUint(os.Getenv("OWNER_MODEL_SEED_BASE"), 10, 64); err == nil {
+		base = b
+	}
+	t.Logf("schedules %d..%d (OWNER_MODEL_SEED_BASE=%d OWNER_MODEL_SCHEDULES=%d)", base, base+uint64(schedules)-1, base, schedules)
 	var stats omStats
-	for seed := range uint64(schedules) {
+	for i := range uint64(schedules) {
+		seed := base + i
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			m, g := testMetrics(t)
 			synctest.Test(t, func(t *testing.T) {
@@ -535,8 +541,8 @@ func (m *ownerModel) logf(format string, args ...any) {
 // fail stops the schedule with the seed, the invariant and every step.
 func (m *ownerModel) fail(inv string, format string, args ...any) {
 	m.t.Helper()
-	m.t.Fatalf("seed %d, step %d: invariant %s violated: %s\nsteps (rerun: go test -race -run 'TestOwnerModel/%d$' ./plugin/):\n%s",
-		m.seed, m.step, inv, fmt.Sprintf(format, args...), m.seed, strings.Join(m.log, "\n"))
+	m.t.Fatalf("seed %d, step %d: invariant %s violated: %s\nsteps (rerun: %s):\n%s",
+		m.seed, m.step, inv, fmt.Sprintf(format, args...), rerunCommand(m.seed), strings.Join(m.log, "\n"))
 }
 
 // state runs fn on the owner's state while the bubble is idle (h.state).
@@ -554,8 +560,13 @@ func (m *ownerModel) soft(inv string, format string, args ...any) {
 		m.softs = map[string]bool{}
 	}
 	m.softs[inv] = true
-	m.t.Errorf("seed %d, step %d: invariant %s violated: %s (rerun: go test -race -run 'TestOwnerModel/%d$' ./plugin/)",
-		m.seed, m.step, inv, fmt.Sprintf(format, args...), m.seed)
+	m.t.Errorf("seed %d, step %d: invariant %s violated: %s (rerun: %s)",
+		m.seed, m.step, inv, fmt.Sprintf(format, args...), rerunCommand(m.seed))
+}
+
+// rerunCommand is the one command that replays seed's schedule.
+func rerunCommand(seed uint64) string {
+	return fmt.Sprintf("OWNER_MODEL_SEED_BASE=%d OWNER_MODEL_SCHEDULES=1 go test -race -run 'TestOwnerModel/%d$' ./internal/engine/", seed, seed)
 }
 
 func (m *ownerModel) pick() *omPart { return m.parts[m.rng.IntN(len(m.parts))] }
