@@ -1,5 +1,5 @@
 # Common commands. `make test` is what CI runs (.ci/run).
-.PHONY: demo test unit lint build bench bench-e2e fuzz broker-start broker-stop
+.PHONY: demo test unit model lint build bench bench-e2e fuzz broker-start broker-stop
 .PHONY: bench-inprocess bench-ack bench-scale bench-tracker bench-freshness bench-keyorder
 
 # bash with pipefail: several recipes filter go test through grep, and the
@@ -53,6 +53,15 @@ promtool:
 # Unit tests only (no broker; -short skips tests/): a quick local loop.
 unit:
 	go test -race -short ./...
+
+# The owner's model test (internal/engine, TestOwnerModel) over a range of
+# seeds: SCHEDULES schedules from SEED_BASE, with the race detector. A
+# failure prints the one command that replays its seed. CI runs 3,000 from
+# a base that changes per run (resources/test.sh prints it).
+SEED_BASE ?= 0
+SCHEDULES ?= 2000
+model:
+	OWNER_MODEL_SEED_BASE=$(SEED_BASE) OWNER_MODEL_SCHEDULES=$(SCHEDULES) go test -race -count=1 -run 'TestOwnerModel$$' -v ./internal/engine/ | grep -v '^ *--- PASS\|^=== RUN'
 
 build:
 	go build -buildvcs=$(BUILDVCS) -ldflags '$(LDFLAGS)' -o bin/watermark-connect ./cmd/watermark-connect

@@ -4,6 +4,8 @@
 #   1. gofmt (fails on unformatted files, committed or not), go vet and
 #      golangci-lint (make lint, .golangci.yml);
 #   2. the unit tests with the race detector: every package but tests/;
+#      the owner's model test (TestOwnerModel) over 3,000 schedules from
+#      a seed base drawn per run and printed;
 #   3. the custom build: ./examples/custom-build (the README's recipe for a
 #      Benthos binary of your own) built into a temporary directory, its
 #      --version, and `lint` of config/minimal.yaml, which fails unless the
@@ -104,6 +106,13 @@ make --no-print-directory lint
 
 stage "unit tests: go test -race (all packages but tests/)"
 unit_pkgs=$(go list ./... | grep -v '/tests$')
+# The owner's model test runs more schedules than its default, from a base
+# that changes per run so that CI keeps sampling new seeds; a failure prints
+# the command that replays its seed, and this line says which range ran.
+export OWNER_MODEL_SEED_BASE=${OWNER_MODEL_SEED_BASE:-$(( (RANDOM << 15 | RANDOM) * 100 ))}
+export OWNER_MODEL_SCHEDULES=${OWNER_MODEL_SCHEDULES:-3000}
+echo "model: TestOwnerModel runs seeds $OWNER_MODEL_SEED_BASE to $((OWNER_MODEL_SEED_BASE + OWNER_MODEL_SCHEDULES - 1))" \
+  "(make model SEED_BASE=$OWNER_MODEL_SEED_BASE SCHEDULES=$OWNER_MODEL_SCHEDULES replays them)"
 # shellcheck disable=SC2086 # a list of packages
 go test -race -count=1 $unit_pkgs
 
