@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -671,4 +672,55 @@ func TestOwnerSecondTruncationAtTheSameOffset(t *testing.T) {
 		h.ack(inFlight, nil)
 		require.Equal(t, int64(1), g.Get(MetricLateAcks, "t", 0), "epoch 1's record at 2 is of a log that no longer exists")
 	})
+}
+
+// A transaction marker launders stale delivered ranges (issue 28, model
+// seed 5206): member A delivers 4-5 under leader epoch 0 and commits
+// `2/e0` with the range [4,6). An unclean election truncates the log at 2;
+// the new leader (epoch 1) writes a transaction marker at 2, then records
+// 3-6. Member B, assigned from `2/e0`, fetches only the marker. Before the
+// fix, the stale-range check never saw a control record, so B kept the
+// range and committed `3/e1` restating it under the marker's leader epoch
+// (l=1); member C, assigned from that commit, skipped 4-5 of the new log,
+// never delivered, and committed past them. Under both orderings.
+func TestOwnerTransactionMarkerProvesTheRangesStale(t *testing.T) {
+	for _, ordering := range []string{"none", "key"} {
+		t.Run(ordering, func(t *testing.T) {
+			m, g := testMetrics(t)
+			conf := "ordering: " + ordering + "\nbatch_max_records: 10\ncommit_period: 1s\n"
+			keyOf := func(o int64) (string, bool) { return fmt.Sprint("k", o), true }
+			// B: from A's commit, fetches the new leader's marker at 2.
+			meta := fetchedCommit{offset: 2, leaderEpoch: 0, meta: "wm1 o=2 e=0 d=2.2 l=0"}
+			synctest.Test(t, func(t *testing.T) {
+				h := startOwner(t, testConfig(t, conf), m)
+				h.assign(tp0)
+				h.fetched(map[topicPartition]fetchedCommit{tp0: meta})
+				marker := &kgo.Record{Topic: tp0.topic, Partition: tp0.partition, Offset: 2, LeaderEpoch: 1,
+					Attrs: kgo.NewRecordAttrs(kgo.RecordAttrsOpts{Transactional: true, Control: true})}
+				h.fetch(tp0, 7, marker)
+				require.Empty(t, h.readAll())
+				time.Sleep(time.Second)
+				synctest.Wait()
+				meta = h.lastFetched(tp0)
+				meta.leaderEpoch = 1
+			})
+			d, err := commitmeta.DecodeCommit(meta.meta)
+			require.NoError(t, err)
+			require.Equal(t, int64(3), d.Base, "past the marker")
+			require.Empty(t, d.Delivered, "the marker's newer leader epoch proves [4,6) stale: it is not restated")
+			// C: from B's commit, fetches 3-6 of the new log.
+			synctest.Test(t, func(t *testing.T) {
+				h := startOwner(t, testConfig(t, conf), m)
+				h.assign(tp0)
+				h.fetched(map[topicPartition]fetchedCommit{tp0: meta})
+				h.fetch(tp0, 7, keyedRecords(tp0, 3, 7, keyOf)...)
+				var out []int64
+				for _, b := range h.readAll() {
+					out = append(out, offsets(b)...)
+				}
+				require.Equal(t, []int64{3, 4, 5, 6}, out, "4-5 of the new log are delivered")
+			})
+			require.Zero(t, g.Get(MetricSkipped, "t", 0))
+		})
+	}
 }

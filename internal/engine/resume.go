@@ -64,7 +64,11 @@ func (r *resume) distrust() {
 // l= in commitmeta's Format), so none of them is skipped, in or past a range. Checking
 // only the records inside a range would let a new log's records between
 // the ranges, or below the first, pass unseen and the old ranges skip the
-// new records they cover.
+// new records they cover. Transaction markers are checked too (enqueue
+// ignores the answer for them): a new leader's marker may be all a fetch
+// holds below the ranges, and kept, the ranges would be restated under its
+// leader epoch (leaderEpochOf), so that the next epoch skips the new log's
+// records they cover (issue 28).
 func (p *partState) skipping(r *kgo.Record) bool {
 	for len(p.resume.skip) > 0 && p.resume.skip[0].To <= r.Offset {
 		p.resume.skip = p.resume.skip[1:]
