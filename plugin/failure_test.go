@@ -194,3 +194,47 @@ func TestBatchErrorRetriesOnlyTheFailedMessages(t *testing.T) {
 		require.Equal(t, want, s.delivered[key3(topic, 0, off)], "deliveries of offset %d", off)
 	}
 }
+
+// A plain error on a retry that a batch error narrowed fails what that retry
+// held: the next retry holds the named message only. The bug: the plain
+// error widened the retry to the whole batch again, and the sink received
+// twice the messages it had accepted.
+func TestPlainErrorAfterABatchErrorRetriesOnlyTheNamed(t *testing.T) {
+	const topic = "narrowed"
+	c, s := newAuditedCluster(t, 1, topic, 4)
+	var mu sync.Mutex
+	attempt := 0
+	s.decide = func(b []rec) (time.Duration, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch attempt++; attempt {
+		case 1:
+			for i, r := range b {
+				if r.offset == 1 {
+					return 0, partialFailure{i}
+				}
+			}
+		case 2:
+			return 0, errors.New("HTTP 503")
+		}
+		return 0, nil
+	}
+	st := startStream(t, testEnv(t, s, 1), inputYAML(c.addr, topic, "narrowed", `
+  batch_max_records: 4
+  nack_retry:
+    max_retries: 3
+    initial_backoff: 10ms
+    max_backoff: 10ms
+`), 1)
+	waitCommitted(t, c, "narrowed", topic, map[int32]int64{0: 4})
+	st.stop(t)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for off := range int64(4) {
+		want := 1
+		if off == 1 {
+			want = 3
+		}
+		require.Equal(t, want, s.delivered[key3(topic, 0, off)], "deliveries of offset %d", off)
+	}
+}

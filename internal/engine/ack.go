@@ -51,7 +51,11 @@ func (o *owner) onAck(a ackMsg) {
 		if backoff > o.conf.NackMaxBackoff || backoff <= 0 {
 			backoff = o.conf.NackMaxBackoff
 		}
-		b.only = a.failed
+		// A plain nack of a retry that a batch error narrowed fails what
+		// that retry held: the records the sink accepted before stay out.
+		if a.failed != nil {
+			b.only = a.failed
+		}
 		what := "all its records"
 		if b.only != nil {
 			what = fmt.Sprintf("the %d record(s) the batch error named", len(b.only))

@@ -51,6 +51,8 @@ type Batch struct {
 	acked atomic.Int64
 	// only holds the indices in raw.records of the records the next
 	// attempt re-delivers: those a batch error named failed. nil: all.
+	// Only a batch error naming records changes it: a plain nack of a
+	// narrowed retry fails what that retry held, not the whole batch.
 	only []int
 	// nackedAt is the first nack of this batch, zero if none; lastErr is
 	// the error class of the last one (errclass.go).

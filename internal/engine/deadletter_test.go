@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -189,6 +190,45 @@ func TestDeadLetterOnlyTheFailedRecords(t *testing.T) {
 		synctest.Wait()
 		require.Equal(t, int64(4), h.lastCommit(tp0).Base)
 	})
+}
+
+// A plain nack of a retry that a batch error narrowed fails what that retry
+// held. The bug: under none the plain nack reset the narrowing, so the next
+// retry held the whole batch again, delivering twice the records the sink
+// had accepted, and dead-lettering them. Under key the batch error takes the
+// accepted records out of the hand-out itself (splitKeyed).
+func TestPlainNackKeepsTheRetryNarrowed(t *testing.T) {
+	for _, ordering := range []string{"none", "key"} {
+		t.Run(ordering, func(t *testing.T) {
+			m, _ := testMetrics(t)
+			synctest.Test(t, func(t *testing.T) {
+				conf, w := deadLetterConfig(t, "ordering: "+ordering+"\nbatch_max_records: 4\ncommit_period: 1s\n"+
+					"nack_retry: { max_retries: -1, initial_backoff: 1s, max_backoff: 1s }\ndead_letter: { max_attempts: 3 }\n")
+				h := startOwner(t, conf, m)
+				h.assignFrom(tp0, 0)
+				h.fetch(tp0, 4, keyedRecords(tp0, 0, 4, func(o int64) (string, bool) { return fmt.Sprint(o), true })...)
+				b := h.read()
+				h.o.inbox.ackCh <- ackMsg{b: b, err: errors.New("row 1 refused"), failed: []int{1}}
+				synctest.Wait()
+				for attempt := 2; attempt <= 3; attempt++ {
+					time.Sleep(time.Second) // the backoff
+					synctest.Wait()
+					retry := h.read()
+					require.Equal(t, attempt, retry.DeliveryAttempt())
+					records, _ := retry.Records()
+					require.Equal(t, []int64{1}, Letter{Records: records}.offsets(),
+						"attempt %d holds the named record only", attempt)
+					h.ack(retry, errors.New("HTTP 503"))
+				}
+				letters := w.written()
+				require.Len(t, letters, 1)
+				require.Equal(t, []int64{1}, letters[0].offsets(), "only the named record is dead-lettered")
+				time.Sleep(time.Second)
+				synctest.Wait()
+				require.Equal(t, int64(4), h.lastCommit(tp0).Base)
+			})
+		})
+	}
 }
 
 // Attempts survive restarts: each restart's first hand-out of the batch at

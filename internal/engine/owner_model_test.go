@@ -95,7 +95,10 @@ import (
 //     out (a skip batch: the commit's delivered ranges, or a replay's) was
 //     acknowledged, by an ack applied to a live epoch, under its identity in
 //     the log it was fetched from. A hand-out holds only records fetched, and
-//     never a control record.
+//     never a control record, nor a record the sink accepted as fetched
+//     (that very record was delivered, by an ack applied to a live epoch or
+//     by a batch error's nack that did not name it, or the dead-letter
+//     topic took it): a retry re-delivers only what the sink did not accept.
 //  4. Each lost offset is reported at most once, and every deleted record is
 //     reported: kafka_watermark_lost_records_total of each partition (L)
 //     never exceeds N, the offsets (gaps and markers included: losses are
@@ -123,7 +126,8 @@ import (
 //     a record the topic took counts as delivered for 1 and 6 (it reached
 //     the topic before the owner could commit past it), and every letter
 //     holds fetched data records tried at least once and at most
-//     max_attempts times.
+//     max_attempts times, none of which the sink accepted as fetched (3):
+//     only the records a batch error named are dead-lettered.
 //  6. At the end of each schedule the sink heals (every batch acknowledged,
 //     no commit error or hold, a few more records produced, every partition
 //     assigned, the dead-letter topic up, and only with stall_replay_after
@@ -410,6 +414,10 @@ type ownerModel struct {
 	outstanding []*omHandout
 	liveAcked   map[string]bool // acknowledged by an ack applied to a live epoch
 	anyAcked    map[string]bool // acknowledged at all, late acks included
+	// liveDone holds the records, as fetched (one fetch in one epoch), that
+	// an ack applied to a live epoch delivered or the dead-letter topic
+	// took: none goes out or to the topic again (invariants 3 and 8).
+	liveDone map[*kgo.Record]bool
 
 	accepted     []omCommit // appended by fakeClient.onCommit, under h.cl.mu
 	seenAccepted int
@@ -458,7 +466,7 @@ func runOwnerModel(t *testing.T, seed uint64, steps int, mt *Metrics, g *memmetr
 	m := &ownerModel{
 		t: t, seed: seed, rng: rng, krng: krng, h: h, g: g, conf: conf, stats: stats,
 		byTP: map[topicPartition]*omPart{}, sent: map[*kgo.Record]bool{}, writer: w, keyOut: map[omKeyOut]*Batch{},
-		liveAcked: map[string]bool{}, anyAcked: map[string]bool{},
+		liveAcked: map[string]bool{}, anyAcked: map[string]bool{}, liveDone: map[*kgo.Record]bool{},
 		errNext: map[topicPartition]error{}, ctx: ctx,
 	}
 	h.cl.mu.Lock()
@@ -826,6 +834,9 @@ func (m *ownerModel) handOut(b *Batch) {
 		if b.only == nil || slices.Contains(b.only, i) {
 			ho.recs = append(ho.recs, r)
 			ho.idx = append(ho.idx, i)
+			if m.liveDone[r] {
+				m.fail("3 (hand-out)", "%v handed out offset %d (record %s) again, which the sink accepted as fetched", b.part.tp, r.Offset, r.Value)
+			}
 		}
 	}
 	m.checkKeyOrder(b, ho.recs)
@@ -888,6 +899,7 @@ func (m *ownerModel) delivered(recs []*kgo.Record, live bool) {
 		m.anyAcked[string(r.Value)] = true
 		if live {
 			m.liveAcked[string(r.Value)] = true
+			m.liveDone[r] = true
 		}
 	}
 }
@@ -1484,6 +1496,9 @@ func (m *ownerModel) takeLetters() {
 		for _, r := range l.Records {
 			if !m.sent[r] || r.Attrs.IsControl() {
 				m.fail("8", "dead-lettered offset %d, not a fetched data record", r.Offset)
+			}
+			if m.liveDone[r] {
+				m.fail("8", "dead-lettered offset %d (record %s), which the sink accepted as fetched", r.Offset, r.Value)
 			}
 		}
 		m.delivered(l.Records, true)
