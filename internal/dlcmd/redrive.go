@@ -189,15 +189,28 @@ func produce(ctx context.Context, cl *kgo.Client, picks []pick, batchSize int, m
 		for j, p := range batch {
 			rs[j] = deadletter.Redriven(p.r, p.dest)
 		}
-		var errs []error
-		for j, res := range cl.ProduceSync(ctx, rs...) {
+		// ProduceSync returns the results in the order the records
+		// finish, not the order given (kgo's promise appends each as it
+		// completes: pkg/kgo/producer.go:387-388, v1.22.3), so a result is
+		// matched to its pick through its record.
+		at := make(map[*kgo.Record]int, len(rs))
+		for j, r := range rs {
+			at[r] = j
+		}
+		failed := make([]error, len(batch))
+		for _, res := range cl.ProduceSync(ctx, rs...) {
+			j, ok := at[res.Record]
+			if !ok {
+				return fmt.Errorf("a produce result for a record not in the batch (%s/%d)", res.Record.Topic, res.Record.Partition)
+			}
 			src := batch[j].r
 			if res.Err != nil {
-				errs = append(errs, fmt.Errorf("%s/%d@%d to %s: %w", src.Topic, src.Partition, src.Offset, batch[j].dest, res.Err))
+				failed[j] = fmt.Errorf("%s/%d@%d to %s: %w", src.Topic, src.Partition, src.Offset, batch[j].dest, res.Err)
 				continue
 			}
 			m.add(batch[j].dest, src.Partition, src.Offset)
 		}
+		errs := slices.DeleteFunc(failed, func(err error) bool { return err == nil }) // in the batch's order
 		if len(errs) > 0 {
 			if rest := len(picks) - i - len(batch); rest > 0 {
 				errs = append(errs, fmt.Errorf("%d later record%s not tried", rest, plural(rest)))

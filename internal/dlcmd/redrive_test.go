@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/watermark-connect/watermark-connect/internal/deadletter"
@@ -148,4 +149,29 @@ func TestRedrivePartial(t *testing.T) {
 	assert.Equal(t, "redrove 0 of 4 selected records from orders.dlq\n", stdout)
 	assert.Contains(t, stderr, "orders.dlq/0@0 to orders: UNKNOWN_TOPIC_OR_PARTITION")
 	assert.Contains(t, stderr, "\n3 later records not tried\n")
+}
+
+// Bug (issue 29): produce matched ProduceSync's results to records by
+// position, but kgo returns them in the order they finish. With dead
+// letters of two origin topics interleaved and one topic deleted, redrive
+// said the deleted topic's records were moved and named records that had
+// arrived as failed.
+func TestRedriveNamesEachRecordsOutcome(t *testing.T) {
+	c := newCluster(t, kfake.SeedTopics(1, "orders.dlq", "orders", "payments"))
+	c.produce(t,
+		letter(0, "payments", 0, 1, t0, 1, "timeout"),
+		letter(0, "orders", 0, 2, t0, 1, "timeout"),
+		letter(0, "payments", 0, 3, t0, 1, "timeout"),
+		letter(0, "orders", 0, 4, t0, 1, "timeout"),
+	)
+	_, err := kadm.NewClient(c.cl).DeleteTopic(ctxFor(t), "payments")
+	require.NoError(t, err)
+
+	code, stdout, stderr := runCLI(t, "redrive", "--seed-brokers", c.addr, "--dead-letter-topic", "orders.dlq", "--timeout", "10s")
+	assert.Equal(t, ExitPartial, code, stderr)
+	assert.Equal(t, "redrove 2 of 4 selected records from orders.dlq\norders: 2 records from orders.dlq partition 0 offsets 1-3\n", stdout)
+	assert.Contains(t, stderr, "orders.dlq/0@0 to payments: UNKNOWN_TOPIC_OR_PARTITION")
+	assert.Contains(t, stderr, "orders.dlq/0@2 to payments: UNKNOWN_TOPIC_OR_PARTITION")
+	assert.NotContains(t, stderr, "to orders:")
+	assert.ElementsMatch(t, []string{"k2 orders.dlq/0/1 12:00:00", "k4 orders.dlq/0/3 12:00:00"}, summary(c.read(t, "orders")))
 }
