@@ -1,7 +1,11 @@
 package dlcmd
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -58,6 +62,14 @@ func noArgs(c *cli.Context, name string) error {
 	return nil
 }
 
+// signalContext is c's context, cancelled by SIGINT or SIGTERM with the
+// signal as its cause, so that a run cut short by a signal reports as one
+// cut by --timeout: what was done and what was not, instead of dying
+// silently with the signal's status.
+func signalContext(c *cli.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
+}
+
 func exit(code int) error {
 	if code != ExitOK {
 		return cli.Exit("", code)
@@ -107,7 +119,9 @@ Exit status: 0 when the topic was read to its end, 1 when it could not be
 				return err
 			}
 			o := InspectOptions{Options: options(c), Format: c.String("format")}
-			return exit(Inspect(c.Context, o, c.App.Writer, c.App.ErrWriter))
+			ctx, stop := signalContext(c)
+			defer stop()
+			return exit(Inspect(ctx, o, c.App.Writer, c.App.ErrWriter))
 		},
 	}
 }
@@ -146,15 +160,19 @@ record whose provenance does not parse fails the command, with nothing
 produced, when its destination (no --to) or its timestamp (a time range) is
 needed; select around it by offset, or give --to and no time range to move
 it as it is. Records go out in batches, in order; the first batch with a
-failure ends the run, and the batches after it are not tried.
+failure ends the run, and the batches after it are not tried. --timeout,
+SIGINT (Ctrl-C) and SIGTERM end it too, once the records already sent are
+answered.
 
 It prints, per destination topic, how many records it moved and their
-offsets in the dead-letter topic.
+offsets in the dead-letter topic; on stderr, when the run ends early, why,
+each record that failed, and the records not tried.
 
 Exit status: 0 when every selected record was produced; 1 when nothing was
 produced (the reason on stderr); 2 when some were produced and then one
-failed (stdout lists what was moved, stderr what failed: running the same
-selection again writes the moved ones again).`)[1:],
+failed or the run was cut short (stdout lists what was moved, stderr what
+failed and what was not tried: running the same selection again writes the
+moved ones again).`)[1:],
 		Flags: append(commonFlags(),
 			&cli.StringFlag{Name: "to", Usage: "the destination topic (default: each record's origin topic, from dead_letter_topic)"},
 			&cli.IntFlag{Name: "partition", Usage: "only this partition of the dead-letter topic"},
@@ -174,7 +192,9 @@ selection again writes the moved ones again).`)[1:],
 				return cli.Exit("", ExitFailed)
 			}
 			o := RedriveOptions{Options: options(c), To: c.String("to"), Select: sel, BatchSize: c.Int("batch-size")}
-			return exit(Redrive(c.Context, o, c.App.Writer, c.App.ErrWriter))
+			ctx, stop := signalContext(c)
+			defer stop()
+			return exit(Redrive(ctx, o, c.App.Writer, c.App.ErrWriter))
 		},
 	}
 }

@@ -131,16 +131,16 @@ func (s *selector) check() error {
 	return errors.Join(errs...)
 }
 
-// moved counts what was produced, per destination topic and dead-letter
-// partition.
-type moved map[string]map[int32]*offsetRange
+// tally counts dead letters (what was produced, or what was not tried),
+// per destination topic and dead-letter partition.
+type tally map[string]map[int32]*offsetRange
 
 type offsetRange struct {
 	count       int
 	first, last int64
 }
 
-func (m moved) add(dest string, partition int32, offset int64) {
+func (m tally) add(dest string, partition int32, offset int64) {
 	if m[dest] == nil {
 		m[dest] = map[int32]*offsetRange{}
 	}
@@ -153,11 +153,27 @@ func (m moved) add(dest string, partition int32, offset int64) {
 	r.first, r.last = min(r.first, offset), max(r.last, offset)
 }
 
-// write prints one line per destination topic:
+func (m tally) addPicks(ps []pick) {
+	for _, p := range ps {
+		m.add(p.dest, p.r.Partition, p.r.Offset)
+	}
+}
+
+func (m tally) count() int {
+	n := 0
+	for _, ps := range m {
+		for _, r := range ps {
+			n += r.count
+		}
+	}
+	return n
+}
+
+// write prints one line per destination topic, each after prefix:
 //
 //	orders: 3 records from orders.dlq partition 0 offsets 10-12
 //	payments: 2 records from orders.dlq partition 0 offset 13, partition 1 offset 4
-func (m moved) write(w io.Writer, dlTopic string) error {
+func (m tally) write(w io.Writer, prefix, dlTopic string) error {
 	for _, dest := range slices.Sorted(maps.Keys(m)) {
 		total := 0
 		var parts []string
@@ -170,20 +186,33 @@ func (m moved) write(w io.Writer, dlTopic string) error {
 				parts = append(parts, fmt.Sprintf("partition %d offsets %d-%d", p, r.first, r.last))
 			}
 		}
-		if _, err := fmt.Fprintf(w, "%s: %d record%s from %s %s\n", dest, total, plural(total), dlTopic, strings.Join(parts, ", ")); err != nil {
+		if _, err := fmt.Fprintf(w, "%s%s: %d record%s from %s %s\n", prefix, dest, total, plural(total), dlTopic, strings.Join(parts, ", ")); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// batchDone, when set, is called after each batch produce sends: a seam
+// for tests that stop a run between batches. Nil outside tests.
+var batchDone func(ctx context.Context)
+
 // produce produces the picks in order, batchSize at a time, each batch with
-// ProduceSync, and records what the brokers acknowledged in m. It stops
-// after the first batch with a failure: the batches after it are not tried.
-// The error names every record of that batch that failed and how many were
-// not tried.
-func produce(ctx context.Context, cl *kgo.Client, picks []pick, batchSize int, m moved) error {
+// ProduceSync, and records what the brokers acknowledged in moved and what
+// was not tried in notTried. It stops after the first batch with a failure,
+// or when ctx ends: the batches after it are not tried. The error names
+// every record of that batch that failed.
+//
+// A record that failed with ctx's error counts as not tried: with an
+// idempotent producer kgo fails a record on its context only while no
+// request carrying it has been sent (pkg/kgo/producer.go:572-581), so it
+// was not written.
+func produce(ctx context.Context, cl *kgo.Client, picks []pick, batchSize int, moved, notTried tally) error {
 	for i := 0; i < len(picks); i += batchSize {
+		if ctx.Err() != nil {
+			notTried.addPicks(picks[i:])
+			return nil
+		}
 		batch := picks[i:min(i+batchSize, len(picks))]
 		rs := make([]*kgo.Record, len(batch))
 		for j, p := range batch {
@@ -204,18 +233,21 @@ func produce(ctx context.Context, cl *kgo.Client, picks []pick, batchSize int, m
 				return fmt.Errorf("a produce result for a record not in the batch (%s/%d)", res.Record.Topic, res.Record.Partition)
 			}
 			src := batch[j].r
-			if res.Err != nil {
+			switch {
+			case res.Err == nil:
+				moved.add(batch[j].dest, src.Partition, src.Offset)
+			case ctx.Err() != nil && errors.Is(res.Err, ctx.Err()):
+				notTried.add(batch[j].dest, src.Partition, src.Offset)
+			default:
 				failed[j] = fmt.Errorf("%s/%d@%d to %s: %w", src.Topic, src.Partition, src.Offset, batch[j].dest, res.Err)
-				continue
 			}
-			m.add(batch[j].dest, src.Partition, src.Offset)
 		}
-		errs := slices.DeleteFunc(failed, func(err error) bool { return err == nil }) // in the batch's order
-		if len(errs) > 0 {
-			if rest := len(picks) - i - len(batch); rest > 0 {
-				errs = append(errs, fmt.Errorf("%d later record%s not tried", rest, plural(rest)))
-			}
+		if errs := slices.DeleteFunc(failed, func(err error) bool { return err == nil }); len(errs) > 0 { // in the batch's order
+			notTried.addPicks(picks[i+len(batch):])
 			return errors.Join(errs...)
+		}
+		if batchDone != nil {
+			batchDone(ctx)
 		}
 	}
 	return nil

@@ -148,7 +148,9 @@ func TestRedrivePartial(t *testing.T) {
 	assert.Equal(t, ExitFailed, code, stderr)
 	assert.Equal(t, "redrove 0 of 4 selected records from orders.dlq\n", stdout)
 	assert.Contains(t, stderr, "orders.dlq/0@0 to orders: UNKNOWN_TOPIC_OR_PARTITION")
-	assert.Contains(t, stderr, "\n3 later records not tried\n")
+	assert.Contains(t, stderr, "\n3 records not tried:\n"+
+		"  orders: 2 records from orders.dlq partition 0 offset 1, partition 1 offset 0\n"+
+		"  payments: 1 record from orders.dlq partition 1 offset 1\n")
 }
 
 // Bug (issue 29): produce matched ProduceSync's results to records by
