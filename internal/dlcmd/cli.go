@@ -133,9 +133,13 @@ func redriveCommand() *cli.Command {
 		ArgsUsage: " ",
 		Description: (`
 Produces the selected records of the dead-letter topic to --to, or each to
-its origin topic (its dead_letter_topic header), with their key, value,
-timestamp and headers, minus the dead_letter_* ones, plus
-dead_letter_redriven_from: "<dead-letter topic>/<partition>/<offset>". The
+its origin topic (its dead_letter_topic header), with their key, value
+and headers, minus the dead_letter_* ones, plus
+dead_letter_redriven_from: "<dead-letter topic>/<partition>/<offset>" and
+dead_letter_original_timestamp_ms: the record is stamped with the time of
+the redrive, so that a destination's time retention does not delete it at
+once, and its old timestamp (Unix milliseconds) is kept in that header.
+--keep-timestamps keeps the old timestamp instead, and adds no header. The
 partition is the producer's (records of one key go to one partition). It
 uses an idempotent producer with acks from all in-sync replicas.
 
@@ -180,6 +184,7 @@ moved ones again).`)[1:],
 			&cli.Int64Flag{Name: "to-offset", Usage: "the last offset in the dead-letter topic (inclusive)"},
 			&cli.StringFlag{Name: "from-time", Usage: "RFC 3339: the earliest origin record timestamp (dead_letter_timestamp_ms, inclusive)"},
 			&cli.StringFlag{Name: "to-time", Usage: "RFC 3339: origin record timestamps before this (dead_letter_timestamp_ms, exclusive)"},
+			&cli.BoolFlag{Name: "keep-timestamps", Usage: "keep each record's timestamp (default: the time of the redrive, the old one in the dead_letter_original_timestamp_ms header)"},
 			&cli.IntFlag{Name: "batch-size", Value: defaultBatchSize, Usage: "records per produce request batch (ProduceSync)"},
 		),
 		Action: func(c *cli.Context) error {
@@ -191,7 +196,7 @@ moved ones again).`)[1:],
 				fmt.Fprintf(c.App.ErrWriter, "dead-letter redrive: %s\n", err)
 				return cli.Exit("", ExitFailed)
 			}
-			o := RedriveOptions{Options: options(c), To: c.String("to"), Select: sel, BatchSize: c.Int("batch-size")}
+			o := RedriveOptions{Options: options(c), To: c.String("to"), Select: sel, BatchSize: c.Int("batch-size"), KeepTimestamps: c.Bool("keep-timestamps")}
 			ctx, stop := signalContext(c)
 			defer stop()
 			return exit(Redrive(ctx, o, c.App.Writer, c.App.ErrWriter))

@@ -43,6 +43,10 @@ type RedriveOptions struct {
 	To        string // destination topic; "" for each record's origin topic
 	Select    Selection
 	BatchSize int // records per ProduceSync; 0 is defaultBatchSize
+	// KeepTimestamps keeps each dead letter's timestamp on the redriven
+	// record; without it the record gets the time of the redrive and the
+	// old timestamp goes in HeaderOriginalTimestampMs.
+	KeepTimestamps bool
 }
 
 const defaultBatchSize = 500
@@ -170,7 +174,7 @@ func Redrive(ctx context.Context, o RedriveOptions, stdout, stderr io.Writer) in
 		return cmp.Or(cmp.Compare(a.r.Partition, b.r.Partition), cmp.Compare(a.r.Offset, b.r.Offset))
 	})
 	moved, notTried := tally{}, tally{}
-	perr := produce(ctx, s.cl, sel.picks, o.BatchSize, moved, notTried)
+	perr := produce(ctx, s.cl, sel.picks, o.BatchSize, o.KeepTimestamps, moved, notTried)
 	var out strings.Builder
 	fmt.Fprintf(&out, "redrove %d of %d selected record%s from %s\n", moved.count(), len(sel.picks), plural(len(sel.picks)), s.topic)
 	if err := moved.write(&out, "", s.topic); err != nil {

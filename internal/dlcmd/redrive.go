@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -193,6 +194,29 @@ func (m tally) write(w io.Writer, prefix, dlTopic string) error {
 	return nil
 }
 
+// HeaderOriginalTimestampMs is the header a redriven record carries when
+// redrive gave it the time of the redrive: the timestamp the dead letter
+// had (the origin record's, unless the dead-letter topic stamps log-append
+// time), in Unix milliseconds, decimal ASCII. It is in deadletter.Prefix's
+// namespace, so that a redriven record dead-lettered again drops it, as it
+// drops deadletter.HeaderRedrivenFrom.
+const HeaderOriginalTimestampMs = deadletter.Prefix + "original_timestamp_ms"
+
+// redriven is the record to produce for p (deadletter.Redriven), stamped
+// with now, and the dead letter's timestamp kept in
+// HeaderOriginalTimestampMs; with keepTimestamps, it keeps the dead
+// letter's timestamp instead. A redriven record with its old timestamp is
+// deleted at once by a destination whose time retention it is past.
+func redriven(p pick, now time.Time, keepTimestamps bool) *kgo.Record {
+	r := deadletter.Redriven(p.r, p.dest)
+	if keepTimestamps {
+		return r
+	}
+	r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderOriginalTimestampMs, Value: strconv.AppendInt(nil, p.r.Timestamp.UnixMilli(), 10)})
+	r.Timestamp = now
+	return r
+}
+
 // batchDone, when set, is called after each batch produce sends: a seam
 // for tests that stop a run between batches. Nil outside tests.
 var batchDone func(ctx context.Context)
@@ -207,7 +231,7 @@ var batchDone func(ctx context.Context)
 // idempotent producer kgo fails a record on its context only while no
 // request carrying it has been sent (pkg/kgo/producer.go:572-581), so it
 // was not written.
-func produce(ctx context.Context, cl *kgo.Client, picks []pick, batchSize int, moved, notTried tally) error {
+func produce(ctx context.Context, cl *kgo.Client, picks []pick, batchSize int, keepTimestamps bool, moved, notTried tally) error {
 	for i := 0; i < len(picks); i += batchSize {
 		if ctx.Err() != nil {
 			notTried.addPicks(picks[i:])
@@ -215,8 +239,9 @@ func produce(ctx context.Context, cl *kgo.Client, picks []pick, batchSize int, m
 		}
 		batch := picks[i:min(i+batchSize, len(picks))]
 		rs := make([]*kgo.Record, len(batch))
+		now := time.Now()
 		for j, p := range batch {
-			rs[j] = deadletter.Redriven(p.r, p.dest)
+			rs[j] = redriven(p, now, keepTimestamps)
 		}
 		// ProduceSync returns the results in the order the records
 		// finish, not the order given (kgo's promise appends each as it

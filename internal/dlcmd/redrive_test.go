@@ -2,6 +2,7 @@ package dlcmd
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,24 +16,65 @@ import (
 	"github.com/watermark-connect/watermark-connect/internal/deadletter"
 )
 
-// summary is "topic/partition@offset key redriven_from" per record, to
-// compare what reached a topic.
+// summary is "key redriven_from original_timestamp" per record, to compare
+// what reached a topic; the timestamp is HeaderOriginalTimestampMs's, or
+// the record's without it (TestRedriveTimestamps checks the records').
 func summary(rs []*kgo.Record) []string {
 	var out []string
 	for _, r := range rs {
 		var from string
+		ts := r.Timestamp
 		for _, h := range r.Headers {
-			if strings.HasPrefix(h.Key, deadletter.Prefix) && h.Key != deadletter.HeaderRedrivenFrom {
+			switch {
+			case h.Key == deadletter.HeaderRedrivenFrom:
+				from = string(h.Value)
+			case h.Key == HeaderOriginalTimestampMs:
+				ms, err := strconv.ParseInt(string(h.Value), 10, 64)
+				if err != nil {
+					from = "BAD " + h.Key
+				}
+				ts = time.UnixMilli(ms)
+			case strings.HasPrefix(h.Key, deadletter.Prefix):
 				from = "PROVENANCE LEFT: " + h.Key
+			}
+			if strings.HasPrefix(from, "PROVENANCE") || strings.HasPrefix(from, "BAD") {
 				break
 			}
-			if h.Key == deadletter.HeaderRedrivenFrom {
-				from = string(h.Value)
-			}
 		}
-		out = append(out, fmt.Sprintf("%s %s %s", r.Key, from, r.Timestamp.UTC().Format(time.TimeOnly)))
+		out = append(out, fmt.Sprintf("%s %s %s", r.Key, from, ts.UTC().Format(time.TimeOnly)))
 	}
 	return out
+}
+
+// Bug (issue 29): redriven records kept their original timestamps, so a
+// destination with short time retention deleted them at once. They now get
+// the time of the redrive, the old one in HeaderOriginalTimestampMs;
+// --keep-timestamps keeps it, and adds no header.
+func TestRedriveTimestamps(t *testing.T) {
+	c := seed(t)
+	before := time.Now().Truncate(time.Millisecond)
+	code, _, stderr := runCLI(t, "redrive", "--seed-brokers", c.addr, "--dead-letter-topic", "orders.dlq", "--partition", "0", "--to-offset", "0")
+	require.Equal(t, ExitOK, code, stderr)
+	after := time.Now()
+	got := c.read(t, "orders")
+	require.Len(t, got, 1)
+	r := got[0]
+	assert.False(t, r.Timestamp.Before(before) || r.Timestamp.After(after), "timestamp %v, want the time of the redrive, within [%v, %v]", r.Timestamp, before, after)
+	assert.Equal(t, []kgo.RecordHeader{
+		{Key: "trace", Value: []byte("t")},
+		{Key: deadletter.HeaderRedrivenFrom, Value: []byte("orders.dlq/0/0")},
+		{Key: HeaderOriginalTimestampMs, Value: []byte(strconv.FormatInt(t0.Add(time.Minute).UnixMilli(), 10))},
+	}, r.Headers)
+
+	code, _, stderr = runCLI(t, "redrive", "--seed-brokers", c.addr, "--dead-letter-topic", "orders.dlq", "--partition", "0", "--to-offset", "0", "--to", "retry", "--keep-timestamps")
+	require.Equal(t, ExitOK, code, stderr)
+	got = c.read(t, "retry")
+	require.Len(t, got, 1)
+	assert.Equal(t, t0.Add(time.Minute), got[0].Timestamp.UTC(), "--keep-timestamps")
+	assert.Equal(t, []kgo.RecordHeader{
+		{Key: "trace", Value: []byte("t")},
+		{Key: deadletter.HeaderRedrivenFrom, Value: []byte("orders.dlq/0/0")},
+	}, got[0].Headers, "--keep-timestamps adds no header")
 }
 
 func TestRedriveByOffsetToOrigin(t *testing.T) {
