@@ -152,7 +152,11 @@ topic, and nothing remembers what was redriven. Narrow the selection with:
   --from-time       the ORIGIN record's timestamp (dead_letter_timestamp_ms),
   --to-time         RFC 3339; from inclusive, to exclusive
 
-Without them, it redrives every record the topic held when it started.
+Without them, it redrives every record the topic held when it started. An
+offset range partly below a partition's log start (deleted by retention:
+asked 0-4, the log starts at 3) fails the command, with nothing produced
+and the missing offsets named, unless --allow-partial: then it says so on
+stderr and redrives what is left.
 
   {{.BinaryName}} dead-letter redrive -c ./config.yaml --partition 0 --from-offset 120 --to-offset 180
   {{.BinaryName}} dead-letter redrive -c ./config.yaml --from-time 2026-03-01T12:00:00Z --to-time 2026-03-01T13:00:00Z
@@ -184,6 +188,7 @@ moved ones again).`)[1:],
 			&cli.Int64Flag{Name: "to-offset", Usage: "the last offset in the dead-letter topic (inclusive)"},
 			&cli.StringFlag{Name: "from-time", Usage: "RFC 3339: the earliest origin record timestamp (dead_letter_timestamp_ms, inclusive)"},
 			&cli.StringFlag{Name: "to-time", Usage: "RFC 3339: origin record timestamps before this (dead_letter_timestamp_ms, exclusive)"},
+			&cli.BoolFlag{Name: "allow-partial", Usage: "redrive what is left of an offset range partly below its partition's log start (default: refuse it, producing nothing)"},
 			&cli.BoolFlag{Name: "keep-timestamps", Usage: "keep each record's timestamp (default: the time of the redrive, the old one in the dead_letter_original_timestamp_ms header)"},
 			&cli.IntFlag{Name: "batch-size", Value: defaultBatchSize, Usage: "records per produce request batch (ProduceSync)"},
 		),
@@ -196,7 +201,7 @@ moved ones again).`)[1:],
 				fmt.Fprintf(c.App.ErrWriter, "dead-letter redrive: %s\n", err)
 				return cli.Exit("", ExitFailed)
 			}
-			o := RedriveOptions{Options: options(c), To: c.String("to"), Select: sel, BatchSize: c.Int("batch-size"), KeepTimestamps: c.Bool("keep-timestamps")}
+			o := RedriveOptions{Options: options(c), To: c.String("to"), Select: sel, BatchSize: c.Int("batch-size"), KeepTimestamps: c.Bool("keep-timestamps"), AllowPartial: c.Bool("allow-partial")}
 			ctx, stop := signalContext(c)
 			defer stop()
 			return exit(Redrive(ctx, o, c.App.Writer, c.App.ErrWriter))

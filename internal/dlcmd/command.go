@@ -47,6 +47,10 @@ type RedriveOptions struct {
 	// record; without it the record gets the time of the redrive and the
 	// old timestamp goes in HeaderOriginalTimestampMs.
 	KeepTimestamps bool
+	// AllowPartial redrives what is left of an offset range that is partly
+	// below its partition's log start; without it such a range fails, with
+	// nothing produced.
+	AllowPartial bool
 }
 
 const defaultBatchSize = 500
@@ -154,11 +158,19 @@ func Redrive(ctx context.Context, o RedriveOptions, stdout, stderr io.Writer) in
 	defer s.cl.Close()
 
 	spans, err := snapshot(ctx, kadm.NewClient(s.cl), s.topic)
+	var gone []string
 	if err == nil {
-		spans, err = o.Select.narrow(spans)
+		spans, gone, err = o.Select.narrow(spans)
 	}
 	if err != nil {
 		return fail(cutShort(ctx, o.Timeout, err))
+	}
+	if len(gone) > 0 {
+		what := "the selected range is partly gone from the dead-letter topic: " + strings.Join(gone, ", ")
+		if !o.AllowPartial {
+			return fail(fmt.Errorf("nothing produced: %s; give --allow-partial to redrive what is left", what))
+		}
+		fmt.Fprintf(stderr, "dead-letter redrive: %s; redriving what is left (--allow-partial)\n", what)
 	}
 	sel := &selector{sel: o.Select, to: o.To, dlTopic: s.topic}
 	if err := scan(ctx, s.cl, s.topic, spans, func(r *kgo.Record) error { sel.add(r); return nil }); err != nil {

@@ -52,14 +52,24 @@ func (s Selection) validate() error {
 func (s Selection) byTime() bool { return !s.FromTime.IsZero() || !s.ToTime.IsZero() }
 
 // narrow cuts the spans of the dead-letter topic to the partition and
-// offsets s selects.
-func (s Selection) narrow(spans map[int32]span) (map[int32]span, error) {
-	out := map[int32]span{}
-	for p, sp := range spans {
+// offsets s selects. gone names, per partition, the selected offsets below
+// its log start (deleted by retention or DeleteRecords): a range asked
+// 0-4 of a log that starts at 3 is only 3-4, and the caller must say so.
+func (s Selection) narrow(spans map[int32]span) (out map[int32]span, gone []string, err error) {
+	out = map[int32]span{}
+	for _, p := range slices.Sorted(maps.Keys(spans)) {
+		sp := spans[p]
 		if s.Partition != nil && *s.Partition != p {
 			continue
 		}
 		if s.FromOffset != nil {
+			if *s.FromOffset < sp.from {
+				last := sp.from - 1
+				if s.ToOffset != nil {
+					last = min(last, *s.ToOffset)
+				}
+				gone = append(gone, fmt.Sprintf("partition %d %s (its log starts at %d)", p, offsets(*s.FromOffset, last), sp.from))
+			}
 			sp.from = max(sp.from, *s.FromOffset)
 		}
 		if s.ToOffset != nil {
@@ -68,9 +78,17 @@ func (s Selection) narrow(spans map[int32]span) (map[int32]span, error) {
 		out[p] = sp
 	}
 	if s.Partition != nil && len(out) == 0 {
-		return nil, fmt.Errorf("--partition %d: the dead-letter topic has partitions 0 to %d", *s.Partition, len(spans)-1)
+		return nil, nil, fmt.Errorf("--partition %d: the dead-letter topic has partitions 0 to %d", *s.Partition, len(spans)-1)
 	}
-	return out, nil
+	return out, gone, nil
+}
+
+// offsets is "offset 3" or "offsets 3-9".
+func offsets(first, last int64) string {
+	if first == last {
+		return fmt.Sprintf("offset %d", first)
+	}
+	return fmt.Sprintf("offsets %d-%d", first, last)
 }
 
 // inTime reports whether the origin timestamp t is in s's time range.
@@ -181,11 +199,7 @@ func (m tally) write(w io.Writer, prefix, dlTopic string) error {
 		for _, p := range slices.Sorted(maps.Keys(m[dest])) {
 			r := m[dest][p]
 			total += r.count
-			if r.first == r.last {
-				parts = append(parts, fmt.Sprintf("partition %d offset %d", p, r.first))
-			} else {
-				parts = append(parts, fmt.Sprintf("partition %d offsets %d-%d", p, r.first, r.last))
-			}
+			parts = append(parts, fmt.Sprintf("partition %d %s", p, offsets(r.first, r.last)))
 		}
 		if _, err := fmt.Fprintf(w, "%s%s: %d record%s from %s %s\n", prefix, dest, total, plural(total), dlTopic, strings.Join(parts, ", ")); err != nil {
 			return err

@@ -219,3 +219,36 @@ func TestRedriveNamesEachRecordsOutcome(t *testing.T) {
 	assert.NotContains(t, stderr, "to orders:")
 	assert.ElementsMatch(t, []string{"k2 orders.dlq/0/1 12:00:00", "k4 orders.dlq/0/3 12:00:00"}, summary(c.read(t, "orders")))
 }
+
+// Bug (issue 29): a range partly below the log start (asked 0-2, the log
+// starts at 2) was narrowed without a word. It now fails, naming the
+// missing offsets, with nothing produced, unless --allow-partial.
+func TestRedrivePartlyGoneRange(t *testing.T) {
+	c := seed(t)
+	var o kadm.Offsets
+	o.Add(kadm.Offset{Topic: "orders.dlq", Partition: 0, At: 2})
+	o.Add(kadm.Offset{Topic: "orders.dlq", Partition: 1, At: 1})
+	res, err := kadm.NewClient(c.cl).DeleteRecords(ctxFor(t), o)
+	require.NoError(t, err)
+	require.NoError(t, res.Error())
+
+	args := []string{"redrive", "--seed-brokers", c.addr, "--dead-letter-topic", "orders.dlq", "--from-offset", "0", "--to-offset", "2", "--to", "retry"}
+	code, stdout, stderr := runCLI(t, args...)
+	assert.Equal(t, ExitFailed, code, stderr)
+	assert.Empty(t, stdout)
+	assert.Equal(t, "dead-letter redrive: nothing produced: the selected range is partly gone from the dead-letter topic: "+
+		"partition 0 offsets 0-1 (its log starts at 2), partition 1 offset 0 (its log starts at 1); give --allow-partial to redrive what is left\n", stderr)
+	assert.Empty(t, c.read(t, "retry"))
+
+	code, stdout, stderr = runCLI(t, append(args, "--allow-partial")...)
+	assert.Equal(t, ExitOK, code, stderr)
+	assert.Equal(t, "redrove 3 of 3 selected records from orders.dlq\nretry: 3 records from orders.dlq partition 0 offset 2, partition 1 offsets 1-2\n", stdout)
+	assert.Equal(t, "dead-letter redrive: the selected range is partly gone from the dead-letter topic: "+
+		"partition 0 offsets 0-1 (its log starts at 2), partition 1 offset 0 (its log starts at 1); redriving what is left (--allow-partial)\n", stderr)
+	assert.Len(t, c.read(t, "retry"), 3)
+
+	// A range within what is left needs no flag.
+	code, _, stderr = runCLI(t, "redrive", "--seed-brokers", c.addr, "--dead-letter-topic", "orders.dlq", "--partition", "0", "--from-offset", "2", "--to", "retry")
+	assert.Equal(t, ExitOK, code, stderr)
+	assert.Empty(t, stderr)
+}
