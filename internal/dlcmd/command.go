@@ -77,7 +77,7 @@ func (o Options) open(ctx context.Context, extra ...kgo.Opt) (*session, error) {
 	if s.topic, err = deadLetterTopic(o.Topic, in, o.Conn.ConfigPath != ""); err != nil {
 		return s, err
 	}
-	if s.cl, err = status.Connect(ctx, in.Target, extra...); err != nil {
+	if s.cl, err = status.Connect(ctx, in.Target, append(scanOpts(), extra...)...); err != nil {
 		return s, err
 	}
 	return s, nil

@@ -12,6 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// scanOpts are the client options scan needs.
+func scanOpts() []kgo.Opt { return []kgo.Opt{kgo.KeepControlRecords()} }
+
 // span is the offsets of one partition to read: [from, to).
 type span struct{ from, to int64 }
 
@@ -53,9 +56,12 @@ func snapshot(ctx context.Context, adm *kadm.Client, topic string) (map[int32]sp
 // end of its span, at fn's first error, or when ctx ends: then the error
 // names the partitions not read to their end.
 //
-// A partition whose last offsets hold no record to read (control records of
-// transactions, or compacted away) is never seen to reach its end: the
-// input writes neither, and a scan of such a topic ends with ctx.
+// cl must keep control records (scanOpts): the markers of transactions
+// take offsets, the end offset counts them, and a partition that ends in
+// one is otherwise never seen to reach its end. Control records are not
+// handed to fn. A partition whose last offsets were compacted away is still
+// never seen to reach its end: the input writes no compacted topic, and a
+// scan of one ends with ctx.
 func scan(ctx context.Context, cl *kgo.Client, topic string, spans map[int32]span, fn func(*kgo.Record) error) error {
 	pos := map[int32]int64{} // next offset to read, of the partitions not at their end
 	start := map[int32]kgo.Offset{}
@@ -98,8 +104,10 @@ func scan(ctx context.Context, cl *kgo.Client, topic string, spans map[int32]spa
 				if !reading || r.Offset >= end {
 					continue // past the snapshot's end
 				}
-				if err = fn(r); err != nil {
-					return
+				if !r.Attrs.IsControl() {
+					if err = fn(r); err != nil {
+						return
+					}
 				}
 				pos[r.Partition] = r.Offset + 1
 				if r.Offset+1 >= end {
