@@ -3,6 +3,7 @@ package dlcmd
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"syscall"
@@ -183,7 +184,7 @@ failed and what was not tried: running the same selection again writes the
 moved ones again).`)[1:],
 		Flags: append(commonFlags(),
 			&cli.StringFlag{Name: "to", Usage: "the destination topic (default: each record's origin topic, from dead_letter_topic)"},
-			&cli.IntFlag{Name: "partition", Usage: "only this partition of the dead-letter topic"},
+			&cli.Int64Flag{Name: "partition", Usage: "only this partition of the dead-letter topic"},
 			&cli.Int64Flag{Name: "from-offset", Usage: "the first offset in the dead-letter topic (inclusive)"},
 			&cli.Int64Flag{Name: "to-offset", Usage: "the last offset in the dead-letter topic (inclusive)"},
 			&cli.StringFlag{Name: "from-time", Usage: "RFC 3339: the earliest origin record timestamp (dead_letter_timestamp_ms, inclusive)"},
@@ -196,12 +197,11 @@ moved ones again).`)[1:],
 			if err := noArgs(c, "redrive"); err != nil {
 				return err
 			}
-			sel, err := selection(c)
+			o, err := redriveOptions(c)
 			if err != nil {
 				fmt.Fprintf(c.App.ErrWriter, "dead-letter redrive: %s\n", err)
 				return cli.Exit("", ExitFailed)
 			}
-			o := RedriveOptions{Options: options(c), To: c.String("to"), Select: sel, BatchSize: c.Int("batch-size"), KeepTimestamps: c.Bool("keep-timestamps"), AllowPartial: c.Bool("allow-partial")}
 			ctx, stop := signalContext(c)
 			defer stop()
 			return exit(Redrive(ctx, o, c.App.Writer, c.App.ErrWriter))
@@ -209,13 +209,27 @@ moved ones again).`)[1:],
 	}
 }
 
+// redriveOptions reads redrive's flags, refusing values out of their
+// types' range before any conversion (an int64 --partition of -4294967296
+// would wrap to int32 0): only the range flags given bound.
+func redriveOptions(c *cli.Context) (RedriveOptions, error) {
+	o := RedriveOptions{Options: options(c), To: c.String("to"), BatchSize: c.Int("batch-size"),
+		KeepTimestamps: c.Bool("keep-timestamps"), AllowPartial: c.Bool("allow-partial")}
+	if o.BatchSize < 1 {
+		return o, fmt.Errorf("--batch-size (%d) must be at least 1", o.BatchSize)
+	}
+	var err error
+	o.Select, err = selection(c)
+	return o, err
+}
+
 // selection reads the range flags; only the ones given bound.
 func selection(c *cli.Context) (Selection, error) {
 	var s Selection
 	if c.IsSet("partition") {
-		p := c.Int("partition")
-		if p > 1<<31-1 {
-			return s, fmt.Errorf("--partition (%d) is not a partition number", p)
+		p := c.Int64("partition")
+		if p < 0 || p > math.MaxInt32 {
+			return s, fmt.Errorf("--partition (%d) must be between 0 and %d", p, math.MaxInt32)
 		}
 		p32 := int32(p)
 		s.Partition = &p32

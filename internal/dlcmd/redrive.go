@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,7 +32,7 @@ type Selection struct {
 func (s Selection) validate() error {
 	var errs []error
 	if s.Partition != nil && *s.Partition < 0 {
-		errs = append(errs, fmt.Errorf("--partition (%d) must not be negative", *s.Partition))
+		errs = append(errs, fmt.Errorf("--partition (%d) must be between 0 and %d", *s.Partition, math.MaxInt32))
 	}
 	if s.FromOffset != nil && *s.FromOffset < 0 {
 		errs = append(errs, fmt.Errorf("--from-offset (%d) must not be negative", *s.FromOffset))

@@ -252,3 +252,26 @@ func TestRedrivePartlyGoneRange(t *testing.T) {
 	assert.Equal(t, ExitOK, code, stderr)
 	assert.Empty(t, stderr)
 }
+
+// Bug (issue 29): --partition -4294967296 wrapped to partition 0 (int to
+// int32) and redrove it. Out-of-range values are refused, naming the flag,
+// the value and the limits, with nothing read.
+func TestRedriveOutOfRangeFlags(t *testing.T) {
+	c := seed(t)
+	for _, tc := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"--partition", "-4294967296"}, "dead-letter redrive: --partition (-4294967296) must be between 0 and 2147483647\n"},
+		{[]string{"--partition", "4294967296"}, "dead-letter redrive: --partition (4294967296) must be between 0 and 2147483647\n"},
+		{[]string{"--partition", "-1"}, "dead-letter redrive: --partition (-1) must be between 0 and 2147483647\n"},
+		{[]string{"--batch-size", "0"}, "dead-letter redrive: --batch-size (0) must be at least 1\n"},
+	} {
+		args := append([]string{"redrive", "--seed-brokers", c.addr, "--dead-letter-topic", "orders.dlq", "--to", "retry"}, tc.args...)
+		code, stdout, stderr := runCLI(t, args...)
+		assert.Equal(t, ExitFailed, code, "%v: exit status; stderr: %s", tc.args, stderr)
+		assert.Empty(t, stdout, tc.args)
+		assert.Equal(t, tc.stderr, stderr, tc.args)
+	}
+	assert.Empty(t, c.read(t, "retry"))
+}
