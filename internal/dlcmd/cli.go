@@ -36,7 +36,7 @@ redrive produces its records again.`[1:],
 func commonFlags() []cli.Flag {
 	return append(status.ConnFlags(),
 		&cli.StringFlag{Name: flagTopic, Usage: "the dead-letter topic (overrides the config's dead_letter.topic; required without -c, or when that topic is interpolated per message)"},
-		&cli.DurationFlag{Name: "timeout", Value: time.Minute, Usage: "give up (exit 1) after this long, for the whole command"},
+		&cli.DurationFlag{Name: "timeout", Value: time.Minute, Usage: "give up after this long, for the whole command (exit 1; redrive exits 2 once it moved records, and lists what it did not try)"},
 	)
 }
 
@@ -164,12 +164,15 @@ stderr and redrives what is left.
   {{.BinaryName}} dead-letter redrive --seed-brokers localhost:9092 --dead-letter-topic orders.dlq --to orders-retry
 ` + connHelp + `
 
-The selection is read in full and checked before anything is produced: a
-record whose provenance does not parse fails the command, with nothing
-produced, when its destination (no --to) or its timestamp (a time range) is
-needed; select around it by offset, or give --to and no time range to move
-it as it is. Records go out in batches, in order; the first batch with a
-failure ends the run, and the batches after it are not tried. --timeout,
+The selection is read in full and checked before anything is produced,
+then read again to be produced a batch at a time (memory holds a batch and
+the client's fetch buffers, not the selection): a record whose provenance
+does not parse fails the command, with nothing produced, when its
+destination (no --to) or its timestamp (a time range) is needed; select
+around it by offset, or give --to and no time range to move it as it is. A
+record deleted between the two reads is reported as gone. Records go out in
+batches, in dead-letter partition and offset order; the first batch with a
+failure ends the run, and the records after it are not tried. --timeout,
 SIGINT (Ctrl-C) and SIGTERM end it too, once the records already sent are
 answered.
 
@@ -189,8 +192,8 @@ moved ones again).`)[1:],
 			&cli.Int64Flag{Name: "to-offset", Usage: "the last offset in the dead-letter topic (inclusive)"},
 			&cli.StringFlag{Name: "from-time", Usage: "RFC 3339: the earliest origin record timestamp (dead_letter_timestamp_ms, inclusive)"},
 			&cli.StringFlag{Name: "to-time", Usage: "RFC 3339: origin record timestamps before this (dead_letter_timestamp_ms, exclusive)"},
-			&cli.BoolFlag{Name: "allow-partial", Usage: "redrive what is left of an offset range partly below its partition's log start (default: refuse it, producing nothing)"},
-			&cli.BoolFlag{Name: "keep-timestamps", Usage: "keep each record's timestamp (default: the time of the redrive, the old one in the dead_letter_original_timestamp_ms header)"},
+			&cli.BoolFlag{Name: "allow-partial", Usage: "redrive what is left of an offset range partly below its partition's log start; without it, such a range fails with nothing produced"},
+			&cli.BoolFlag{Name: "keep-timestamps", Usage: "keep each record's timestamp; without it, a record gets the time of the redrive and the old one goes in dead_letter_original_timestamp_ms"},
 			&cli.IntFlag{Name: "batch-size", Value: defaultBatchSize, Usage: "records per produce request batch (ProduceSync)"},
 		),
 		Action: func(c *cli.Context) error {

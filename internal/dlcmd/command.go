@@ -1,12 +1,10 @@
 package dlcmd
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -172,23 +170,21 @@ func Redrive(ctx context.Context, o RedriveOptions, stdout, stderr io.Writer) in
 		}
 		fmt.Fprintf(stderr, "dead-letter redrive: %s; redriving what is left (--allow-partial)\n", what)
 	}
-	sel := &selector{sel: o.Select, to: o.To, dlTopic: s.topic}
+	// Two passes: the check reads the selection and keeps runs of offsets;
+	// the produce pass reads the records again, a batch at a time, in the
+	// order of the dead-letter topic, whatever order the fetches came in:
+	// a failure then stops at the same record every run.
+	sel := newSelector(o.Select, o.To, s.topic)
 	if err := scan(ctx, s.cl, s.topic, spans, func(r *kgo.Record) error { sel.add(r); return nil }); err != nil {
 		return fail(cutShort(ctx, o.Timeout, err))
 	}
 	if err := sel.check(); err != nil {
 		return fail(fmt.Errorf("nothing produced: %w", err))
 	}
-
-	// In the order of the dead-letter topic, whatever order the fetches
-	// came in: a failure then stops at the same record every run.
-	slices.SortFunc(sel.picks, func(a, b pick) int {
-		return cmp.Or(cmp.Compare(a.r.Partition, b.r.Partition), cmp.Compare(a.r.Offset, b.r.Offset))
-	})
 	moved, notTried := tally{}, tally{}
-	perr := produce(ctx, s.cl, sel.picks, o.BatchSize, o.KeepTimestamps, moved, notTried)
+	perr := produce(ctx, s.cl, s.topic, sel.plan, o.BatchSize, o.KeepTimestamps, moved, notTried)
 	var out strings.Builder
-	fmt.Fprintf(&out, "redrove %d of %d selected record%s from %s\n", moved.count(), len(sel.picks), plural(len(sel.picks)), s.topic)
+	fmt.Fprintf(&out, "redrove %d of %d selected record%s from %s\n", moved.count(), sel.plan.total, plural(sel.plan.total), s.topic)
 	if err := moved.write(&out, "", s.topic); err != nil {
 		return fail(err)
 	}

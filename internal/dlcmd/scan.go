@@ -99,10 +99,10 @@ func scan(ctx context.Context, cl *kgo.Client, topic string, spans map[int32]spa
 				if err != nil {
 					return
 				}
-				_, reading := pos[r.Partition]
+				next, reading := pos[r.Partition]
 				end := spans[r.Partition].to
-				if !reading || r.Offset >= end {
-					continue // past the snapshot's end
+				if !reading || r.Offset < next || r.Offset >= end {
+					continue // read already (a fetch of an earlier scan of the partition), or past the snapshot's end
 				}
 				if !r.Attrs.IsControl() {
 					if err = fn(r); err != nil {
