@@ -63,7 +63,7 @@ type selector struct {
 	dlTopic    string
 	plan       plan
 	unparsable []Unparsable
-	loop       *Unparsable // the first record whose destination is dlTopic; Reason unused
+	loop       *kgo.Record // the first record whose destination is dlTopic
 }
 
 func newSelector(sel Selection, to, dlTopic string) *selector {
@@ -76,7 +76,7 @@ func (s *selector) add(r *kgo.Record) {
 		return
 	}
 	if dest == s.dlTopic && s.loop == nil {
-		s.loop = &Unparsable{Partition: r.Partition, Offset: r.Offset}
+		s.loop = r
 	}
 	s.plan.total++
 	runs := s.plan.runs[r.Partition]
