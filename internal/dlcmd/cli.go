@@ -1,7 +1,12 @@
 package dlcmd
 
 import (
+	"context"
 	"fmt"
+	"math"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -31,7 +36,7 @@ redrive produces its records again.`[1:],
 func commonFlags() []cli.Flag {
 	return append(status.ConnFlags(),
 		&cli.StringFlag{Name: flagTopic, Usage: "the dead-letter topic (overrides the config's dead_letter.topic; required without -c, or when that topic is interpolated per message)"},
-		&cli.DurationFlag{Name: "timeout", Value: time.Minute, Usage: "give up (exit 1) after this long, for the whole command"},
+		&cli.DurationFlag{Name: "timeout", Value: time.Minute, Usage: "give up after this long, for the whole command (exit 1; redrive exits 2 once it moved records, and lists what it did not try)"},
 	)
 }
 
@@ -56,6 +61,14 @@ func noArgs(c *cli.Context, name string) error {
 		return cli.Exit("", ExitFailed)
 	}
 	return nil
+}
+
+// signalContext is c's context, cancelled by SIGINT or SIGTERM with the
+// signal as its cause, so that a run cut short by a signal reports as one
+// cut by --timeout: what was done and what was not, instead of dying
+// silently with the signal's status.
+func signalContext(c *cli.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(c.Context, os.Interrupt, syscall.SIGTERM)
 }
 
 func exit(code int) error {
@@ -107,7 +120,9 @@ Exit status: 0 when the topic was read to its end, 1 when it could not be
 				return err
 			}
 			o := InspectOptions{Options: options(c), Format: c.String("format")}
-			return exit(Inspect(c.Context, o, c.App.Writer, c.App.ErrWriter))
+			ctx, stop := signalContext(c)
+			defer stop()
+			return exit(Inspect(ctx, o, c.App.Writer, c.App.ErrWriter))
 		},
 	}
 }
@@ -119,9 +134,13 @@ func redriveCommand() *cli.Command {
 		ArgsUsage: " ",
 		Description: (`
 Produces the selected records of the dead-letter topic to --to, or each to
-its origin topic (its dead_letter_topic header), with their key, value,
-timestamp and headers, minus the dead_letter_* ones, plus
-dead_letter_redriven_from: "<dead-letter topic>/<partition>/<offset>". The
+its origin topic (its dead_letter_topic header), with their key, value
+and headers, minus the dead_letter_* ones, plus
+dead_letter_redriven_from: "<dead-letter topic>/<partition>/<offset>" and
+dead_letter_original_timestamp_ms: the record is stamped with the time of
+the redrive, so that a destination's time retention does not delete it at
+once, and its old timestamp (Unix milliseconds) is kept in that header.
+--keep-timestamps keeps the old timestamp instead, and adds no header. The
 partition is the producer's (records of one key go to one partition). It
 uses an idempotent producer with acks from all in-sync replicas.
 
@@ -134,58 +153,86 @@ topic, and nothing remembers what was redriven. Narrow the selection with:
   --from-time       the ORIGIN record's timestamp (dead_letter_timestamp_ms),
   --to-time         RFC 3339; from inclusive, to exclusive
 
-Without them, it redrives every record the topic held when it started.
+Without them, it redrives every record the topic held when it started. An
+offset range partly below a partition's log start (deleted by retention:
+asked 0-4, the log starts at 3) fails the command, with nothing produced
+and the missing offsets named, unless --allow-partial: then it says so on
+stderr and redrives what is left.
 
   {{.BinaryName}} dead-letter redrive -c ./config.yaml --partition 0 --from-offset 120 --to-offset 180
   {{.BinaryName}} dead-letter redrive -c ./config.yaml --from-time 2026-03-01T12:00:00Z --to-time 2026-03-01T13:00:00Z
   {{.BinaryName}} dead-letter redrive --seed-brokers localhost:9092 --dead-letter-topic orders.dlq --to orders-retry
 ` + connHelp + `
 
-The selection is read in full and checked before anything is produced: a
-record whose provenance does not parse fails the command, with nothing
-produced, when its destination (no --to) or its timestamp (a time range) is
-needed; select around it by offset, or give --to and no time range to move
-it as it is. Records go out in batches, in order; the first batch with a
-failure ends the run, and the batches after it are not tried.
+The selection is read in full and checked before anything is produced,
+then read again to be produced a batch at a time (memory holds a batch and
+the client's fetch buffers, not the selection): a record whose provenance
+does not parse fails the command, with nothing produced, when its
+destination (no --to) or its timestamp (a time range) is needed; select
+around it by offset, or give --to and no time range to move it as it is. A
+record deleted between the two reads is reported as gone. Records go out in
+batches, in dead-letter partition and offset order; the first batch with a
+failure ends the run, and the records after it are not tried. --timeout,
+SIGINT (Ctrl-C) and SIGTERM end it too, once the records already sent are
+answered.
 
 It prints, per destination topic, how many records it moved and their
-offsets in the dead-letter topic.
+offsets in the dead-letter topic; on stderr, when the run ends early, why,
+each record that failed, and the records not tried.
 
 Exit status: 0 when every selected record was produced; 1 when nothing was
 produced (the reason on stderr); 2 when some were produced and then one
-failed (stdout lists what was moved, stderr what failed: running the same
-selection again writes the moved ones again).`)[1:],
+failed or the run was cut short (stdout lists what was moved, stderr what
+failed and what was not tried: running the same selection again writes the
+moved ones again).`)[1:],
 		Flags: append(commonFlags(),
 			&cli.StringFlag{Name: "to", Usage: "the destination topic (default: each record's origin topic, from dead_letter_topic)"},
-			&cli.IntFlag{Name: "partition", Usage: "only this partition of the dead-letter topic"},
+			&cli.Int64Flag{Name: "partition", Usage: "only this partition of the dead-letter topic"},
 			&cli.Int64Flag{Name: "from-offset", Usage: "the first offset in the dead-letter topic (inclusive)"},
 			&cli.Int64Flag{Name: "to-offset", Usage: "the last offset in the dead-letter topic (inclusive)"},
 			&cli.StringFlag{Name: "from-time", Usage: "RFC 3339: the earliest origin record timestamp (dead_letter_timestamp_ms, inclusive)"},
 			&cli.StringFlag{Name: "to-time", Usage: "RFC 3339: origin record timestamps before this (dead_letter_timestamp_ms, exclusive)"},
+			&cli.BoolFlag{Name: "allow-partial", Usage: "redrive what is left of an offset range partly below its partition's log start; without it, such a range fails with nothing produced"},
+			&cli.BoolFlag{Name: "keep-timestamps", Usage: "keep each record's timestamp; without it, a record gets the time of the redrive and the old one goes in dead_letter_original_timestamp_ms"},
 			&cli.IntFlag{Name: "batch-size", Value: defaultBatchSize, Usage: "records per produce request batch (ProduceSync)"},
 		),
 		Action: func(c *cli.Context) error {
 			if err := noArgs(c, "redrive"); err != nil {
 				return err
 			}
-			sel, err := selection(c)
+			o, err := redriveOptions(c)
 			if err != nil {
 				fmt.Fprintf(c.App.ErrWriter, "dead-letter redrive: %s\n", err)
 				return cli.Exit("", ExitFailed)
 			}
-			o := RedriveOptions{Options: options(c), To: c.String("to"), Select: sel, BatchSize: c.Int("batch-size")}
-			return exit(Redrive(c.Context, o, c.App.Writer, c.App.ErrWriter))
+			ctx, stop := signalContext(c)
+			defer stop()
+			return exit(Redrive(ctx, o, c.App.Writer, c.App.ErrWriter))
 		},
 	}
+}
+
+// redriveOptions reads redrive's flags, refusing values out of their
+// types' range before any conversion (an int64 --partition of -4294967296
+// would wrap to int32 0): only the range flags given bound.
+func redriveOptions(c *cli.Context) (RedriveOptions, error) {
+	o := RedriveOptions{Options: options(c), To: c.String("to"), BatchSize: c.Int("batch-size"),
+		KeepTimestamps: c.Bool("keep-timestamps"), AllowPartial: c.Bool("allow-partial")}
+	if o.BatchSize < 1 {
+		return o, fmt.Errorf("--batch-size (%d) must be at least 1", o.BatchSize)
+	}
+	var err error
+	o.Select, err = selection(c)
+	return o, err
 }
 
 // selection reads the range flags; only the ones given bound.
 func selection(c *cli.Context) (Selection, error) {
 	var s Selection
 	if c.IsSet("partition") {
-		p := c.Int("partition")
-		if p > 1<<31-1 {
-			return s, fmt.Errorf("--partition (%d) is not a partition number", p)
+		p := c.Int64("partition")
+		if p < 0 || p > math.MaxInt32 {
+			return s, fmt.Errorf("--partition (%d) must be between 0 and %d", p, math.MaxInt32)
 		}
 		p32 := int32(p)
 		s.Partition = &p32

@@ -67,7 +67,7 @@ func (c *testCluster) produce(t *testing.T, rs ...*kgo.Record) {
 // read returns every record of topic, in partition and offset order.
 func (c *testCluster) read(t *testing.T, topic string) []*kgo.Record {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addr))
+	cl, err := kgo.NewClient(append(scanOpts(), kgo.SeedBrokers(c.addr))...)
 	require.NoError(t, err)
 	defer cl.Close()
 	var out []*kgo.Record

@@ -1,12 +1,10 @@
 package dlcmd
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +41,14 @@ type RedriveOptions struct {
 	To        string // destination topic; "" for each record's origin topic
 	Select    Selection
 	BatchSize int // records per ProduceSync; 0 is defaultBatchSize
+	// KeepTimestamps keeps each dead letter's timestamp on the redriven
+	// record; without it the record gets the time of the redrive and the
+	// old timestamp goes in HeaderOriginalTimestampMs.
+	KeepTimestamps bool
+	// AllowPartial redrives what is left of an offset range that is partly
+	// below its partition's log start; without it such a range fails, with
+	// nothing produced.
+	AllowPartial bool
 }
 
 const defaultBatchSize = 500
@@ -69,7 +75,7 @@ func (o Options) open(ctx context.Context, extra ...kgo.Opt) (*session, error) {
 	if s.topic, err = deadLetterTopic(o.Topic, in, o.Conn.ConfigPath != ""); err != nil {
 		return s, err
 	}
-	if s.cl, err = status.Connect(ctx, in.Target, extra...); err != nil {
+	if s.cl, err = status.Connect(ctx, in.Target, append(scanOpts(), extra...)...); err != nil {
 		return s, err
 	}
 	return s, nil
@@ -94,17 +100,17 @@ func Inspect(ctx context.Context, o InspectOptions, stdout, stderr io.Writer) in
 		secrets = s.secrets
 	}
 	if err != nil {
-		return fail(timedOut(ctx, o.Timeout, err))
+		return fail(cutShort(ctx, o.Timeout, err))
 	}
 	defer s.cl.Close()
 
 	spans, err := snapshot(ctx, kadm.NewClient(s.cl), s.topic)
 	if err != nil {
-		return fail(timedOut(ctx, o.Timeout, err))
+		return fail(cutShort(ctx, o.Timeout, err))
 	}
 	sum := newSummarizer(s.topic, len(spans))
 	if err := scan(ctx, s.cl, s.topic, spans, func(r *kgo.Record) error { sum.add(r); return nil }); err != nil {
-		return fail(timedOut(ctx, o.Timeout, err))
+		return fail(cutShort(ctx, o.Timeout, err))
 	}
 	var out strings.Builder
 	if o.Format == "json" {
@@ -145,58 +151,64 @@ func Redrive(ctx context.Context, o RedriveOptions, stdout, stderr io.Writer) in
 		secrets = s.secrets
 	}
 	if err != nil {
-		return fail(timedOut(ctx, o.Timeout, err))
+		return fail(cutShort(ctx, o.Timeout, err))
 	}
 	defer s.cl.Close()
 
 	spans, err := snapshot(ctx, kadm.NewClient(s.cl), s.topic)
+	var gone []string
 	if err == nil {
-		spans, err = o.Select.narrow(spans)
+		spans, gone, err = o.Select.narrow(spans)
 	}
 	if err != nil {
-		return fail(timedOut(ctx, o.Timeout, err))
+		return fail(cutShort(ctx, o.Timeout, err))
 	}
-	sel := &selector{sel: o.Select, to: o.To, dlTopic: s.topic}
+	if len(gone) > 0 {
+		what := "the selected range is partly gone from the dead-letter topic: " + strings.Join(gone, ", ")
+		if !o.AllowPartial {
+			return fail(fmt.Errorf("nothing produced: %s; give --allow-partial to redrive what is left", what))
+		}
+		fmt.Fprintf(stderr, "dead-letter redrive: %s; redriving what is left (--allow-partial)\n", what)
+	}
+	// Two passes: the check reads the selection and keeps runs of offsets;
+	// the produce pass reads the records again, a batch at a time, in the
+	// order of the dead-letter topic, whatever order the fetches came in:
+	// a failure then stops at the same record every run.
+	sel := newSelector(o.Select, o.To, s.topic)
 	if err := scan(ctx, s.cl, s.topic, spans, func(r *kgo.Record) error { sel.add(r); return nil }); err != nil {
-		return fail(timedOut(ctx, o.Timeout, err))
+		return fail(cutShort(ctx, o.Timeout, err))
 	}
 	if err := sel.check(); err != nil {
 		return fail(fmt.Errorf("nothing produced: %w", err))
 	}
-
-	// In the order of the dead-letter topic, whatever order the fetches
-	// came in: a failure then stops at the same record every run.
-	slices.SortFunc(sel.picks, func(a, b pick) int {
-		return cmp.Or(cmp.Compare(a.r.Partition, b.r.Partition), cmp.Compare(a.r.Offset, b.r.Offset))
-	})
-	m := moved{}
-	perr := produce(ctx, s.cl, sel.picks, o.BatchSize, m)
+	moved, notTried := tally{}, tally{}
+	perr := produce(ctx, s.cl, s.topic, sel.plan, o.BatchSize, o.KeepTimestamps, moved, notTried)
 	var out strings.Builder
-	fmt.Fprintf(&out, "redrove %d of %d selected record%s from %s\n", count(m), len(sel.picks), plural(len(sel.picks)), s.topic)
-	if err := m.write(&out, s.topic); err != nil {
+	fmt.Fprintf(&out, "redrove %d of %d selected record%s from %s\n", moved.count(), sel.plan.total, plural(sel.plan.total), s.topic)
+	if err := moved.write(&out, "", s.topic); err != nil {
 		return fail(err)
 	}
 	if _, err := io.WriteString(stdout, status.Scrub(out.String(), secrets)); err != nil {
 		return fail(err)
 	}
-	if perr != nil {
-		code := fail(timedOut(ctx, o.Timeout, perr))
-		if len(m) > 0 {
-			return ExitPartial
-		}
-		return code
+	if perr == nil && len(notTried) == 0 {
+		return ExitOK
 	}
-	return ExitOK
-}
-
-func count(m moved) int {
-	n := 0
-	for _, ps := range m {
-		for _, r := range ps {
-			n += r.count
+	// Cut short: by a failure, by --timeout or by a signal. stderr says
+	// why, which records failed and which were not tried.
+	var why strings.Builder
+	why.WriteString(cutShort(ctx, o.Timeout, perr).Error())
+	if n := notTried.count(); n > 0 {
+		fmt.Fprintf(&why, "\n%d record%s not tried:\n", n, plural(n))
+		if err := notTried.write(&why, "  ", s.topic); err != nil {
+			return fail(err)
 		}
 	}
-	return n
+	code := fail(errors.New(strings.TrimSuffix(why.String(), "\n")))
+	if len(moved) > 0 {
+		return ExitPartial
+	}
+	return code
 }
 
 // failer returns the function that reports err on stderr, scrubbed of the
@@ -208,10 +220,23 @@ func failer(command string, stderr io.Writer, secrets *[]string) func(error) int
 	}
 }
 
-// timedOut says so when err came from the command's deadline.
-func timedOut(ctx context.Context, timeout time.Duration, err error) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("not done within --timeout %v: %w", timeout, err)
+// cutShort says so when err came from the command's deadline (--timeout) or
+// from a signal (the cause of ctx's cancellation). A nil err is the cut
+// alone.
+func cutShort(ctx context.Context, timeout time.Duration, err error) error {
+	var why string
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		why = fmt.Sprintf("not done within --timeout %v", timeout)
+	case ctx.Err() != nil:
+		why = fmt.Sprintf("interrupted (%v)", context.Cause(ctx))
+	case err != nil:
+		return err
+	default:
+		return errors.New("cut short")
 	}
-	return err
+	if err == nil {
+		return errors.New(why)
+	}
+	return fmt.Errorf("%s: %w", why, err)
 }

@@ -8,15 +8,21 @@
 // input keeps writing.
 //
 // inspect summarises the topic per origin topic and partition (Summary);
-// redrive checks the whole selection, then produces it back with an
-// idempotent producer. Nothing is ever skipped silently: a record whose
-// provenance does not parse is listed by inspect, and fails redrive when
-// the provenance is needed to place it.
+// redrive reads the selection twice: a check pass that places every record
+// and keeps runs of offsets (a plan), then a produce pass that reads the
+// records again and produces them back with an idempotent producer, a
+// batch at a time, so that it never holds the selection in memory. Nothing
+// is ever skipped silently: a record whose provenance does not parse is
+// listed by inspect, and fails redrive when the provenance is needed to
+// place it; a range partly below the log start, a record gone between the
+// passes, a failure and a cut (--timeout, SIGINT, SIGTERM) are reported
+// with the records they left.
 //
-// Files: cli.go (the commands, flags and help), command.go (Inspect,
-// Redrive, exit statuses), topic.go (which topic), scan.go (reading to the
-// end), inspect.go (Summary and its text and JSON), redrive.go (Selection,
-// checks, producing).
+// Files: cli.go (the commands, flags, signals and help), command.go
+// (Inspect, Redrive, exit statuses), topic.go (which topic), scan.go
+// (reading to the end, transaction markers included), inspect.go (Summary
+// and its text and JSON), plan.go (the check pass), redrive.go (Selection,
+// the produce pass and its tallies).
 //
 // # Concurrency
 //

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func TestInspectText(t *testing.T) {
@@ -89,4 +90,27 @@ func TestInspectEmptyTopic(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "inspect", "--seed-brokers", c.addr, "--dead-letter-topic", "orders.dlq")
 	require.Equal(t, ExitOK, code, stderr)
 	assert.Equal(t, "dead-letter topic orders.dlq: 0 records in 3 partitions: 0 from 0 origin partitions, 0 unparsable\n", stdout)
+}
+
+// Bug (issue 29): a dead-letter topic that ends in a transaction marker
+// (written by a transactional producer's commit) was never read to its end
+// offset, which counts the marker: inspect and redrive waited out
+// --timeout and failed. The scan now reads control records, without
+// handing them on.
+func TestTransactionMarkerAtTheEnd(t *testing.T) {
+	c := newCluster(t, kfakeTopics(1, "orders.dlq", "orders"))
+	txn, err := kgo.NewClient(kgo.SeedBrokers(c.addr), kgo.TransactionalID("dl-writer"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	defer txn.Close()
+	require.NoError(t, txn.BeginTransaction())
+	require.NoError(t, txn.ProduceSync(ctxFor(t), letter(0, "orders", 0, 10, t0, 1, "timeout"), letter(0, "orders", 0, 11, t0, 1, "timeout")).FirstErr())
+	require.NoError(t, txn.EndTransaction(ctxFor(t), kgo.TryCommit))
+
+	code, stdout, stderr := runCLI(t, "inspect", "--seed-brokers", c.addr, "--dead-letter-topic", "orders.dlq", "--timeout", "5s")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, stdout, "dead-letter topic orders.dlq: 2 records in 1 partition: 2 from 1 origin partition, 0 unparsable\n")
+
+	code, stdout, stderr = runCLI(t, "redrive", "--seed-brokers", c.addr, "--dead-letter-topic", "orders.dlq", "--timeout", "5s")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Equal(t, "redrove 2 of 2 selected records from orders.dlq\norders: 2 records from orders.dlq partition 0 offsets 0-1\n", stdout)
 }
