@@ -759,3 +759,41 @@ func TestOwnerLateTruncationKeepsTheLossesReportedSince(t *testing.T) {
 		require.Equal(t, int64(10+5+8), g.Get(MetricLostRecords, "t", 0), "5-9 of the old log, and 2-9 of the new one: 10-19 once")
 	})
 }
+
+// A loss report that merged a truncation is named after it: its count holds
+// the offsets delivered from the old log, so it does not say that every
+// offset of its span was lost. Here 0-4 are lost to retention and 5-9,
+// delivered, are truncated: the merged report spans 0-9 with a count of 10.
+// Before, it kept the cause of the first event (retention), and the epoch
+// that started from it took 5-9 as reported lost: when retention deleted the
+// new log's 5-8, never delivered, nothing was said (found by TestOwnerModel,
+// seeds 101034 and 5637).
+func TestOwnerMergedTruncationHidesNothing(t *testing.T) {
+	m, g := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "batch_max_records: 5\ncommit_period: 1s\nlost_records_report_for: 1h\n"), m)
+		h.assign(tp0)
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
+		h.fetchFrom(tp0, 10, 5, epochRecords(tp0, 5, 10, 0)...)
+		require.Equal(t, int64(5), g.Get(MetricLostRecords, "t", 0), "0-4 deleted")
+		h.ack(h.read(), nil) // 5-9
+
+		h.fetch(tp0, 9, epochRecords(tp0, 5, 9, 1)...) // the new log from 5
+		require.Equal(t, int64(5), g.Get(MetricTruncated, "t", 0))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		meta, loss, ok := h.lastMeta(tp0)
+		require.True(t, ok)
+		require.Equal(t, int64(5), meta.Base, "the commit back to the divergence point")
+		require.Equal(t, commitmeta.Loss{First: 0, Last: 9, Count: 10, Since: loss.Since, Cause: commitmeta.CauseTruncation}, loss)
+
+		h.cl.mu.Lock()
+		raw := h.cl.commits[len(h.cl.commits)-1].meta[tp0]
+		h.cl.mu.Unlock()
+		<-h.revoke(tp0)
+		h.assign(tp0)
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 5, leaderEpoch: 0, meta: raw}})
+		h.fetchFrom(tp0, 12, 9, epochRecords(tp0, 9, 12, 1)...) // the new log deleted below 9
+		require.Equal(t, int64(5+4), g.Get(MetricLostRecords, "t", 0), "5-8 of the new log were never delivered")
+	})
+}
