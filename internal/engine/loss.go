@@ -180,7 +180,8 @@ func (o *owner) inheritLoss(p *partState, loss *commitmeta.Loss) {
 		// does not say which: they may be lost since, and a member that
 		// counted the whole span would hide them; they are reported again.
 		// A truncation's offsets are of the old log: the new log's
-		// records there are others, which may be lost in their turn.
+		// records there are others, which may be lost in their turn
+		// (and a report that merged one is named after it: carryLoss).
 		o.lost.lossReported[p.tp] = mergeRanges(o.lost.lossReported[p.tp], []commitmeta.Range{{From: l.First, To: l.Last + 1}})
 	}
 	if o.conf.LostReportFor > 0 && o.now().Sub(l.Since) < o.conf.LostReportFor {
@@ -195,7 +196,16 @@ func (o *owner) carryLoss(p *partState, l commitmeta.Loss) {
 		return
 	}
 	if p.loss.carried.Count > 0 {
+		truncation := p.loss.carried.Cause == causeTruncation || l.Cause == causeTruncation
 		l = commitmeta.MergeLoss(p.loss.carried, l)
+		if truncation {
+			// A truncation's count holds offsets delivered from the old
+			// log, not lost: a report that merged one, named after a
+			// retention loss met first, would say that every offset of
+			// its span was deleted, and inheritLoss would take the new
+			// log's records there as reported.
+			l.Cause = causeTruncation
+		}
 	}
 	p.loss.carried = l
 	o.lists.losses.add(p)

@@ -724,3 +724,76 @@ func TestOwnerTransactionMarkerProvesTheRangesStale(t *testing.T) {
 		})
 	}
 }
+
+// A truncation met late does not forget the losses reported since it: a
+// partition stalled at 5 (5-9 failed for good, not fetching) misses an
+// unclean election that rewrites its log from 2; the new log then grows
+// and retention deletes below 20, and the listed log start reports 10-19
+// lost, offsets of the new log. When the truncation is met (kgo's data loss
+// at 2) the new epoch resumes at 2 and finds the log start at 20: only 2-9
+// are lost besides, 5-9 of the old log that were queued and not delivered
+// counting once more. Before, the truncation forgot every offset reported
+// at or above 2 as if it were of the old log, and 10-19 were reported
+// twice (found by TestOwnerModel, seeds 1704, 3109 and eight more).
+func TestOwnerLateTruncationKeepsTheLossesReportedSince(t *testing.T) {
+	m, g := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "batch_max_records: 5\ncommit_period: 1s\ntopic_lag_refresh_period: 1s\nstall_replay_after: 0s\nnack_retry: { max_retries: 0 }\ncommit_metadata: false\n"), m)
+		h.assign(tp0)
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
+		h.fetch(tp0, 10, epochRecords(tp0, 0, 10, 0)...)
+		bs := h.readAll()
+		require.Equal(t, []int64{0, 5}, firsts(bs))
+		h.ack(bs[0], nil)
+		h.ack(bs[1], errors.New("HTTP 503")) // failed for good: stalled at 5
+
+		h.cl.setStart(tp0, 20) // the new log, deleted below 20
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Equal(t, int64(10), g.Get(MetricLostRecords, "t", 0), "10-19 were never fetched and are gone")
+
+		h.fetchErr(tp0, &kgo.ErrDataLoss{Topic: "t", Partition: 0, ConsumedTo: 10, ConsumedToEpoch: 0, ResetTo: 2, ResetToEpoch: 0})
+		require.Equal(t, int64(3), g.Get(MetricTruncated, "t", 0), "2-4 were delivered from the old log")
+		h.fetchFrom(tp0, 30, 20, epochRecords(tp0, 20, 30, 1)...)
+		require.Equal(t, []int64{20, 25}, firsts(h.readAll()))
+		require.Equal(t, int64(10+5+8), g.Get(MetricLostRecords, "t", 0), "5-9 of the old log, and 2-9 of the new one: 10-19 once")
+	})
+}
+
+// A loss report that merged a truncation is named after it: its count holds
+// the offsets delivered from the old log, so it does not say that every
+// offset of its span was lost. Here 0-4 are lost to retention and 5-9,
+// delivered, are truncated: the merged report spans 0-9 with a count of 10.
+// Before, it kept the cause of the first event (retention), and the epoch
+// that started from it took 5-9 as reported lost: when retention deleted the
+// new log's 5-8, never delivered, nothing was said (found by TestOwnerModel,
+// seeds 101034 and 5637).
+func TestOwnerMergedTruncationHidesNothing(t *testing.T) {
+	m, g := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "batch_max_records: 5\ncommit_period: 1s\nlost_records_report_for: 1h\n"), m)
+		h.assign(tp0)
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
+		h.fetchFrom(tp0, 10, 5, epochRecords(tp0, 5, 10, 0)...)
+		require.Equal(t, int64(5), g.Get(MetricLostRecords, "t", 0), "0-4 deleted")
+		h.ack(h.read(), nil) // 5-9
+
+		h.fetch(tp0, 9, epochRecords(tp0, 5, 9, 1)...) // the new log from 5
+		require.Equal(t, int64(5), g.Get(MetricTruncated, "t", 0))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		meta, loss, ok := h.lastMeta(tp0)
+		require.True(t, ok)
+		require.Equal(t, int64(5), meta.Base, "the commit back to the divergence point")
+		require.Equal(t, commitmeta.Loss{First: 0, Last: 9, Count: 10, Since: loss.Since, Cause: commitmeta.CauseTruncation}, loss)
+
+		h.cl.mu.Lock()
+		raw := h.cl.commits[len(h.cl.commits)-1].meta[tp0]
+		h.cl.mu.Unlock()
+		<-h.revoke(tp0)
+		h.assign(tp0)
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 5, leaderEpoch: 0, meta: raw}})
+		h.fetchFrom(tp0, 12, 9, epochRecords(tp0, 9, 12, 1)...) // the new log deleted below 9
+		require.Equal(t, int64(5+4), g.Get(MetricLostRecords, "t", 0), "5-8 of the new log were never delivered")
+	})
+}

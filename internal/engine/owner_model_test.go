@@ -132,7 +132,8 @@ import (
 //     no commit error or hold, a few more records produced, every partition
 //     assigned, the dead-letter topic up, and only with stall_replay_after
 //     0s a stalled partition is reassigned), and the run goes on until the
-//     last accepted commit of every partition is its log end; then every
+//     offset kgo would resume from (as in 1) after the last accepted commit
+//     of every partition is its log end; then every
 //     data record of the current log at or above its start was
 //     acknowledged under its identity (or taken by the dead-letter topic),
 //     and invariant 4's lower bound holds.
@@ -1506,14 +1507,15 @@ func (m *ownerModel) takeLetters() {
 }
 
 // healed reports whether every partition is assigned, nothing is held by
-// the sink or a rebalance, and every last commit is the log end.
+// the sink or a rebalance, and kgo would resume every partition from its
+// last commit at the log end.
 func (m *ownerModel) healed() bool {
 	if m.reb != nil || len(m.outstanding) > 0 {
 		return false
 	}
 	for _, p := range m.parts {
 		c, ok := p.lastCommit()
-		if !p.assigned || !ok || c.eo.Offset != p.log.end {
+		if !p.assigned || !ok || p.log.resumeAt(c.eo) != p.log.end {
 			return false
 		}
 	}

@@ -92,10 +92,12 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 	o.log.Errorf("kafka_watermark: log of %s/%d truncated at offset %d by an unclean leader election: %d delivered record offset(s) from %d to %d are no longer in the log and are delivered again from the new log (cause: truncation)",
 		np.tp.topic, np.tp.partition, at, truncated, at, max(end, at+1)-1)
 	o.log.Debugf("kafka_watermark: %s/%d: the new log has leader epoch %d at offset %d", np.tp.topic, np.tp.partition, epoch, at)
-	// From at on the log holds other records: what was reported lost
-	// there was of the old log, and the new log's records there can be
-	// lost in their turn.
-	o.lost.lossReported[np.tp] = clipBelow(o.lost.lossReported[np.tp], at)
+	// What was reported lost at or above at stays reported: an offset is
+	// reported lost once the log start passed it, and a truncation never
+	// reaches below the log start, so a report there was made after the
+	// truncation, of the new log's records (it came before the truncation
+	// was met, while p was stalled or paused, say). Forgetting it would
+	// report those records again when the new epoch resumes below them.
 	n := o.sayLost(np, lostRanges, at, causeTruncation)
 	first, last := at, max(end, at+1)-1
 	o.carryLoss(np, commitmeta.Loss{First: first, Last: last, Count: max(truncated+n, 1), Since: o.now(), Cause: causeTruncation})
@@ -114,16 +116,4 @@ func (o *owner) goOnAfterTruncation(np *partState, at, base int64, seq uint64) *
 	o.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{np.tp.topic: {np.tp.partition: np.replay.rewindTo}})
 	np.replay.minPoll = seq + 1
 	return nil
-}
-
-// clipBelow returns the parts of the sorted, disjoint ranges rs below to.
-func clipBelow(rs []commitmeta.Range, to int64) []commitmeta.Range {
-	var out []commitmeta.Range
-	for _, r := range rs {
-		if r.From >= to {
-			break
-		}
-		out = append(out, commitmeta.Range{From: r.From, To: min(r.To, to)})
-	}
-	return out
 }
