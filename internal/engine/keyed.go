@@ -378,6 +378,34 @@ func (p *partState) keyedBase(wm int64) int64 {
 	return max(wm, min(p.keys.offs.Base(), w.last))
 }
 
+// keyedLeaderEpoch is, when keyedBase passed done records of the segment at
+// the watermark to base, a record of it, the leader epoch that goes with
+// base (leaderEpochBefore): that of the record at base-1 when the segment
+// holds it, the one consumed last before base; across a gap, that of the
+// record at base. The record before the gap does not do: its epoch may end
+// in the gap (offsets 0-2 under epoch 0, 3 compacted or aborted where
+// epoch 1 began, 4 under epoch 1: Kafka ends epoch 0 at 3, below a commit
+// at 4, and kgo reports a truncation that never happened), while the epoch
+// of the record at base ends after base, and a log truncated below base
+// still answers below it (plan.go, positionLeaderEpoch). ok is false when
+// base is not past the first record of that segment: the ledger's leader
+// epochs answer then.
+func (p *partState) keyedLeaderEpoch(base int64) (int32, bool) {
+	w, ok := p.led.head()
+	if !ok || w.b == nil || w.delivered || base <= w.b.raw.first || base > w.last {
+		return -1, false
+	}
+	recs := w.b.raw.records
+	i, found := slices.BinarySearchFunc(recs, base, func(r *kgo.Record, off int64) int { return cmp.Compare(r.Offset, off) })
+	if !found || i == 0 {
+		return -1, false
+	}
+	if prev := recs[i-1]; prev.Offset == base-1 {
+		return prev.LeaderEpoch, true
+	}
+	return recs[i].LeaderEpoch, true
+}
+
 // keyedDelivered adds to ranges, the window's delivered segments above base,
 // the runs of done records above base in segments not resolved.
 func (k *keyPart) keyedDelivered(base int64, ranges []commitmeta.Range) []commitmeta.Range {
