@@ -87,13 +87,20 @@ func (o *owner) newEpoch(tp topicPartition, now time.Time) *partState {
 }
 
 // admit registers the segments at the front of p's ready queue and adds
-// their records to the scheduler, while fewer than max_held_records wait
-// for their key and fewer than readAhead could go out now: the ready queue
-// keeps the rest, as under none, so that max_held_records bounds what a
-// waiting key holds back, not how far the input reads ahead. Skip batches
-// are passed as under none.
+// their records to the scheduler, while fewer than max_pending_batches
+// segments are registered and not behind the watermark, fewer than
+// max_held_records wait for their key and fewer than readAhead could go
+// out now: the ready queue keeps the rest, as under none, so that
+// max_held_records bounds what a waiting key holds back, not how far the
+// input reads ahead. The first bound is none's: without it, behind a key
+// failed for good at the watermark (no later record of it waiting, none
+// out) the other keys went on registering segments for as long as no
+// replay in place came, and memory and what a crash replays grew without
+// limit. A segment only waits for records of earlier segments, so those
+// registered always finish, unless a failure stalls the partition. Skip
+// batches are passed as under none.
 func (o *owner) admit(p *partState) {
-	for len(p.queue.ready) > 0 && p.keys.sched.Blocked() < o.conf.MaxHeldRecords && p.keys.sched.Ready() < o.readAhead() {
+	for len(p.queue.ready) > 0 && p.led.pending() < o.conf.MaxPending && p.keys.sched.Blocked() < o.conf.MaxHeldRecords && p.keys.sched.Ready() < o.readAhead() {
 		if p.queue.ready[0].skip {
 			o.passSkipped(p)
 			continue

@@ -444,3 +444,37 @@ func TestKeyedCommitPastAGapCarriesTheEpochOfTheNextRecord(t *testing.T) {
 			"the epoch of record 2, consumed last before 3")
 	})
 }
+
+// Under ordering: key, max_pending_batches bounds the segments registered
+// and not behind the watermark, as it bounds the batches under none. It
+// bounded only the hand-outs out and the records waiting for their key:
+// with a key failed for good at the watermark and no later record of it,
+// nothing waited and nothing was out, so with stall_replay_after 0s the
+// other keys went on forever and the segments delivered behind the failed
+// one (memory, and what a crash replays when the ranges are cut) grew
+// without limit, the partition never paused.
+func TestKeyedMaxPendingBoundsTheSegmentsBehindAFailedKey(t *testing.T) {
+	m, _ := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "ordering: key\nbatch_max_records: 1\nmax_pending_batches: 3\ncommit_period: 1s\nstall_replay_after: 0s\n"), m)
+		h.assign(tp0)
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
+		h.fetch(tp0, 10, keyedRecords(tp0, 0, 10, func(o int64) (string, bool) { return fmt.Sprint("k", o), true })...)
+		var out []int64
+		for bs := h.readAll(); len(bs) > 0; bs = h.readAll() {
+			for _, b := range bs {
+				out = append(out, offsets(b)...)
+				if b.raw.first == 0 {
+					h.ack(b, errors.New("HTTP 400")) // fails for good: the watermark stays at 0
+				} else {
+					h.ack(b, nil)
+				}
+			}
+		}
+		require.Equal(t, []int64{0, 1, 2}, out, "three segments registered, then the partition waits")
+		require.True(t, h.cl.isPaused(tp0), "paused at max_pending_batches")
+		h.state(func(o *owner) {
+			require.Equal(t, 3, o.parts[tp0].led.pending())
+		})
+	})
+}
