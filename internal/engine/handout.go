@@ -95,11 +95,12 @@ func (o *owner) resumeBelowLimits(p *partState) {
 }
 
 // atLimit reports whether p's fetching must pause: its registered batches
-// reached max_pending_batches, or, under ordering: key, its hand-outs out
-// did, or its records waiting for their key reached max_held_records.
+// (under ordering: key, segments) reached max_pending_batches, or, under
+// ordering: key, its hand-outs out did, or its records waiting for their key
+// reached max_held_records.
 func (o *owner) atLimit(p *partState) bool {
-	if p.keys != nil {
-		return p.keys.out >= o.conf.MaxPending || p.keys.sched.Blocked() >= o.conf.MaxHeldRecords
+	if p.keys != nil && (p.keys.out >= o.conf.MaxPending || p.keys.sched.Blocked() >= o.conf.MaxHeldRecords) {
+		return true
 	}
 	return p.led.pending() >= o.conf.MaxPending
 }

@@ -87,13 +87,20 @@ func (o *owner) newEpoch(tp topicPartition, now time.Time) *partState {
 }
 
 // admit registers the segments at the front of p's ready queue and adds
-// their records to the scheduler, while fewer than max_held_records wait
-// for their key and fewer than readAhead could go out now: the ready queue
-// keeps the rest, as under none, so that max_held_records bounds what a
-// waiting key holds back, not how far the input reads ahead. Skip batches
-// are passed as under none.
+// their records to the scheduler, while fewer than max_pending_batches
+// segments are registered and not behind the watermark, fewer than
+// max_held_records wait for their key and fewer than readAhead could go
+// out now: the ready queue keeps the rest, as under none, so that
+// max_held_records bounds what a waiting key holds back, not how far the
+// input reads ahead. The first bound is none's: without it, behind a key
+// failed for good at the watermark (no later record of it waiting, none
+// out) the other keys went on registering segments for as long as no
+// replay in place came, and memory and what a crash replays grew without
+// limit. A segment only waits for records of earlier segments, so those
+// registered always finish, unless a failure stalls the partition. Skip
+// batches are passed as under none.
 func (o *owner) admit(p *partState) {
-	for len(p.queue.ready) > 0 && p.keys.sched.Blocked() < o.conf.MaxHeldRecords && p.keys.sched.Ready() < o.readAhead() {
+	for len(p.queue.ready) > 0 && p.led.pending() < o.conf.MaxPending && p.keys.sched.Blocked() < o.conf.MaxHeldRecords && p.keys.sched.Ready() < o.readAhead() {
 		if p.queue.ready[0].skip {
 			o.passSkipped(p)
 			continue
@@ -376,6 +383,34 @@ func (p *partState) keyedBase(wm int64) int64 {
 		return wm
 	}
 	return max(wm, min(p.keys.offs.Base(), w.last))
+}
+
+// keyedLeaderEpoch is, when keyedBase passed done records of the segment at
+// the watermark to base, a record of it, the leader epoch that goes with
+// base (leaderEpochBefore): that of the record at base-1 when the segment
+// holds it, the one consumed last before base; across a gap, that of the
+// record at base. The record before the gap does not do: its epoch may end
+// in the gap (offsets 0-2 under epoch 0, 3 compacted or aborted where
+// epoch 1 began, 4 under epoch 1: Kafka ends epoch 0 at 3, below a commit
+// at 4, and kgo reports a truncation that never happened), while the epoch
+// of the record at base ends after base, and a log truncated below base
+// still answers below it (plan.go, positionLeaderEpoch). ok is false when
+// base is not past the first record of that segment: the ledger's leader
+// epochs answer then.
+func (p *partState) keyedLeaderEpoch(base int64) (int32, bool) {
+	w, ok := p.led.head()
+	if !ok || w.b == nil || w.delivered || base <= w.b.raw.first || base > w.last {
+		return -1, false
+	}
+	recs := w.b.raw.records
+	i, found := slices.BinarySearchFunc(recs, base, func(r *kgo.Record, off int64) int { return cmp.Compare(r.Offset, off) })
+	if !found || i == 0 {
+		return -1, false
+	}
+	if prev := recs[i-1]; prev.Offset == base-1 {
+		return prev.LeaderEpoch, true
+	}
+	return recs[i].LeaderEpoch, true
 }
 
 // keyedDelivered adds to ranges, the window's delivered segments above base,

@@ -402,3 +402,79 @@ func TestKeyedHeldCountsOnlyWaitingRecords(t *testing.T) {
 		require.Equal(t, int64(0), g.Get(MetricHeld, "t", 0))
 	})
 }
+
+// Under ordering: key the commit passes the done records at the head of the
+// segment at the watermark, also over a gap, to the next record not done.
+// It carried the leader epoch of the record before its offset as the
+// ledger's change log answers it: for a gap, that of the last record below
+// the gap. Offsets 0-2 under leader epoch 0, 3 absent (epoch 1 began
+// there), 4 under epoch 1: the commit of 0-2 done and 4 not was 4/e0, and
+// Kafka answers OffsetForLeaderEpoch(0) with 3, below 4: kgo reported data
+// loss on the next assignment and the engine a truncation that never
+// happened. Without a gap the record before the offset is the one consumed
+// last, and its epoch stays (tp1: 0-2 under epoch 0, 3 under epoch 1).
+func TestKeyedCommitPastAGapCarriesTheEpochOfTheNextRecord(t *testing.T) {
+	m, _ := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "ordering: key\nbatch_max_records: 4\ncommit_period: 1s\nnack_retry: { max_retries: -1, initial_backoff: 1h, max_backoff: 1h }\n"), m)
+		h.assign(tp0, tp1)
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}, tp1: {offset: 0, leaderEpoch: 0}})
+		keyOf := func(o int64) (string, bool) { return fmt.Sprint("k", o), true }
+		gap := slices.Concat(keyedRecords(tp0, 0, 3, keyOf), keyedRecords(tp0, 4, 5, keyOf))
+		noGap := keyedRecords(tp1, 0, 4, keyOf)
+		for _, r := range slices.Concat(gap, noGap) {
+			if r.Offset >= 3 {
+				r.LeaderEpoch = 1
+			}
+		}
+		h.fetch(tp0, 5, gap...)
+		h.fetch(tp1, 4, noGap...)
+		for _, b := range h.readAll() {
+			require.Len(t, b.raw.records, 4, "one segment, one hand-out")
+			h.o.inbox.ackCh <- ackMsg{b: b, err: errors.New("row 3 refused"), failed: []int{3}}
+			synctest.Wait()
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		got := h.cl.committed(tp0)
+		require.Equal(t, kgo.EpochOffset{Epoch: 1, Offset: 4}, got[len(got)-1],
+			"past the gap at 3, the epoch of the record at 4: Kafka validates it at 4")
+		got = h.cl.committed(tp1)
+		require.Equal(t, kgo.EpochOffset{Epoch: 0, Offset: 3}, got[len(got)-1],
+			"the epoch of record 2, consumed last before 3")
+	})
+}
+
+// Under ordering: key, max_pending_batches bounds the segments registered
+// and not behind the watermark, as it bounds the batches under none. It
+// bounded only the hand-outs out and the records waiting for their key:
+// with a key failed for good at the watermark and no later record of it,
+// nothing waited and nothing was out, so with stall_replay_after 0s the
+// other keys went on forever and the segments delivered behind the failed
+// one (memory, and what a crash replays when the ranges are cut) grew
+// without limit, the partition never paused.
+func TestKeyedMaxPendingBoundsTheSegmentsBehindAFailedKey(t *testing.T) {
+	m, _ := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "ordering: key\nbatch_max_records: 1\nmax_pending_batches: 3\ncommit_period: 1s\nstall_replay_after: 0s\n"), m)
+		h.assign(tp0)
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
+		h.fetch(tp0, 10, keyedRecords(tp0, 0, 10, func(o int64) (string, bool) { return fmt.Sprint("k", o), true })...)
+		var out []int64
+		for bs := h.readAll(); len(bs) > 0; bs = h.readAll() {
+			for _, b := range bs {
+				out = append(out, offsets(b)...)
+				if b.raw.first == 0 {
+					h.ack(b, errors.New("HTTP 400")) // fails for good: the watermark stays at 0
+				} else {
+					h.ack(b, nil)
+				}
+			}
+		}
+		require.Equal(t, []int64{0, 1, 2}, out, "three segments registered, then the partition waits")
+		require.True(t, h.cl.isPaused(tp0), "paused at max_pending_batches")
+		h.state(func(o *owner) {
+			require.Equal(t, 3, o.parts[tp0].led.pending())
+		})
+	})
+}

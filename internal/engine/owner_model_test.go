@@ -345,6 +345,9 @@ type omPart struct {
 	// rewrote may be dropped whole, also below the divergence point).
 	covered  map[string]bool
 	lostSeen int64 // the lost counter at the last check, for the step log
+	// truncs holds every truncation of the log, in order: what coveredBy
+	// knows a commit's ranges were written before.
+	truncs []omAllowance
 }
 
 func (p *omPart) lastCommit() (omCommit, bool) {
@@ -1006,6 +1009,7 @@ func (m *ownerModel) truncate() {
 	l.end = at
 	m.produce(p, 1+m.rng.IntN(6))
 	p.allow = append(p.allow, omAllowance{from: at, epoch: l.leader})
+	p.truncs = append(p.truncs, omAllowance{from: at, epoch: l.leader})
 	m.stats.truncations++
 	m.publishOffsets()
 	m.logf("truncate %v at %d: leader epoch %d, log [%d,%d)", p.tp, at, l.leader, l.start, l.end)
@@ -1283,10 +1287,25 @@ func (m *ownerModel) takeCommits() {
 // that c's delivered ranges cover and that were delivered (invariant 7):
 // ranges written from a log a truncation has rewritten since describe
 // other records, and a later record at their offsets is not theirs.
+//
+// Ranges written from a log before a truncation rewrote it may be dropped
+// whole (see truncate), also when the commit is accepted after the
+// truncation: planned before it and held in the client, or planned after
+// it by an owner that had not fetched the new log yet (a revoke's final
+// commit). Such ranges reach past the divergence point D of a truncation
+// to leader epoch E, and their l= is below E: ranges the owner wrote from
+// the new log past D end with a record of the new log, of epoch E or
+// newer. Those cover nothing, as a commit accepted before the truncation.
 func (m *ownerModel) coveredBy(p *omPart, c omCommit) map[string]bool {
-	cm, err := commitmeta.Decode(c.meta)
+	cm, err := commitmeta.DecodeCommit(c.meta)
 	if err != nil || cm.Base != c.eo.Offset || len(cm.Delivered) == 0 {
 		return nil
+	}
+	end := cm.Delivered[len(cm.Delivered)-1].To
+	for _, tr := range p.truncs {
+		if tr.from < end && cm.LastEpoch < tr.epoch {
+			return nil
+		}
 	}
 	out := map[string]bool{}
 	for _, r := range cm.Delivered {

@@ -190,13 +190,32 @@ func (p *partState) delivered(base int64) []commitmeta.Range {
 // logs diverged), while -1 would skip the check, and a later unclean
 // truncation would pass unseen. -1 only when p knows neither.
 func (p *partState) positionLeaderEpoch(base int64) int32 {
-	if e := p.led.leaderEpochAt(base - 1); e >= 0 {
+	if e := p.leaderEpochBefore(base); e >= 0 {
 		return e
 	}
 	if base == p.resume.fetched && p.resume.fetchedLeaderEpoch >= 0 {
 		return p.resume.fetchedLeaderEpoch
 	}
 	return p.led.leaderEpochAt(base)
+}
+
+// leaderEpochBefore is the leader epoch of the record p consumed last before
+// base, as kgo's cursor keeps it after a fetch (lastConsumedEpoch, kgo
+// source.go:748-753), or -1 when p fetched none. Kafka validates a
+// position N with leader epoch E by OffsetForLeaderEpoch(E), which answers
+// the start of the next epoch (kmsg OffsetForLeaderEpochResponse
+// EndOffset), and kgo reports data loss when that is below N (consumer.go:
+// 2847-2849). The record before base validates at base when it is at
+// base-1, or when the gap between them lies inside its epoch; but where a
+// commit under key passes a gap (keyedBase), the next epoch may have begun
+// in the gap: then the record at base stands in (keyedLeaderEpoch).
+func (p *partState) leaderEpochBefore(base int64) int32 {
+	if p.keys != nil {
+		if e, ok := p.keyedLeaderEpoch(base); ok {
+			return e
+		}
+	}
+	return p.led.leaderEpochAt(base - 1)
 }
 
 // leaderEpochOf returns the leader epoch of the record at offset, as far as p

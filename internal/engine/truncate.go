@@ -53,7 +53,7 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 	// The epoch of the record before base is the old log's, which the new
 	// one holds unchanged below at; with none known, the new log's epoch
 	// at at (a rewind below at) stands in.
-	np.resume.fetched, np.resume.fetchedLeaderEpoch = base, p.led.leaderEpochAt(base-1)
+	np.resume.fetched, np.resume.fetchedLeaderEpoch = base, p.leaderEpochBefore(base)
 	if np.resume.fetchedLeaderEpoch < 0 && base == p.resume.fetched {
 		np.resume.fetchedLeaderEpoch = p.resume.fetchedLeaderEpoch
 	}
