@@ -1086,6 +1086,24 @@ func (m *ownerModel) lose() {
 		return
 	}
 	m.stats.losses++
+	m.settleHeldCommit(tps, "the loss")
+	m.logf("lose %v", tps)
+	r := revokeReq{tps: tps, lost: true, reply: make(chan commitSet, 1)}
+	m.h.o.inbox.revokeCh <- r
+	<-r.reply
+	for _, tp := range tps {
+		m.byTP[tp].assigned = false
+	}
+}
+
+// settleHeldCommit ends a periodic commit held in the client when the
+// partitions tps leave this member (a loss, or a revoke whose callback
+// commits nothing, so kgo does not wait for it): the commit lands first, or
+// is refused for tps as a broker refuses a commit of a generation that has
+// ended (ILLEGAL_GENERATION; STALE_MEMBER_EPOCH under KIP-848). It never
+// lands after the partitions' next assignment has read the group's offsets:
+// the coordinator orders the commit and the rebalance.
+func (m *ownerModel) settleHeldCommit(tps []topicPartition, why string) {
 	var committing bool
 	m.state(func(o *owner) { committing = o.commits.committing })
 	m.h.cl.mu.Lock()
@@ -1115,15 +1133,8 @@ func (m *ownerModel) lose() {
 			}
 		}
 		m.h.cl.mu.Unlock()
-		m.logf("commits released before the loss (refused for the lost: %v)", refuse)
+		m.logf("commits released before %s (refused for %v: %v)", why, tps, refuse)
 		m.check()
-	}
-	m.logf("lose %v", tps)
-	r := revokeReq{tps: tps, lost: true, reply: make(chan commitSet, 1)}
-	m.h.o.inbox.revokeCh <- r
-	<-r.reply
-	for _, tp := range tps {
-		m.byTP[tp].assigned = false
 	}
 }
 
@@ -1180,6 +1191,14 @@ func (m *ownerModel) check() {
 		select {
 		case final := <-m.reb.reply:
 			m.logf("revoke drained: final commit %v", final.offsets)
+			// kgo sends a revoke's final commit after the commit in
+			// flight; with none, the rebalance goes on without it.
+			m.h.cl.mu.Lock()
+			overtakes := m.h.cl.blockAsync
+			m.h.cl.mu.Unlock()
+			if len(final.offsets) == 0 || overtakes {
+				m.settleHeldCommit(m.reb.tps, "the revoke")
+			}
 			done := make(chan error, 1)
 			go func() { done <- m.h.o.finalCommit(m.ctx, final, "revoke") }()
 			m.reb.done = done
