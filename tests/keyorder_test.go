@@ -429,8 +429,12 @@ func TestKeyOrderFailingKeyOthersFlow(t *testing.T) {
 	}
 	chk.mu.Unlock()
 
+	// The segments behind X's stalled watermark count against
+	// max_pending_batches (the partition pauses there, as under none: that
+	// bounds memory and what a crash replays), so the bound leaves room for
+	// the whole partition: perPart/batchMax = 125 segments.
 	conf := pipeline{brokers: env.Brokers, topic: topic, group: group, sinkURL: s.url(), instance: "keyfail",
-		input: "ordering: " + ordering + "\ncommit_period: 200ms\nbatch_max_records: " + fmt.Sprint(batchMax) + "\nmax_pending_batches: 32\n" +
+		input: "ordering: " + ordering + "\ncommit_period: 200ms\nbatch_max_records: " + fmt.Sprint(batchMax) + "\nmax_pending_batches: 256\n" +
 			"nack_retry: { max_retries: -1, initial_backoff: 20ms, max_backoff: 200ms }\n"}
 	began := time.Now()
 	p := startProc(t, "keyfail", conf.yaml())
