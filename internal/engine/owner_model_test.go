@@ -1279,11 +1279,21 @@ func (m *ownerModel) takeCommits() {
 		m.logf("  committed %v %d/e%d %q", c.tp, c.eo.Offset, c.eo.Epoch, c.meta)
 		if prev, ok := p.lastCommit(); ok && c.eo.Offset < prev.eo.Offset {
 			// The allowance of the truncation with the highest divergence
-			// point at or below the commit.
+			// point at or below the commit, among those this commit ends
+			// (below) if any: a commit under leader epoch e has seen the
+			// log of every truncation to e or before, so it is the
+			// commit back they allow (seed 304362: truncations at 2/e2
+			// and 4/e3, commits 7/e0, 5/e2, 4/e2; 5/e2 is the one the
+			// truncation at 2 allows, 4/e2 the one at 4 allows).
 			use := -1
-			for i, a := range p.allow {
-				if a.from <= c.eo.Offset && (use < 0 || a.from > p.allow[use].from) {
-					use = i
+			for _, ends := range []bool{true, false} {
+				for i, a := range p.allow {
+					if a.from <= c.eo.Offset && (c.eo.Epoch >= a.epoch) == ends && (use < 0 || a.from > p.allow[use].from) {
+						use = i
+					}
+				}
+				if use >= 0 {
+					break
 				}
 			}
 			switch {
