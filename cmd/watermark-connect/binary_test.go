@@ -68,6 +68,26 @@ func runBinary(t *testing.T, env []string, args ...string) (string, int) {
 	return string(out), 0
 }
 
+// runBinarySplit is runBinary with stdout and stderr apart.
+func runBinarySplit(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(t), args...)
+	cmd.Env = append(append(os.Environ(), raceEnv...), env...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	require.NoError(t, ctx.Err(), "%v timed out; stderr:\n%s", args, errOut.String())
+	checkRaces(t, errOut.String())
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return out.String(), errOut.String(), exit.ExitCode()
+	}
+	require.NoError(t, err)
+	return out.String(), errOut.String(), 0
+}
+
 // process is the binary running in the background, e.g. a pipeline.
 type process struct {
 	cmd  *exec.Cmd

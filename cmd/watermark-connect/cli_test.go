@@ -176,3 +176,34 @@ func TestHelpNamesOnlyWhatThisBinaryHas(t *testing.T) {
 		assert.Contains(t, out, "kafka_watermark:", c)
 	}
 }
+
+// Bug (issue 29): a usage error exited 1, which status means "stalled", so
+// a probe with `--timeout 5` read stalled for ever; `dead-letter bogus`
+// exited 3 ("lost"). Every command exits 2 on a usage error, with one line
+// on stderr naming the command, the flag, the value and the form expected,
+// and nothing on stdout.
+func TestUsageErrorsExit2(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"status", "--timeout", "5"}, `watermark-connect status: --timeout "5" is not a duration with its unit, e.g. "5s"`},
+		{[]string{"status", "--bogus"}, "watermark-connect status: no flag --bogus"},
+		{[]string{"status", "extra"}, "unexpected arguments [extra]"},
+		{[]string{"dead-letter", "bogus"}, `watermark-connect dead-letter: no subcommand "bogus": use one of inspect, redrive`},
+		{[]string{"dead-letter", "inspect", "--nope"}, "watermark-connect dead-letter inspect: no flag --nope"},
+		{[]string{"dead-letter", "redrive", "--timeout", "1x"}, `watermark-connect dead-letter redrive: --timeout "1x" is not a duration`},
+		{[]string{"dead-letter", "redrive", "--batch-size", "many"}, `watermark-connect dead-letter redrive: --batch-size "many" is not a whole number`},
+		{[]string{"demo", "--stall-replay-after", "2"}, `watermark-connect demo: --stall-replay-after "2" is not a duration with its unit`},
+	} {
+		stdout, stderr, code := runBinarySplit(t, nil, tc.args...)
+		assert.Equal(t, 2, code, "%v: exit status; stderr: %s", tc.args, stderr)
+		assert.Empty(t, stdout, "%v: stdout", tc.args)
+		assert.Contains(t, stderr, tc.want, tc.args)
+		assert.Equal(t, 1, strings.Count(stderr, "\n"), "%v: one line on stderr: %q", tc.args, stderr)
+	}
+	out, code := runBinary(t, nil, "dead-letter")
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "inspect", "dead-letter alone shows its help")
+}

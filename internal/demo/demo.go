@@ -49,6 +49,8 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/watermark-connect/watermark-connect/internal/status"
 )
 
 // demoOptions are the demo's knobs. A zero field means its default (see
@@ -250,6 +252,7 @@ unanswered batch, and when the sink rejects a batch only its keys wait, held
 by the input, while the partition's other keys flow past it; the commit still
 stops at the failed record. The summary checks every key's order as the sink
 received it. --keys N with --ordering none shows what none does to them.`[1:],
+		OnUsageError: status.OnUsageError,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "partitions", Value: 8, Usage: "partitions of the topic when the demo creates it"},
 			&cli.IntFlag{Name: "records", Value: 20000, Usage: "records to produce"},

@@ -27,7 +27,9 @@ dead_letter_partition, dead_letter_offset, dead_letter_timestamp_ms,
 dead_letter_attempts, dead_letter_error, dead_letter_first_failed_ms,
 dead_letter_member), and commits past it. inspect summarises the topic;
 redrive produces its records again.`[1:],
-		Subcommands: []*cli.Command{inspectCommand(), redriveCommand()},
+		Subcommands:  []*cli.Command{inspectCommand(), redriveCommand()},
+		Action:       status.UnknownSubcommand,
+		OnUsageError: status.OnUsageError,
 	}
 }
 
@@ -58,7 +60,7 @@ func options(c *cli.Context) Options {
 func noArgs(c *cli.Context, name string) error {
 	if c.Args().Present() {
 		fmt.Fprintf(c.App.ErrWriter, "dead-letter %s: unexpected arguments %v: the config is given with -c\n", name, c.Args().Slice())
-		return cli.Exit("", ExitFailed)
+		return cli.Exit("", status.ExitUsage)
 	}
 	return nil
 }
@@ -112,6 +114,7 @@ unparsable records by partition and offset.
 
 Exit status: 0 when the topic was read to its end, 1 when it could not be
 (the reason on stderr).`)[1:],
+		OnUsageError: status.OnUsageError,
 		Flags: append(commonFlags(),
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "output format: text or json"},
 		),
@@ -185,6 +188,7 @@ produced (the reason on stderr); 2 when some were produced and then one
 failed or the run was cut short (stdout lists what was moved, stderr what
 failed and what was not tried: running the same selection again writes the
 moved ones again).`)[1:],
+		OnUsageError: status.OnUsageError,
 		Flags: append(commonFlags(),
 			&cli.StringFlag{Name: "to", Usage: "the destination topic (default: each record's origin topic, from dead_letter_topic)"},
 			&cli.Int64Flag{Name: "partition", Usage: "only this partition of the dead-letter topic"},
@@ -203,7 +207,7 @@ moved ones again).`)[1:],
 			o, err := redriveOptions(c)
 			if err != nil {
 				fmt.Fprintf(c.App.ErrWriter, "dead-letter redrive: %s\n", err)
-				return cli.Exit("", ExitFailed)
+				return cli.Exit("", status.ExitUsage)
 			}
 			ctx, stop := signalContext(c)
 			defer stop()

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/status"
 )
 
 func TestInspectText(t *testing.T) {
@@ -81,7 +83,7 @@ func TestInspectEmptyAndFailures(t *testing.T) {
 	assert.Contains(t, stderr, `--format ("yaml") must be text or json`)
 
 	code, _, stderr = runCLI(t, "inspect", "extra")
-	assert.Equal(t, ExitFailed, code)
+	assert.Equal(t, status.ExitUsage, code)
 	assert.Contains(t, stderr, "unexpected arguments [extra]")
 }
 

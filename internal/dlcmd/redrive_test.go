@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/watermark-connect/watermark-connect/internal/deadletter"
+	"github.com/watermark-connect/watermark-connect/internal/status"
 )
 
 // summary is "key redriven_from original_timestamp" per record, to compare
@@ -155,7 +156,7 @@ func TestRedriveFailures(t *testing.T) {
 			"", "orders.dlq/0@0 would go back to the dead-letter topic orders.dlq itself"},
 		{"bad range", []string{"--from-offset", "5", "--to-offset", "4", "--from-time", "2026-03-01T13:00:00Z", "--to-time", "2026-03-01T12:00:00Z"}, ExitFailed,
 			"", "--from-offset (5) must be at most --to-offset (4)\n--from-time (2026-03-01T13:00:00.000Z) must be before --to-time (2026-03-01T12:00:00.000Z)"},
-		{"bad time", []string{"--from-time", "yesterday"}, ExitFailed, "", `--from-time ("yesterday") must be an RFC 3339 time`},
+		{"bad time", []string{"--from-time", "yesterday"}, status.ExitUsage, "", `--from-time ("yesterday") must be an RFC 3339 time`},
 		{"no such partition", []string{"--partition", "7"}, ExitFailed, "", "--partition 7: the dead-letter topic has partitions 0 to 1"},
 	} {
 		args := append([]string{"redrive", "--seed-brokers", c.addr, "--dead-letter-topic", "orders.dlq"}, tc.args...)
@@ -269,7 +270,7 @@ func TestRedriveOutOfRangeFlags(t *testing.T) {
 	} {
 		args := append([]string{"redrive", "--seed-brokers", c.addr, "--dead-letter-topic", "orders.dlq", "--to", "retry"}, tc.args...)
 		code, stdout, stderr := runCLI(t, args...)
-		assert.Equal(t, ExitFailed, code, "%v: exit status; stderr: %s", tc.args, stderr)
+		assert.Equal(t, status.ExitUsage, code, "%v: exit status; stderr: %s", tc.args, stderr)
 		assert.Empty(t, stdout, tc.args)
 		assert.Equal(t, tc.stderr, stderr, tc.args)
 	}

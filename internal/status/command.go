@@ -159,11 +159,12 @@ must hold one kafka_watermark input. Flags override its fields.
 
 Exit status: 0 when no partition is stalled and none lost records, 1 when any
 is stalled, 2 when it cannot tell (brokers unreachable, authentication failed,
-unknown group, a bad config), with the reason on stderr, and 3 when none is
+unknown group, a bad config, a bad flag), with the reason on stderr, and 3 when none is
 stalled but some partition lost records. For a readiness probe 1 and 2 are
 unready; 3 is ready (the partitions flow) but should alert. Dead-lettered
 records change no exit status: dead-lettering is by design. Secrets are never
 printed.`[1:],
+		OnUsageError: OnUsageError,
 		Flags: append(ConnFlags(),
 			&cli.StringFlag{Name: "consumer-group", Usage: "the consumer group (overrides the config's consumer_group)"},
 			&cli.StringFlag{Name: "topics", Usage: "comma-separated topics to report, including partitions without a commit (overrides the config's topics); default: every partition the group committed"},
