@@ -121,7 +121,11 @@ func Inspect(ctx context.Context, o InspectOptions, stdout, stderr io.Writer) in
 	if err != nil {
 		return fail(err)
 	}
-	if _, err := io.WriteString(stdout, status.Scrub(out.String(), secrets)); err != nil {
+	scrub := status.Scrub
+	if o.Format == "json" {
+		scrub = status.ScrubJSON
+	}
+	if _, err := io.WriteString(stdout, scrub(out.String(), secrets)); err != nil {
 		return fail(err)
 	}
 	return ExitOK

@@ -114,7 +114,11 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(err)
 	}
-	if _, err := io.WriteString(stdout, Scrub(out.String(), secrets)); err != nil {
+	scrub := Scrub
+	if o.Format == "json" {
+		scrub = ScrubJSON
+	}
+	if _, err := io.WriteString(stdout, scrub(out.String(), secrets)); err != nil {
 		return fail(err)
 	}
 	return r.ExitStatus()

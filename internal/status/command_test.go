@@ -306,3 +306,26 @@ func TestNewClientSkipsNoneMechanism(t *testing.T) {
 	_, err = NewClient(testContext(t), tg)
 	assert.ErrorContains(t, err, `sasl[0].mechanism ("GSSAPI") must be one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, none`)
 }
+
+// Bug (issue 29): Scrub over JSON turned `"healthy": true` into
+// `"healthy": !!!SECRET_SCRUBBED!!!` for the password "true": invalid JSON
+// that tells the password. ScrubJSON replaces secrets inside strings only,
+// in the form encoding/json writes them.
+func TestScrubJSON(t *testing.T) {
+	var doc bytes.Buffer
+	require.NoError(t, json.NewEncoder(&doc).Encode(map[string]any{
+		"healthy": true, "count": 1234, "error": `SASL as "true" with "p<w>&1234" failed: true`,
+	}))
+	secrets := []string{"true", "p<w>&1234", "1234"}
+	out := ScrubJSON(doc.String(), secrets)
+	var back map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &back), "valid JSON: %s", out)
+	assert.Equal(t, true, back["healthy"])
+	assert.Equal(t, float64(1234), back["count"], "numbers are not strings: left as they are")
+	assert.Equal(t, `SASL as "!!!SECRET_SCRUBBED!!!" with "!!!SECRET_SCRUBBED!!!" failed: !!!SECRET_SCRUBBED!!!`, back["error"])
+	for _, s := range secrets {
+		assert.NotContains(t, back["error"], s)
+	}
+	assert.Equal(t, `{"a":"x"}`, ScrubJSON(`{"a":"x"}`, nil))
+	assert.Equal(t, `"unclosed !!!SECRET_SCRUBBED!!!`, ScrubJSON(`"unclosed true`, []string{"true"}), "an unclosed string is scrubbed to its end")
+}
