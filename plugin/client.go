@@ -70,7 +70,7 @@ func (in *Input) clientOpts(e *engine.Engine) []kgo.Opt {
 // the log start, the first record that still exists, whatever start_offset
 // says, so that records the log still holds are never skipped and a
 // partition never becomes fatal. What the log no longer holds is reported
-// lost by the owner (loss.go).
+// lost by the owner (internal/engine/loss.go).
 //
 // kgo v1.22.3 sets the two apart: ConsumeStartOffset places a partition
 // without a commit (config.go:1668-1703), and ConsumeResetOffset handles every

@@ -50,7 +50,7 @@ type config struct {
 	nackMaxBackoff         time.Duration
 
 	stallReplayAfter time.Duration
-	// lostReportFor is how long commits carry a loss (loss.go).
+	// lostReportFor is how long commits carry a loss (internal/engine/loss.go).
 	lostReportFor time.Duration
 
 	commitMetadata         bool

@@ -169,11 +169,11 @@ func (in *Input) stoppedErr() error {
 // messages (only those are dead-lettered).
 //
 // A message delivered again carries kafka_delivery_attempt: its attempt,
-// counting retries, replays and deliveries before a restart (the engine's
-// attempts.go). A first delivery does not: absent means 1. A ninth
-// metadata key turns each message's metadata map from Go's one-group small
-// map into a table, and that cost +87% CPU per record in converting a
-// batch (64 records of 100 B: 74 to 165 µs per batch, 515 to 707
+// counting retries, replays and deliveries before a restart
+// (internal/engine/attempts.go). A first delivery does not: absent means 1.
+// A ninth metadata key turns each message's metadata map from Go's
+// one-group small map into a table, and that cost +87% CPU per record in
+// converting a batch (64 records of 100 B: 74 to 165 µs per batch, 515 to 707
 // allocations, go test -bench on kafkamsg's conversion), and 1.5x the CPU
 // per record end to end (make bench-e2e, 8 and 64 partitions, 100 B): far
 // over the 2% the key may cost on every first delivery.

@@ -35,6 +35,8 @@ type topicPartition struct {
 //   - att (attempts.go, deadletter.go): the attempts carried from before
 //     it, the batches waiting for the gate, the dead-letter writes in
 //     flight and the dead-letter report its commits carry.
+//   - keys (keyed.go), under ordering: key only: the key scheduler, the
+//     done offsets above the watermark and the hand-outs out.
 //
 // Owned by the owner goroutine: no other goroutine reads or writes it,
 // except the immutable tp and labels.

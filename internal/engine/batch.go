@@ -55,7 +55,7 @@ type Batch struct {
 	// narrowed retry fails what that retry held, not the whole batch.
 	only []int
 	// nackedAt is the first nack of this batch, zero if none; lastErr is
-	// the error class of the last one (errclass.go).
+	// the error class of the last one (internal/errclass/errclass.go).
 	nackedAt time.Time
 	lastErr  string
 	// prior is the attempts made on b's records before this epoch

@@ -42,25 +42,31 @@
 // # State
 //
 // One goroutine owns all state; one struct does not hold it. A partState is
-// made of parts, each declared in the file that keeps it: ledger (what is
-// registered: the tracker, the window, the leader epochs and the counts,
-// updated together by register, resolve and advance), queue (batches
-// waiting to go out), resume (the commit the epoch started from), commits
-// (what the broker holds), replay, loss and att (the attempts carried, the
-// gate, the dead-letter writes). The owner's own state is in
-// parts too: inbox (owner.go), lists (lists.go), polls (replay.go),
-// commitLoop (commit.go), queries (lag.go), lossBook (loss.go), fence
-// (fence.go).
+// made of parts, each declared in the file that keeps it (the list is on
+// partState, assignment.go): led (ledger.go: what is registered: the
+// tracker, the window, the leader epochs and the counts, updated together
+// by register, resolve and advance), queue (queue.go: batches waiting to go
+// out), resume (resume.go: the commit the epoch started from), commits
+// (commit.go: what the broker holds), replay (replay.go), loss (loss.go),
+// att (attempts.go: the attempts carried, the gate, the dead-letter writes)
+// and, under ordering: key only, keys (keyed.go: the key scheduler, the
+// done offsets and the hand-outs out). The owner's own state is in parts
+// too: inbox (owner.go), lists (lists.go), polls (replay.go), commits
+// (commitLoop, commit.go), queries (lag.go), lost (lossBook, loss.go),
+// fence (fence.go).
 //
 // # The life of an ack
 //
 //  1. Engine.Read (api.go) asks the owner for a batch; serve (handout.go)
-//     registers it in its partition's ledger (ledger.go) and hands it out.
+//     registers it in its partition's ledger (register, ledger.go) and
+//     hands it out. Under ordering: key, admit (keyed.go) registers
+//     fetched segments as they arrive, and serve hands out a set of their
+//     records that pickKeyed (keyed.go) chose.
 //     The plugin converts its records to fresh messages and makes an ack
 //     function bound to that batch and hand-out (plugin/input.go).
 //  2. The sink calls the ack function, from any goroutine, in any order. A
 //     once-guard in the batch lets the first call of each hand-out through
-//     (Batch.TakeAck, ack.go); Engine.Ack is one channel send, and never
+//     (Batch.TakeAck, batch.go); Engine.Ack is one channel send, and never
 //     waits on the network.
 //  3. The owner (owner.go, run and drainAcks) drops an ack of an ended epoch,
 //     schedules a retry for a nack with retries left, starts the write of a
@@ -73,7 +79,8 @@
 //  4. On the next commit tick (commit.go) the owner plans a commit of every
 //     partition on its dirty list (plan.go): the watermark, with the leader
 //     epoch of the record before it, and its metadata
-//     (commitmeta.EncodeCommit: the stall, the loss, the delivered ranges).
+//     (commitmeta.EncodeCommitKept: the delivered ranges, the stall, the
+//     loss, the attempts and the dead-letter report).
 //     It is sent when it changes what the broker holds: a higher offset, or
 //     the same offset with other metadata (a same-offset commit, when only
 //     the ranges or the stall changed).
@@ -84,8 +91,8 @@
 //     the owner, which records what the broker accepted (onCommitDone); a
 //     refused partition is planned again next tick.
 //  6. A revoke or a close commits its final watermarks synchronously
-//     instead (drain.go, planFinalCommits; finalCommit), on kgo's callback
-//     goroutine or in Close.
+//     instead (planFinalCommits, drain.go; finalCommit, commit.go), on kgo's
+//     callback goroutine or in Close.
 //
 // A replay in place (stall.go, replay.go) ends an epoch too: after
 // stall_replay_after a partition whose head failed for good is drained, its

@@ -25,7 +25,8 @@ import (
 // metadata could have covered. (Found by the chaos harness: a member cut off
 // for 9.9 s delivered 752 records the new owner had delivered 10 ms before.)
 // A classic member needs no fence: its Heartbeat is retried for at most
-// session_timeout (kafkaconn's retry budget, retry.go), after which kgo
+// session_timeout (kafkaconn's retry budget, internal/kafkaconn/retry.go),
+// after which kgo
 // gives its partitions up as lost itself.
 //
 // The fence counts answered ConsumerGroupHeartbeat requests (kgo's

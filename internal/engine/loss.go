@@ -28,7 +28,7 @@ import (
 //     (partState.expect: the commit it started from, the rewind of a replay
 //     in place, one past the last record queued) while its log start is past
 //     that offset too: kgo found the position below the log start and reset
-//     it there (client.go offsetOpts). This catches a restart whose commit
+//     it there (offsetOpts, plugin/client.go). This catches a restart whose commit
 //     fell below the log start, a replay whose rewind did, and a paused or
 //     slow partition whose next records were deleted.
 //   - The log starts listed every topic_lag_refresh_period for the partitions

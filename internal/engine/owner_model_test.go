@@ -25,7 +25,7 @@ import (
 // TestOwnerModel runs the owner alone (ownerHarness, a synctest bubble)
 // against a model of what surrounds it, over many seeded random schedules of
 // one to three partitions of topic t, and checks after every step what the
-// owner promises (loss.go, metadata.go, the package doc).
+// owner promises (loss.go, plan.go, the package doc).
 //
 // The model:
 //

@@ -9,8 +9,9 @@ import "github.com/twmb/franz-go/pkg/kgo"
 // Invariants: every batch of ready lies above lastQueued's predecessors and
 // at or below lastQueued, in offset order; skipQueued counts the skip
 // batches of ready that are not transaction markers. Owned by the owner
-// goroutine, inside its partState; enqueue (assignment.go) and the hand-out
-// (handout.go) fill and empty it.
+// goroutine, inside its partState; enqueue (below) fills it, and the
+// hand-out (serve, handout.go) or, under ordering: key, admit (keyed.go)
+// empties it.
 type queue struct {
 	ready []rawBatch
 	retry []*Batch

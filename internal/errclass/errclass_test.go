@@ -186,8 +186,8 @@ func TestErrorClassExamples(t *testing.T) {
 		want: "HTTP 503 from downstream for demo-orders/3 offsets 1200-1209 (injected failure)",
 	}, {
 		// What a Benthos v4.60.0 http_client output nacks a batch with when
-		// the server answers 503 (internal/httpclient/client.go: the request
-		// URL, then ErrUnexpectedHTTPRes), as an input's ack function gets it.
+		// the server answers 503 (Benthos internal/httpclient/client.go: the
+		// request URL, then ErrUnexpectedHTTPRes), as an input's ack function gets it.
 		// With the real type the tag is "httpclient.ErrUnexpectedHTTPRes",
 		// 5 bytes longer, and the class ends at "503 Service".
 		name: "benthos http_client output, as the ack gets it",

@@ -18,5 +18,6 @@
 // Neither type is safe for concurrent use: the input's owner goroutine owns
 // one of each per partition epoch.
 //
-// This package is groundwork on a branch: the engine does not use it yet.
+// The engine uses both under ordering: key, one pair per partition epoch
+// (keyPart, internal/engine/keyed.go).
 package keyorder

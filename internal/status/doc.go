@@ -35,8 +35,9 @@
 // connection flags and Scrub, which `watermark-connect dead-letter` shares),
 // config.go (reading a Benthos config's kafka_watermark input), envvars.go (Benthos's
 // environment interpolation), client.go (the kgo client, which connects as
-// the input does, with internal/kafkaconn), report.go (Collect and the
-// Report), render.go (text and JSON).
+// the input does, with internal/kafkaconn), report.go (the Report and its
+// Partitions), collect.go (Collect: what it asks the brokers), metadata.go
+// (readMetadata: what a commit's metadata says), render.go (text and JSON).
 //
 // # Concurrency
 //
