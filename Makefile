@@ -150,8 +150,11 @@ fuzz:
 broker-start:
 	bash resources/kafka/broker.sh start
 
+# broker-stop also removes the broker's run dir (its data and logs, 13-16 MB
+# in the temporary directory): broker-start wipes it anyway.
 broker-stop:
 	bash resources/kafka/broker.sh stop
+	bash resources/kafka/broker.sh clean
 
 # The chaos harness (tests/chaos, docs/RELIABILITY.md): the real broker (its
 # own, in a run dir of this checkout's, on ports 29692-29694) and the real binary,

@@ -34,7 +34,8 @@
 #
 # Run dirs: each run gives both brokers fresh directories of their own,
 # made with mktemp -d in ${TMPDIR:-/tmp} (wmc-test-kafka.XXXXXX for the
-# end-to-end broker, wmc-test-chaos.XXXXXX for the chaos harness's), so two
+# end-to-end broker, wmc-test-chaos.XXXXXX for the chaos harness's, and
+# wmc-test-chaos-out.XXXXXX for its report unless CHAOS_OUT is given), so two
 # runs (two checkouts, or a developer's `make broker-start`) never share one.
 # They are removed when the run passes, and kept when it fails, their paths
 # printed at the end (the brokers' logs are in <dir>/logs). The brokers'
@@ -186,7 +187,14 @@ else
       ;;
   esac
   stage "chaos harness, short profile: make chaos CHAOS_SEED=${CHAOS_SEED:-20261202} CHAOS_ARGS='${chaos_args# }'"
-  export CHAOS_OUT="${CHAOS_OUT:-$PWD/chaos-out}"
+  # The harness's report goes to a run dir of its own (removed when the
+  # run passes, kept and printed when it fails), not to chaos-out/ in the
+  # checkout, which a make test left behind (issue 30).
+  if [ -z "${CHAOS_OUT:-}" ]; then
+    CHAOS_OUT=$(mktemp -d "$tmp_root/wmc-test-chaos-out.XXXXXX")
+    run_dirs+=("$CHAOS_OUT")
+  fi
+  export CHAOS_OUT
   rc=0
   make --no-print-directory chaos CHAOS_SEED="${CHAOS_SEED:-20261202}" CHAOS_ARGS="$chaos_args" || rc=$?
   if [ "$rc" -ne 0 ]; then

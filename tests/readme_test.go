@@ -74,6 +74,7 @@ func TestReadmeCommands(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
 	require.NoError(t, err)
 	inReadme := readmeShellCommands(string(raw))
+	keepUsersBinary(t)
 
 	r := &readmeRun{k: newKafka(t, env), broker: env.Brokers, sink: newCountingSink(t),
 		ends: map[string]map[int32]int64{}, produced: map[string]int64{}}
@@ -137,6 +138,28 @@ func TestReadmeCommands(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keepUsersBinary puts bin/watermark-connect back as it was when the test
+// ends: the README's commands build it (make demo, and the custom build's
+// v0.1.0-custom), which overwrote the user's own build (issue 30). A binary
+// the user had is moved aside and back; one the test made is removed.
+func keepUsersBinary(t *testing.T) {
+	t.Helper()
+	path := filepath.Join(repoRoot, "bin", "watermark-connect")
+	saved := filepath.Join(repoRoot, "bin", fmt.Sprintf(".watermark-connect.kept-by-test-%d", os.Getpid()))
+	had := os.Rename(path, saved) == nil
+	t.Cleanup(func() {
+		if had {
+			if err := os.Rename(saved, path); err != nil {
+				t.Errorf("putting the user's %s back from %s: %v", path, saved, err)
+			}
+			return
+		}
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			t.Errorf("removing the %s the README's commands built: %v", path, err)
+		}
+	})
 }
 
 // readmeCommands is every command of the README's shell blocks, in the
