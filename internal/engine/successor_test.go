@@ -111,3 +111,67 @@ func TestSuccessorOfATruncationCarriesTheAttempts(t *testing.T) {
 		require.Equal(t, 4, letters[0].Attempts)
 	})
 }
+
+// Issue 28, defect 7: under ordering: key a truncation made its successor
+// at once, while the old epoch's hand-out of offset 1 (key a) was still
+// out: the successor, rewound to the watermark (1), handed out offset 1
+// again and then the new log's offset 2 (key a), so a newer record of key a
+// could reach the sink before an older one. A replay and a revoke drain
+// first; now a truncation does too: nothing goes out until the old
+// hand-out is acknowledged, and that acknowledgement counts.
+func TestSuccessorOfAKeyedTruncationDrainsFirst(t *testing.T) {
+	m, g := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "ordering: key\nbatch_max_records: 1\ncommit_period: 1s\ndrain_timeout: 1m\n"), m)
+		h.assign(tp0)
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
+		oldKeys, newKeys := []string{"b", "a", "c", "d"}, []string{"a", "e"}
+		h.fetch(tp0, 4, keyedRecords(tp0, 0, 4, func(o int64) (string, bool) { return oldKeys[o], true })...)
+		bs := h.readAll()
+		require.Len(t, bs, 4)
+		var held *Batch
+		for _, b := range bs {
+			if offsets(b)[0] == 1 {
+				held = b // key a's offset 1 stays out
+				continue
+			}
+			h.ack(b, nil)
+		}
+		newLog := func(from int64) []*kgo.Record {
+			rs := keyedRecords(tp0, from, 4, func(o int64) (string, bool) {
+				if o < 2 {
+					return oldKeys[o], true
+				}
+				return newKeys[o-2], true
+			})
+			for _, r := range rs {
+				if r.Offset >= 2 {
+					r.LeaderEpoch = 1
+				}
+			}
+			return rs
+		}
+		h.fetch(tp0, 4, newLog(2)...) // truncated at 2
+		h.fetch(tp0, 4)
+		h.fetch(tp0, 4, newLog(1)...)
+		_, out := h.tryRead()
+		require.False(t, out, "nothing goes out while key a's offset 1 is out")
+
+		h.ack(held, nil) // the drain ends: the successor starts at 2
+		require.Equal(t, int64(2), g.Get(MetricTruncated, "t", 0), "2-3 were delivered from the old log")
+		h.fetch(tp0, 4) // the rewind's poll window
+		h.cl.mu.Lock()
+		require.Equal(t, kgo.EpochOffset{Epoch: 0, Offset: 2}, h.cl.rewinds[len(h.cl.rewinds)-1][tp0.topic][tp0.partition])
+		h.cl.mu.Unlock()
+		h.fetch(tp0, 4, newLog(2)...)
+		var got [][]int64
+		for _, b := range h.readAll() {
+			got = append(got, offsets(b))
+			h.ack(b, nil)
+		}
+		require.Equal(t, [][]int64{{2}, {3}}, got, "the new log from the divergence point, once")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Equal(t, kgo.EpochOffset{Epoch: 1, Offset: 4}, h.cl.committed(tp0)[len(h.cl.committed(tp0))-1])
+	})
+}

@@ -17,7 +17,23 @@ import (
 // at is left undelivered, and is rewound to the watermark otherwise (in
 // this poll window: onPoll runs in it). It returns the epoch that takes the
 // fetch, or nil.
+//
+// Under ordering: key, while hand-outs of p are in the pipeline, p drains
+// first (drainThen) and the successor is made, and rewound, when they are
+// out: the new log's records of a key must not go out while an older
+// record of that key is still out. The fetch is dropped (p is draining),
+// and so are later ones until the rewind.
 func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partState {
+	if p.keys != nil && p.inPipeline() > 0 {
+		o.log.Debugf("kafka_watermark: %s/%d: truncated at offset %d: draining %d hand-out(s) before going on",
+			p.tp.topic, p.tp.partition, at, p.inPipeline())
+		o.drainThen(p, func(old *partState) {
+			if old.live() {
+				o.truncated(old, at, epoch, noPollWindow)
+			}
+		})
+		return nil
+	}
 	return o.truncated(p, at, epoch, seq)
 }
 
