@@ -137,6 +137,13 @@ import (
 //     data record of the current log at or above its start was
 //     acknowledged under its identity (or taken by the dead-letter topic),
 //     and invariant 4's lower bound holds.
+//  10. Reports do not outlive their report_for: no live epoch carries a
+//     loss report older than lost_records_report_for, or a dead-letter
+//     report older than dead_letter.report_for (the schedule's
+//     lost_records_report_for, or 24h where that is 0s), by a gauge refresh
+//     or more (the expiry walk runs on the gauge clock), whatever epochs
+//     ended and began since the report was made (replays in place,
+//     truncations, reassignments); with 0s, none carries one at all.
 //
 // Not modelled: Close; fetch sessions and buffered fetches across a pause
 // (a paused partition is simply not fetched); a fetch of a partition from an
@@ -204,14 +211,24 @@ type omConf struct {
 func (c omConf) String() string {
 	return fmt.Sprintf("%d partition(s), batch_max_records %d, max_pending_batches %d, fetches of up to %d records, max_retries %d, drain_timeout %v, stall_replay_after %v, lost_records_report_for %v, commit_metadata %v, dead_letter.max_attempts %d",
 		c.parts, c.batchMax, c.maxPending, c.maxFetch, c.retries, c.drain, c.stallReplay, c.reportFor, c.meta, c.deadLetter) +
-		fmt.Sprintf(", ordering key over %d keys, max_held_records %d", c.keys, c.maxHeld)
+		fmt.Sprintf(", dead_letter.report_for %v, ordering key over %d keys, max_held_records %d", c.deadLetterReportFor(), c.keys, c.maxHeld)
+}
+
+// deadLetterReportFor is the schedule's dead_letter.report_for: its
+// lost_records_report_for, so that dead-letter reports expire within a
+// schedule too, or 24h where that is 0s, so that some carry one all along.
+func (c omConf) deadLetterReportFor() time.Duration {
+	if c.reportFor == 0 {
+		return 24 * time.Hour
+	}
+	return c.reportFor
 }
 
 func (c omConf) yaml() string {
 	return fmt.Sprintf("batch_max_records: %d\nmax_pending_batches: %d\ncommit_period: 1s\ndrain_timeout: %v\n"+
 		"stall_replay_after: %v\ntopic_lag_refresh_period: 1s\nlost_records_report_for: %v\ncommit_metadata: %v\n"+
-		"nack_retry: { max_retries: %d, initial_backoff: 500ms, max_backoff: 2s }\ndead_letter: { max_attempts: %d }\n",
-		c.batchMax, c.maxPending, c.drain, c.stallReplay, c.reportFor, c.meta, c.retries, max(c.deadLetter, 1)) +
+		"nack_retry: { max_retries: %d, initial_backoff: 500ms, max_backoff: 2s }\ndead_letter: { max_attempts: %d, report_for: %v }\n",
+		c.batchMax, c.maxPending, c.drain, c.stallReplay, c.reportFor, c.meta, c.retries, max(c.deadLetter, 1), c.deadLetterReportFor()) +
 		fmt.Sprintf("ordering: %s\nmax_held_records: %d\n", map[bool]string{false: "none", true: "key"}[c.keys > 0], max(c.maxHeld, 1))
 }
 
@@ -1215,6 +1232,7 @@ func (m *ownerModel) check() {
 	}
 	limit := (pollLowWater-1)*m.conf.batchMax + m.conf.maxFetch
 	m.state(func(o *owner) {
+		m.checkReportAge(o)
 		for tp, p := range o.parts {
 			n := 0
 			for _, rb := range p.queue.ready {
@@ -1225,6 +1243,20 @@ func (m *ownerModel) check() {
 			}
 		}
 	})
+}
+
+// checkReportAge checks invariant 10 on every live epoch of o; called while
+// the bubble is idle (state).
+func (m *ownerModel) checkReportAge(o *owner) {
+	now, slack := time.Now(), o.gaugeEvery()
+	for tp, p := range o.parts {
+		if l := p.loss.carried; l.Count > 0 && (m.conf.reportFor == 0 || now.Sub(l.Since) >= m.conf.reportFor+slack) {
+			m.fail("10", "%v carries a loss report (offsets %d-%d, %s) made %v ago, lost_records_report_for %v", tp, l.First, l.Last, l.Cause, now.Sub(l.Since), m.conf.reportFor)
+		}
+		if d, reportFor := p.att.report, m.conf.deadLetterReportFor(); d.Count > 0 && now.Sub(d.Since) >= reportFor+slack {
+			m.fail("10", "%v carries a dead-letter report (offsets %d-%d) made %v ago, dead_letter.report_for %v", tp, d.First, d.Last, now.Sub(d.Since), reportFor)
+		}
+	}
 }
 
 // takeRewinds moves kgo's positions as the owner's SetOffsets calls ask.
