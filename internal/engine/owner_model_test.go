@@ -137,6 +137,13 @@ import (
 //     data record of the current log at or above its start was
 //     acknowledged under its identity (or taken by the dead-letter topic),
 //     and invariant 4's lower bound holds.
+//  9. Under ordering: key, no hand-out holds a record of a key whose
+//     earlier record is out in another hand-out of the same epoch, not
+//     delivered (checkKeyOrder); nor, at any offset, one of a key that the
+//     sink still holds in a hand-out of an ended epoch that went out less
+//     than drain_timeout ago, unless the partition was lost since: every
+//     other way an epoch ends (a replay in place, a truncation, a revoke)
+//     drains first.
 //  10. Reports do not outlive their report_for: no live epoch carries a
 //     loss report older than lost_records_report_for, or a dead-letter
 //     report older than dead_letter.report_for (the schedule's
@@ -402,6 +409,8 @@ type omHandout struct {
 	b    *Batch
 	recs []*kgo.Record // the records handed out: all, or the retried ones
 	idx  []int         // their indices in b.raw.records
+	at   time.Time     // when it went out
+	step int           // the step it went out in
 }
 
 type omRebalance struct {
@@ -430,7 +439,10 @@ type ownerModel struct {
 	// keyOut holds, under ordering: key, every record handed out and not
 	// delivered (acknowledged or dead-lettered), with its hand-out: what
 	// invariant 9 checks a hand-out against.
-	keyOut      map[omKeyOut]*Batch
+	keyOut map[omKeyOut]*Batch
+	// lostStep is, per partition, the step of its last loss (lose): the
+	// hand-outs of the epoch it ended are out of invariant 9's reach.
+	lostStep    map[topicPartition]int
 	sent        map[*kgo.Record]bool // every record handed to the owner
 	outstanding []*omHandout
 	liveAcked   map[string]bool // acknowledged by an ack applied to a live epoch
@@ -486,7 +498,7 @@ func runOwnerModel(t *testing.T, seed uint64, steps int, mt *Metrics, g *memmetr
 	t.Cleanup(cancel) // runs before the owner stops: ends a final commit held in the client
 	m := &ownerModel{
 		t: t, seed: seed, rng: rng, krng: krng, h: h, g: g, conf: conf, stats: stats,
-		byTP: map[topicPartition]*omPart{}, sent: map[*kgo.Record]bool{}, writer: w, keyOut: map[omKeyOut]*Batch{},
+		byTP: map[topicPartition]*omPart{}, sent: map[*kgo.Record]bool{}, writer: w, keyOut: map[omKeyOut]*Batch{}, lostStep: map[topicPartition]int{},
 		liveAcked: map[string]bool{}, anyAcked: map[string]bool{}, liveDone: map[*kgo.Record]bool{},
 		errNext: map[topicPartition]error{}, ctx: ctx,
 	}
@@ -850,7 +862,7 @@ func (m *ownerModel) handOut(b *Batch) {
 			m.fail("3 (hand-out)", "%v handed out offset %d, a control record", b.part.tp, r.Offset)
 		}
 	}
-	ho := &omHandout{b: b}
+	ho := &omHandout{b: b, at: time.Now(), step: m.step}
 	for i, r := range b.raw.records {
 		if b.only == nil || slices.Contains(b.only, i) {
 			ho.recs = append(ho.recs, r)
@@ -1103,6 +1115,9 @@ func (m *ownerModel) lose() {
 		return
 	}
 	m.stats.losses++
+	for _, tp := range tps {
+		m.lostStep[tp] = m.step
+	}
 	var committing bool
 	m.state(func(o *owner) { committing = o.commits.committing })
 	m.h.cl.mu.Lock()
@@ -1496,7 +1511,9 @@ type omKeyOut struct {
 // of its records has an earlier record of its key handed out in another
 // batch of the same epoch and not delivered (acknowledged or
 // dead-lettered), whether that batch is in the pipeline or waits for a
-// retry. Then it notes recs, the records of this hand-out of b, as out.
+// retry; nor a record of its key held by the sink in a hand-out of an
+// epoch that ended without a drain that could have timed out, nor a loss.
+// Then it notes recs, the records of this hand-out of b, as out.
 func (m *ownerModel) checkKeyOrder(b *Batch, recs []*kgo.Record) {
 	if m.conf.keys == 0 {
 		return
@@ -1512,6 +1529,27 @@ func (m *ownerModel) checkKeyOrder(b *Batch, recs []*kgo.Record) {
 			for _, or := range ob.raw.records {
 				if or.Offset == ko.off && string(or.Key) == string(r.Key) {
 					m.fail("9", "%v handed out offset %d (key %s) while offset %d of its key is out in another batch, not delivered", b.part.tp, r.Offset, r.Key, ko.off)
+				}
+			}
+		}
+	}
+	// Across epochs: an epoch ends in a successor (a replay in place, a
+	// truncation) or a reassignment only once its hand-outs are drained,
+	// unless drain_timeout passed or the partition was lost (no drain).
+	// So a record of a key still held by the sink in a hand-out of an
+	// ended epoch that went out less than drain_timeout ago, with no loss
+	// since, holds its key: at any offset, as the new epoch may start
+	// below it.
+	now := time.Now()
+	for _, ho := range m.outstanding {
+		ob := ho.b
+		if ob.part == b.part || ob.part.tp != b.part.tp || now.Sub(ho.at) >= m.conf.drain || m.lostStep[ob.part.tp] > ho.step {
+			continue
+		}
+		for _, or := range ho.recs {
+			for _, r := range recs {
+				if r.Key != nil && or.Key != nil && string(or.Key) == string(r.Key) {
+					m.fail("9", "%v handed out offset %d (key %s) while offset %d of its key is out in a hand-out of an ended epoch, handed out %v ago (drain_timeout %v)", b.part.tp, r.Offset, r.Key, or.Offset, now.Sub(ho.at), m.conf.drain)
 				}
 			}
 		}
