@@ -97,7 +97,9 @@
 // A replay in place (stall.go, replay.go) ends an epoch too: after
 // stall_replay_after a partition whose head failed for good is drained, its
 // epoch ends, and a new one reads it again from the watermark, skipping
-// what the old one delivered.
+// what the old one delivered. So does a truncation (truncate.go). Either way
+// the new epoch is the old one's successor, made by succeed
+// (successor.go), the one place that says what survives an epoch's end.
 //
 // # Goroutines
 //

@@ -10,9 +10,9 @@ type drain struct {
 	parts []*partState
 	reply chan commitSet
 	timer *time.Timer // drain_timeout
-	// replay: the drain before a replay in place (stall.go); it ends in
-	// a rewind, not a reply.
-	replay bool
+	// next, for the drain before an epoch's successor (drainThen), makes
+	// the successor: such a drain ends in it, not a reply.
+	next func(old *partState)
 }
 
 // onClose applies the acknowledgements already queued and ends every
@@ -40,7 +40,7 @@ func (o *owner) onClose(r closeReq) {
 	var held []chan commitSet
 	for _, d := range o.drains {
 		d.timer.Stop()
-		if !d.replay {
+		if d.next == nil {
 			held = append(held, d.reply)
 		}
 	}
@@ -92,21 +92,6 @@ func (o *owner) checkDrains() {
 	}
 }
 
-// cancelReplay drops the replay drain of p, if one is under way, because
-// p is revoked or lost: the revoke's own drain (or the loss) ends p's epoch,
-// and the replay must not end it first and put a new, live epoch in its
-// place (rewind), which the revoke would never end: it would go on
-// committing, and rewinding, a partition this member no longer owns.
-func (o *owner) cancelReplay(p *partState) {
-	for i, d := range o.drains {
-		if d.replay && d.parts[0] == p {
-			d.timer.Stop()
-			o.drains = append(o.drains[:i], o.drains[i+1:]...)
-			return
-		}
-	}
-}
-
 // finishDrain ends a revoke's drain, whether it completed or timed out; the
 // second of the two (the timer firing late), or a drain that Close answered,
 // finds it gone and does nothing.
@@ -115,8 +100,8 @@ func (o *owner) finishDrain(d *drain) {
 		if x == d {
 			o.drains = append(o.drains[:i], o.drains[i+1:]...)
 			d.timer.Stop()
-			if d.replay {
-				o.rewind(d.parts[0])
+			if d.next != nil {
+				d.next(d.parts[0])
 			} else {
 				d.reply <- o.planFinalCommits(d.parts, false)
 			}

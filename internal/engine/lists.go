@@ -76,7 +76,8 @@ func (o *owner) markDirty(p *partState) {
 
 // listEpochs lists the epochs that code outside the owner's own event
 // handlers made: new assignments (their first refresh shows every gauge)
-// and epochs that replay in place, which are dirty (the replay's stall
+// and successors waiting for their rewind (a replay in place, a keyed
+// truncation's drain: successor.go), which are dirty (the replay's stall
 // provenance is committed) and show their predecessor's gauges.
 func (o *owner) listEpochs(tps []topicPartition) {
 	for _, tp := range tps {

@@ -309,7 +309,7 @@ func (o *owner) run() {
 			return
 		}
 		if len(o.polls.rewinds) > 0 {
-			o.listEpochs(nil) // a drain just ended in a replay's rewind
+			o.listEpochs(nil) // a drain just ended in a successor waiting for its rewind
 		}
 		o.serve()
 		o.askPoll()

@@ -137,6 +137,20 @@ import (
 //     data record of the current log at or above its start was
 //     acknowledged under its identity (or taken by the dead-letter topic),
 //     and invariant 4's lower bound holds.
+//  9. Under ordering: key, no hand-out holds a record of a key whose
+//     earlier record is out in another hand-out of the same epoch, not
+//     delivered (checkKeyOrder); nor, at any offset, one of a key that the
+//     sink still holds in a hand-out of an ended epoch that went out less
+//     than drain_timeout ago, unless the partition was lost since: every
+//     other way an epoch ends (a replay in place, a truncation, a revoke)
+//     drains first.
+//  10. Reports do not outlive their report_for: no live epoch carries a
+//     loss report older than lost_records_report_for, or a dead-letter
+//     report older than dead_letter.report_for (the schedule's
+//     lost_records_report_for, or 24h where that is 0s), by a gauge refresh
+//     or more (the expiry walk runs on the gauge clock), whatever epochs
+//     ended and began since the report was made (replays in place,
+//     truncations, reassignments); with 0s, none carries one at all.
 //
 // Not modelled: Close; fetch sessions and buffered fetches across a pause
 // (a paused partition is simply not fetched); a fetch of a partition from an
@@ -204,14 +218,24 @@ type omConf struct {
 func (c omConf) String() string {
 	return fmt.Sprintf("%d partition(s), batch_max_records %d, max_pending_batches %d, fetches of up to %d records, max_retries %d, drain_timeout %v, stall_replay_after %v, lost_records_report_for %v, commit_metadata %v, dead_letter.max_attempts %d",
 		c.parts, c.batchMax, c.maxPending, c.maxFetch, c.retries, c.drain, c.stallReplay, c.reportFor, c.meta, c.deadLetter) +
-		fmt.Sprintf(", ordering key over %d keys, max_held_records %d", c.keys, c.maxHeld)
+		fmt.Sprintf(", dead_letter.report_for %v, ordering key over %d keys, max_held_records %d", c.deadLetterReportFor(), c.keys, c.maxHeld)
+}
+
+// deadLetterReportFor is the schedule's dead_letter.report_for: its
+// lost_records_report_for, so that dead-letter reports expire within a
+// schedule too, or 24h where that is 0s, so that some carry one all along.
+func (c omConf) deadLetterReportFor() time.Duration {
+	if c.reportFor == 0 {
+		return 24 * time.Hour
+	}
+	return c.reportFor
 }
 
 func (c omConf) yaml() string {
 	return fmt.Sprintf("batch_max_records: %d\nmax_pending_batches: %d\ncommit_period: 1s\ndrain_timeout: %v\n"+
 		"stall_replay_after: %v\ntopic_lag_refresh_period: 1s\nlost_records_report_for: %v\ncommit_metadata: %v\n"+
-		"nack_retry: { max_retries: %d, initial_backoff: 500ms, max_backoff: 2s }\ndead_letter: { max_attempts: %d }\n",
-		c.batchMax, c.maxPending, c.drain, c.stallReplay, c.reportFor, c.meta, c.retries, max(c.deadLetter, 1)) +
+		"nack_retry: { max_retries: %d, initial_backoff: 500ms, max_backoff: 2s }\ndead_letter: { max_attempts: %d, report_for: %v }\n",
+		c.batchMax, c.maxPending, c.drain, c.stallReplay, c.reportFor, c.meta, c.retries, max(c.deadLetter, 1), c.deadLetterReportFor()) +
 		fmt.Sprintf("ordering: %s\nmax_held_records: %d\n", map[bool]string{false: "none", true: "key"}[c.keys > 0], max(c.maxHeld, 1))
 }
 
@@ -385,6 +409,8 @@ type omHandout struct {
 	b    *Batch
 	recs []*kgo.Record // the records handed out: all, or the retried ones
 	idx  []int         // their indices in b.raw.records
+	at   time.Time     // when it went out
+	step int           // the step it went out in
 }
 
 type omRebalance struct {
@@ -413,7 +439,10 @@ type ownerModel struct {
 	// keyOut holds, under ordering: key, every record handed out and not
 	// delivered (acknowledged or dead-lettered), with its hand-out: what
 	// invariant 9 checks a hand-out against.
-	keyOut      map[omKeyOut]*Batch
+	keyOut map[omKeyOut]*Batch
+	// lostStep is, per partition, the step of its last loss (lose): the
+	// hand-outs of the epoch it ended are out of invariant 9's reach.
+	lostStep    map[topicPartition]int
 	sent        map[*kgo.Record]bool // every record handed to the owner
 	outstanding []*omHandout
 	liveAcked   map[string]bool // acknowledged by an ack applied to a live epoch
@@ -469,7 +498,7 @@ func runOwnerModel(t *testing.T, seed uint64, steps int, mt *Metrics, g *memmetr
 	t.Cleanup(cancel) // runs before the owner stops: ends a final commit held in the client
 	m := &ownerModel{
 		t: t, seed: seed, rng: rng, krng: krng, h: h, g: g, conf: conf, stats: stats,
-		byTP: map[topicPartition]*omPart{}, sent: map[*kgo.Record]bool{}, writer: w, keyOut: map[omKeyOut]*Batch{},
+		byTP: map[topicPartition]*omPart{}, sent: map[*kgo.Record]bool{}, writer: w, keyOut: map[omKeyOut]*Batch{}, lostStep: map[topicPartition]int{},
 		liveAcked: map[string]bool{}, anyAcked: map[string]bool{}, liveDone: map[*kgo.Record]bool{},
 		errNext: map[topicPartition]error{}, ctx: ctx,
 	}
@@ -833,7 +862,7 @@ func (m *ownerModel) handOut(b *Batch) {
 			m.fail("3 (hand-out)", "%v handed out offset %d, a control record", b.part.tp, r.Offset)
 		}
 	}
-	ho := &omHandout{b: b}
+	ho := &omHandout{b: b, at: time.Now(), step: m.step}
 	for i, r := range b.raw.records {
 		if b.only == nil || slices.Contains(b.only, i) {
 			ho.recs = append(ho.recs, r)
@@ -1086,6 +1115,9 @@ func (m *ownerModel) lose() {
 		return
 	}
 	m.stats.losses++
+	for _, tp := range tps {
+		m.lostStep[tp] = m.step
+	}
 	m.settleHeldCommit(tps, "the loss")
 	m.logf("lose %v", tps)
 	r := revokeReq{tps: tps, lost: true, reply: make(chan commitSet, 1)}
@@ -1234,6 +1266,7 @@ func (m *ownerModel) check() {
 	}
 	limit := (pollLowWater-1)*m.conf.batchMax + m.conf.maxFetch
 	m.state(func(o *owner) {
+		m.checkReportAge(o)
 		for tp, p := range o.parts {
 			n := 0
 			for _, rb := range p.queue.ready {
@@ -1244,6 +1277,20 @@ func (m *ownerModel) check() {
 			}
 		}
 	})
+}
+
+// checkReportAge checks invariant 10 on every live epoch of o; called while
+// the bubble is idle (state).
+func (m *ownerModel) checkReportAge(o *owner) {
+	now, slack := time.Now(), o.gaugeEvery()
+	for tp, p := range o.parts {
+		if l := p.loss.carried; l.Count > 0 && (m.conf.reportFor == 0 || now.Sub(l.Since) >= m.conf.reportFor+slack) {
+			m.fail("10", "%v carries a loss report (offsets %d-%d, %s) made %v ago, lost_records_report_for %v", tp, l.First, l.Last, l.Cause, now.Sub(l.Since), m.conf.reportFor)
+		}
+		if d, reportFor := p.att.report, m.conf.deadLetterReportFor(); d.Count > 0 && now.Sub(d.Since) >= reportFor+slack {
+			m.fail("10", "%v carries a dead-letter report (offsets %d-%d) made %v ago, dead_letter.report_for %v", tp, d.First, d.Last, now.Sub(d.Since), reportFor)
+		}
+	}
 }
 
 // takeRewinds moves kgo's positions as the owner's SetOffsets calls ask.
@@ -1493,7 +1540,9 @@ type omKeyOut struct {
 // of its records has an earlier record of its key handed out in another
 // batch of the same epoch and not delivered (acknowledged or
 // dead-lettered), whether that batch is in the pipeline or waits for a
-// retry. Then it notes recs, the records of this hand-out of b, as out.
+// retry; nor a record of its key held by the sink in a hand-out of an
+// epoch that ended without a drain that could have timed out, nor a loss.
+// Then it notes recs, the records of this hand-out of b, as out.
 func (m *ownerModel) checkKeyOrder(b *Batch, recs []*kgo.Record) {
 	if m.conf.keys == 0 {
 		return
@@ -1509,6 +1558,27 @@ func (m *ownerModel) checkKeyOrder(b *Batch, recs []*kgo.Record) {
 			for _, or := range ob.raw.records {
 				if or.Offset == ko.off && string(or.Key) == string(r.Key) {
 					m.fail("9", "%v handed out offset %d (key %s) while offset %d of its key is out in another batch, not delivered", b.part.tp, r.Offset, r.Key, ko.off)
+				}
+			}
+		}
+	}
+	// Across epochs: an epoch ends in a successor (a replay in place, a
+	// truncation) or a reassignment only once its hand-outs are drained,
+	// unless drain_timeout passed or the partition was lost (no drain).
+	// So a record of a key still held by the sink in a hand-out of an
+	// ended epoch that went out less than drain_timeout ago, with no loss
+	// since, holds its key: at any offset, as the new epoch may start
+	// below it.
+	now := time.Now()
+	for _, ho := range m.outstanding {
+		ob := ho.b
+		if ob.part == b.part || ob.part.tp != b.part.tp || now.Sub(ho.at) >= m.conf.drain || m.lostStep[ob.part.tp] > ho.step {
+			continue
+		}
+		for _, or := range ho.recs {
+			for _, r := range recs {
+				if r.Key != nil && or.Key != nil && string(or.Key) == string(r.Key) {
+					m.fail("9", "%v handed out offset %d (key %s) while offset %d of its key is out in a hand-out of an ended epoch, handed out %v ago (drain_timeout %v)", b.part.tp, r.Offset, r.Key, or.Offset, now.Sub(ho.at), m.conf.drain)
 				}
 			}
 		}

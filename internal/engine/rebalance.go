@@ -99,12 +99,12 @@ func (o *owner) onRevoke(r revokeReq) {
 			continue
 		}
 		if r.lost {
-			o.cancelReplay(p)
+			o.cancelSuccession(p)
 			o.forget(p)
 			o.log.Warnf("kafka_watermark: lost %s/%d: dropped without a commit; its in-flight acks are ignored", tp.topic, tp.partition)
 			continue
 		}
-		o.cancelReplay(p)
+		o.cancelSuccession(p)
 		o.beginDrain(p)
 		parts = append(parts, p)
 	}

@@ -69,55 +69,32 @@ const noPoll = math.MaxUint64
 
 // beginReplay drains p before its rewind (step 1).
 func (o *owner) beginReplay(p *partState) {
-	o.beginDrain(p)
-	o.startDrain(&drain{parts: []*partState{p}, replay: true}, o.conf.DrainTimeout)
+	o.drainThen(p, o.rewind)
 }
 
 // rewind ends p's epoch after its replay drain and starts the one that reads
-// it again (step 2).
+// it again (step 2): its successor (successor.go), which reads the same log
+// from the watermark, on from the next poll window.
 func (o *owner) rewind(old *partState) {
 	if !old.live() {
 		return // revoked or lost meanwhile: the next owner replays it
 	}
 	base, _ := old.commitBase()
-	// The new epoch carries what the group and its gauges know: the last
-	// commit, the exposure, the log end, and the watermark's age (a
-	// replay does not move the watermark).
-	np := o.newEpoch(old.tp, old.led.lastMoved)
-	np.commits.inheritFrom(old.commits)
-	np.resume.fetched, np.resume.fetchedLeaderEpoch = base, old.positionLeaderEpoch(base)
-	np.queue.highWatermark = old.queue.highWatermark
-	np.replay.minPoll = noPoll
-	np.replay.rewindTo = kgo.EpochOffset{Epoch: np.resume.fetchedLeaderEpoch, Offset: base}
 	stalled, _, ok := old.stallInfo()
+	np := o.succeed(old, succession{base: base, leaderEpoch: old.positionLeaderEpoch(base), holdsTo: noTruncation})
 	if ok {
 		np.replay.firstAtMost = stalled.First
 	}
-	if ranges := old.knownDelivered(base); len(ranges) > 0 {
-		np.resume.inherit(ranges, old.leaderEpochOf(ranges[len(ranges)-1].To-1))
-	}
-	np.loss.expect = base
-	np.loss.carried = old.loss.carried
-	np.att.carried = old.attemptRanges(base)
-	np.att.reason, np.att.since = stalled.Reason, stalled.Since
-	np.att.report = old.att.report
-	np.loss.retentionMs = old.loss.retentionMs
-	np.replay.state = old.replay.state
 	if np.replay.state.count == 0 || np.replay.state.offset != base {
 		np.replay.state = replayState{offset: base}
 	}
 	np.replay.state.count++
 	np.replay.state.first, np.replay.state.last = stalled.First, stalled.Last
 	np.replay.state.since, np.replay.state.attempts, np.replay.state.reason = stalled.Since, stalled.Attempts, stalled.Reason
-	np.dirty = true
-	np.shown = old.shown
-	o.endEpoch(old)
-	o.parts[np.tp] = np
-	o.polls.rewinds = append(o.polls.rewinds, np)
+	o.rewindLater(np)
 	o.m.stallReplays.Incr(1, np.labels[:]...)
 	o.log.Warnf("kafka_watermark: replaying %s/%d in place from offset %d (replay %d in a row at this offset; the failed batch was delivered %d time(s)); last error: %s",
 		np.tp.topic, np.tp.partition, base, np.replay.state.count, stalled.Attempts, stalled.Reason)
-	o.polls.wakePoll()
 }
 
 // applyRewinds moves the fetch position of every epoch waiting for its

@@ -21,9 +21,10 @@ import (
 //  1. beginReplay drains the partition as a revoke does: no more hand-outs,
 //     and up to drain_timeout for the batches still in the pipeline, so
 //     their acknowledgements still count.
-//  2. rewind ends the epoch (later acks are late) and makes a new one that
-//     skips what the old one delivered above the watermark (its delivered
-//     ranges, as if read from a commit), and queues the new epoch for a
+//  2. rewind ends the epoch (later acks are late) in its successor
+//     (succeed, successor.go), which skips what the old one delivered above
+//     the watermark (its delivered ranges, as if read from a commit) and
+//     carries its attempts and reports, and queues the new epoch for a
 //     rewind. The new epoch takes no record yet.
 //  3. In the next poll window (applyRewinds, from onPoll), kgo's SetOffsets
 //     moves the fetch position back to the watermark, and the new epoch

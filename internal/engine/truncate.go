@@ -3,8 +3,6 @@ package engine
 import (
 	"slices"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
 )
 
@@ -13,11 +11,36 @@ import (
 // an unclean election truncated the log at that offset, and the records
 // from there on are other records. What p delivered from there on is
 // counted truncated; what it queued from there on and did not deliver is
-// lost. The new epoch goes on from the lower of p's watermark and at,
-// skipping what p delivered below at: it takes this very fetch when
-// nothing below at is left undelivered, and is rewound to the watermark
-// otherwise (in this poll window: onPoll runs in it).
+// lost. The new epoch, p's successor (successor.go), goes on from the lower
+// of p's watermark and at, skipping what p delivered below at, with the
+// attempts of what it did not: it takes this very fetch when nothing below
+// at is left undelivered, and is rewound to the watermark otherwise (in
+// this poll window: onPoll runs in it). It returns the epoch that takes the
+// fetch, or nil.
+//
+// Under ordering: key, while hand-outs of p are in the pipeline, p drains
+// first (drainThen) and the successor is made, and rewound, when they are
+// out: the new log's records of a key must not go out while an older
+// record of that key is still out. The fetch is dropped (p is draining),
+// and so are later ones until the rewind.
 func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partState {
+	if p.keys != nil && p.inPipeline() > 0 {
+		o.log.Debugf("kafka_watermark: %s/%d: truncated at offset %d: draining %d hand-out(s) before going on",
+			p.tp.topic, p.tp.partition, at, p.inPipeline())
+		o.drainThen(p, func(old *partState) {
+			if old.live() {
+				o.truncated(old, at, epoch, noPollWindow)
+			}
+		})
+		return nil
+	}
+	return o.truncated(p, at, epoch, seq)
+}
+
+// truncated ends p's epoch in its successor after a truncation at at (see
+// truncate), reports the truncation, and returns the successor when it
+// takes the fetch of poll seq (noPollWindow: outside one).
+func (o *owner) truncated(p *partState, at int64, epoch int32, seq uint64) *partState {
 	wm, _ := p.commitBase()
 	end := max(p.queue.lastQueued+1, p.loss.expect, wm)
 	// Delivered from the old log at or above at: below the watermark all
@@ -36,46 +59,18 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 	if from := max(wm, at); end > from {
 		lostRanges = subtractRanges(commitmeta.Range{From: from, To: end}, ranges, o.lost.lossReported[p.tp])
 	}
-	var kept []commitmeta.Range
-	for _, r := range ranges {
-		if r.From >= at {
-			break
-		}
-		kept = append(kept, commitmeta.Range{From: r.From, To: min(r.To, at)})
-	}
+	// The leader epoch in force before base is the old log's, which the
+	// new one holds unchanged below at; with none known, the new log's
+	// epoch at at (a rewind below at) stands in.
 	base := min(wm, at)
-	np := o.newEpoch(p.tp, p.led.lastMoved)
-	np.commits.inheritFrom(p.commits)
-	if p.commits.hasCommitted && base < p.commits.committed {
-		// The one commit that goes back: to where the logs diverged.
-		np.commits.hasCommitted, np.commits.committedMeta = false, ""
+	leaderEpoch := p.leaderEpochBefore(base)
+	if leaderEpoch < 0 && base == p.resume.fetched {
+		leaderEpoch = p.resume.fetchedLeaderEpoch
 	}
-	// The epoch of the record before base is the old log's, which the new
-	// one holds unchanged below at; with none known, the new log's epoch
-	// at at (a rewind below at) stands in.
-	np.resume.fetched, np.resume.fetchedLeaderEpoch = base, p.leaderEpochBefore(base)
-	if np.resume.fetchedLeaderEpoch < 0 && base == p.resume.fetched {
-		np.resume.fetchedLeaderEpoch = p.resume.fetchedLeaderEpoch
+	if leaderEpoch < 0 {
+		leaderEpoch = epoch
 	}
-	if np.resume.fetchedLeaderEpoch < 0 {
-		np.resume.fetchedLeaderEpoch = epoch
-	}
-	np.loss.expect = base
-	np.queue.highWatermark = p.queue.highWatermark
-	np.loss.carried = p.loss.carried
-	np.att.report = p.att.report // the attempts are of records the new log does not hold
-	np.loss.retentionMs = p.loss.retentionMs
-	np.replay.state = p.replay.state
-	if len(kept) > 0 {
-		np.resume.inherit(kept, p.led.leaderEpochAt(kept[len(kept)-1].To-1))
-	}
-	np.loss.truncatedAt, np.loss.truncatedFrom = at, p.knownLeaderEpoch()
-	np.dirty = true
-	np.shown = p.shown
-	o.endEpoch(p)
-	o.parts[np.tp] = np
-	o.lists.gauges.add(np)
-	o.lists.dirty.add(np)
+	np := o.succeed(p, succession{base: base, leaderEpoch: leaderEpoch, holdsTo: at, truncatedFrom: p.knownLeaderEpoch()})
 
 	if dl := p.loss.dataLoss; dl != nil {
 		o.log.Debugf("kafka_watermark: %s/%d: kgo reported the truncation: %v", np.tp.topic, np.tp.partition, dl)
@@ -105,15 +100,18 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 }
 
 // goOnAfterTruncation returns np, the epoch a truncation at at made, when
-// it takes the fetch that showed the truncation (nothing below at is left
-// undelivered: base is at), and otherwise rewinds it to base in this poll
-// window and returns nil.
+// it takes the fetch of poll seq that showed the truncation (nothing below
+// at is left undelivered: base is at), and otherwise rewinds it to base, in
+// this poll window or, outside one (after a drain), in the next,
+// and returns nil.
 func (o *owner) goOnAfterTruncation(np *partState, at, base int64, seq uint64) *partState {
-	if base == at {
+	switch {
+	case seq == noPollWindow:
+		o.rewindLater(np)
+	case base == at:
 		return np
+	default:
+		o.rewindNow(np, seq)
 	}
-	np.replay.rewindTo = kgo.EpochOffset{Epoch: np.resume.fetchedLeaderEpoch, Offset: base}
-	o.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{np.tp.topic: {np.tp.partition: np.replay.rewindTo}})
-	np.replay.minPoll = seq + 1
 	return nil
 }
