@@ -184,6 +184,10 @@ func (o *owner) onPoll(seq uint64, fetches kgo.Fetches) {
 		if p == nil || p.draining || seq < p.replay.minPoll {
 			// Fetched under an assignment that has ended, or before a
 			// rewind: the next owner, or the rewound epoch, reads it again.
+			// A truncation it reports still holds (loss.go).
+			if p != nil && !p.draining && fp.Err != nil {
+				o.onFetchErrBeforeRewind(p, fp.Err, seq)
+			}
 			return
 		}
 		o.lists.gauges.add(p) // the log end, the first offset fetched

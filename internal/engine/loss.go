@@ -88,6 +88,38 @@ func (o *owner) onFetchErr(p *partState, err error, seq uint64) *partState {
 	return o.truncate(p, dl.ResetTo, dl.ResetToEpoch, seq)
 }
 
+// onFetchErrBeforeRewind takes an error that kgo injected in a poll that p
+// drops, fetched from the position before p's rewind (replay.go): p reads
+// the log again from its base, but carries the delivered ranges of the
+// epoch it replays, and a data loss located below their end is a
+// truncation of the log they came from all the same. Dropped with the
+// poll, it let p skip the new log's records there as delivered, and report
+// none of them lost when retention took them (model seed 20016498). p
+// then ends in the truncation's successor, which holds none of those
+// ranges from the divergence point on, and reads the log from its own base
+// (seed 20017667: it took its records from p's rewound position).
+func (o *owner) onFetchErrBeforeRewind(p *partState, err error, seq uint64) {
+	var dl *kgo.ErrDataLoss
+	if !errors.As(err, &dl) || p.loss.sameTruncation(dl) {
+		return
+	}
+	base, _ := p.commitBase()
+	end := base
+	if rs := p.knownDelivered(base); len(rs) > 0 {
+		end = max(end, rs[len(rs)-1].To)
+	}
+	if dl.ResetTo >= end {
+		return // above everything p holds of the old log
+	}
+	p.loss.dataLoss = dl
+	if np := o.truncate(p, dl.ResetTo, dl.ResetToEpoch, seq); np != nil {
+		// The successor would take this poll's records, which are
+		// dropped, and p's rewind moved kgo's position in this window:
+		// the successor's rewind moves it to the successor's base.
+		o.rewindNow(np, seq)
+	}
+}
+
 // knownLeaderEpoch is the newest leader epoch p knows of its log: that of the last
 // record it queued, or of the commit it started from; -1 when it knows none,
 // and then no truncation can be told from a stale fetch.

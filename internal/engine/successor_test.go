@@ -175,3 +175,37 @@ func TestSuccessorOfAKeyedTruncationDrainsFirst(t *testing.T) {
 		require.Equal(t, kgo.EpochOffset{Epoch: 1, Offset: 4}, h.cl.committed(tp0)[len(h.cl.committed(tp0))-1])
 	})
 }
+
+// Bug (model seed 20016498): the poll in whose window a replay in place is
+// rewound is dropped, and with it kgo's report that the log was truncated
+// below records the replayed epoch carries as delivered. The replay then
+// skipped the new log's records there as delivered, and a deletion of them
+// went unreported. The truncation is taken all the same: the records from
+// the divergence point are delivered again from the new log.
+func TestReplayTakesATruncationReportedInItsRewindWindow(t *testing.T) {
+	m, g := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "batch_max_records: 1\ncommit_period: 1s\nstall_replay_after: 4s\ndrain_timeout: 1s\n"), m)
+		h.assign(tp0)
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 2, leaderEpoch: 0}})
+		h.fetch(tp0, 5, records(tp0, 2, 5)...)
+		bs := h.readAll()
+		require.Equal(t, []int64{2, 3, 4}, firsts(bs))
+		h.ack(bs[0], errors.New("poison")) // the head fails: the partition stalls at 2
+		h.ack(bs[1], nil)
+		h.ack(bs[2], nil) // 3-4 delivered above the watermark, from the log of leader epoch 0
+		time.Sleep(4 * time.Second) // stall_replay_after: nothing in the pipeline, the replay is made
+		synctest.Wait()
+		require.Equal(t, int64(1), g.Get(MetricStallReplays, "t", 0))
+
+		// The poll of the rewind's window, fetched from the old position,
+		// reports that an unclean election truncated the log at 3.
+		h.fetchErr(tp0, &kgo.ErrDataLoss{Topic: "t", Partition: 0, ConsumedTo: 5, ConsumedToEpoch: 0, ResetTo: 3, ResetToEpoch: 1})
+		require.Equal(t, int64(2), g.Get(MetricTruncated, "t", 0), "3-4 were delivered from the old log")
+
+		// The replay reads the new log from the watermark: 3 and 4 are
+		// other records now, and go out.
+		h.fetch(tp0, 6, append(records(tp0, 2, 3), epochRecords(tp0, 3, 6, 1)...)...)
+		require.Equal(t, []int64{2, 3, 4, 5}, firsts(h.readAll()))
+	})
+}
