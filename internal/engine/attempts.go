@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"time"
 
 	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
@@ -170,6 +171,8 @@ func (o *owner) gateHolds(p *partState, b *Batch, first bool) bool {
 // gate holds b back until a commit carries its next attempt, and asks for
 // that commit now. b.gated stays set: its attempts are carried from now on
 // until it is resolved, so a crash during the hand-out it waits for counts.
+// b.unread says the hand-out is counted already: when ungate lets b out,
+// serve neither counts it again nor gates it again.
 func (o *owner) gate(p *partState, b *Batch) {
 	b.gated = true
 	b.unread = true // the hand-out it waits for is counted already
@@ -179,19 +182,24 @@ func (o *owner) gate(p *partState, b *Batch) {
 	o.commitSoon()
 }
 
-// ungate lets out the gated batches of p whose attempt the broker now
-// holds; when the commit had no room for some (commit_metadata_max_bytes),
-// they go all the same, said once per batch: a room too small must not
-// wedge the partition.
-func (o *owner) ungate(p *partState, cut bool) {
+// ungate lets out the gated batches of p that may go: those whose attempt
+// the broker now holds, and those no commit will carry, said once per batch
+// (a room too small must not wedge the partition). A commit cannot carry a
+// batch when its plan had no room for the batch's attempts
+// (commit_metadata_max_bytes, or less after a refusal): noRoom holds the
+// batches gated when the landed commit was planned, if it cut attempts.
+// And when the plan sends nothing (all), because it equals what the broker
+// holds: the room was too small before, and only a landed commit let the
+// gate open, so the retry waited for good and the partition's head with it.
+func (o *owner) ungate(p *partState, noRoom []*Batch, all bool) {
 	if len(p.att.gated) == 0 || p.draining {
 		return
 	}
 	kept := p.att.gated[:0]
 	for _, b := range p.att.gated {
 		if !p.commits.carries(b) {
-			if !cut {
-				kept = append(kept, b)
+			if !all && !slices.Contains(noRoom, b) {
+				kept = append(kept, b) // gated since: the next plan may carry it
 				continue
 			}
 			o.log.Warnf("kafka_watermark: %s/%d offsets %d-%d go out as attempt %d before a commit carried it: the commit metadata had no room for it (%s)",

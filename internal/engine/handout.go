@@ -26,9 +26,15 @@ func (o *owner) serve() {
 			continue
 		}
 		var b *Batch
+		// counted: b's hand-out was counted before, when the gate let it
+		// out or when a cancelled read gave it back: it went through the
+		// gate already, and gating it again would wait for a commit that
+		// may never come (one with no room for its attempts).
+		counted := false
 		if len(p.queue.retry) > 0 {
 			b = p.queue.popRetry()
 			p.retryOut()
+			counted = b.unread
 			if !b.unread {
 				b.attempt++
 			}
@@ -52,7 +58,7 @@ func (o *owner) serve() {
 			// Tried max_attempts times before this epoch: it goes to the
 			// dead-letter topic without another hand-out.
 			o.deadLetter(p, b, b.prior)
-		case o.gateHolds(p, b, first):
+		case !counted && o.gateHolds(p, b, first):
 			o.gate(p, b)
 		default:
 			o.popParked().reply <- b

@@ -1,0 +1,132 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The dead-letter gate holds a retry until a commit carries its attempt.
+// These tests pin the ways that commit never comes (issue 28, defect 3): the
+// attempt has no room in the metadata, so the plan equals what the broker
+// holds and is not sent; only a landed commit released the gate, so the
+// retry was held for good, and with it the head of the partition: no retry,
+// no dead letter, no replay in place.
+
+// retryToTheEnd nacks a, the batch at the watermark, until it is handed out
+// max times, each retry within its backoff and a commit tick, and then
+// checks that the last nack dead-letters it.
+func retryToTheEnd(t *testing.T, h *ownerHarness, w *fakeWriter, a *Batch, nack func(*Batch), max int) {
+	t.Helper()
+	for attempt := a.DeliveryAttempt(); attempt < max; attempt++ {
+		nack(a)
+		time.Sleep(2 * time.Second) // the backoff, then a commit tick
+		synctest.Wait()
+		b, ok := h.tryRead()
+		require.True(t, ok, "attempt %d goes out though no commit could carry it", attempt+1)
+		require.Equal(t, attempt+1, b.DeliveryAttempt())
+		a = b
+	}
+	require.Empty(t, w.written())
+	nack(a)
+	require.Len(t, w.written(), 1, "dead-lettered after %d attempts", max)
+}
+
+// With commit_metadata_max_bytes at its least, 64 bytes, no attempt fits
+// beside the header.
+func TestGateLetsOutWhatTheMetadataHasNoRoomFor(t *testing.T) {
+	m, _ := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		conf, w := deadLetterConfig(t, "batch_max_records: 2\ncommit_period: 1s\ncommit_metadata_max_bytes: 64\n"+
+			"nack_retry: { max_retries: -1, initial_backoff: 1s, max_backoff: 1s }\ndead_letter: { max_attempts: 4 }\n")
+		h := startOwner(t, conf, m)
+		h.assignFrom(tp0, 0)
+		h.fetch(tp0, 4, records(tp0, 0, 4)...)
+		a, b := batchAt(t, h.readAll(), 0, 2)
+		h.ack(b, nil)
+		retryToTheEnd(t, h, w, a, func(b *Batch) { h.ack(b, errors.New("HTTP 400: bad request")) }, 4)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Equal(t, int64(4), h.lastCommit(tp0).Base)
+	})
+}
+
+// A broker whose offset.metadata.max.bytes is small refuses the commit
+// that carries the stall; the halved budget has room for the header only:
+// the stall does not fit, and the attempts come after it.
+func TestGateLetsOutWhatARefusalLeftNoRoomFor(t *testing.T) {
+	m, _ := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		conf, w := deadLetterConfig(t, "batch_max_records: 2\ncommit_period: 1s\n"+
+			"nack_retry: { max_retries: -1, initial_backoff: 1s, max_backoff: 1s }\ndead_letter: { max_attempts: 4 }\n")
+		h := startOwner(t, conf, m)
+		h.cl.mu.Lock()
+		h.cl.metaLimit = 30 // "wm1 o=0 e=0 a=0.2.1", the first commit, is 19 bytes; with a stall, more
+		h.cl.mu.Unlock()
+		h.assignFrom(tp0, 0)
+		h.fetch(tp0, 4, records(tp0, 0, 4)...)
+		a, b := batchAt(t, h.readAll(), 0, 2)
+		h.ack(b, nil)
+		retryToTheEnd(t, h, w, a, func(b *Batch) { h.ack(b, errors.New("HTTP 400: bad request")) }, 4)
+		var budget int
+		h.state(func(o *owner) { budget = o.commits.metaMax })
+		require.Less(t, budget, 64, "the refusal of a commit with a stall halved the budget")
+		require.Empty(t, h.lastCommit(tp0).Attempts, "no room for the attempts")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Equal(t, int64(4), h.lastCommit(tp0).Base)
+	})
+}
+
+// Under ordering: key a retry holds the records a batch error named, a run
+// of offsets each when they are not adjacent. Two hand-outs of 2,000 records
+// whose odd records fail make 2,000 runs: the default 4,000 bytes hold the
+// first ones, nearest the base, and not the second hand-out's.
+func TestGateLetsOutManyKeyedRuns(t *testing.T) {
+	m, _ := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		conf, w := deadLetterConfig(t, "ordering: key\nbatch_max_records: 2000\ncommit_period: 1s\n"+
+			"nack_retry: { max_retries: -1, initial_backoff: 1s, max_backoff: 1s }\ndead_letter: { max_attempts: 3 }\n")
+		h := startOwner(t, conf, m)
+		h.assignFrom(tp0, 0)
+		h.fetch(tp0, 4000, keyedRecords(tp0, 0, 4000, func(o int64) (string, bool) { return fmt.Sprint(o), true })...)
+		outs := h.readAll()
+		require.Len(t, outs, 2)
+		var odd []int
+		for i := 1; i < 2000; i += 2 {
+			odd = append(odd, i)
+		}
+		nack := func(b *Batch) {
+			failed := odd
+			if len(b.raw.records) < 2000 {
+				failed = nil // a retry holds the odd records only
+			}
+			h.o.inbox.ackCh <- ackMsg{b: b, err: errors.New("rows refused"), failed: failed}
+			synctest.Wait()
+		}
+		for attempt := 2; attempt <= 3; attempt++ {
+			for _, b := range outs {
+				nack(b)
+			}
+			time.Sleep(2 * time.Second) // the backoff, then a commit tick
+			synctest.Wait()
+			outs = h.readAll()
+			require.Len(t, outs, 2, "both retries of attempt %d go out, though no commit could carry the second", attempt)
+			for _, b := range outs {
+				require.Equal(t, attempt, b.DeliveryAttempt())
+				require.Len(t, b.raw.records, 1000)
+			}
+		}
+		for _, b := range outs {
+			nack(b)
+		}
+		require.Len(t, w.written(), 2, "both dead-lettered after 3 attempts")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Equal(t, int64(4000), h.lastCommit(tp0).Base)
+	})
+}
