@@ -93,13 +93,25 @@ func (b *Batch) DeliveryAttempt() int { return b.tried() }
 // or it waits for the gate, or it was tried before this epoch.
 func (b *Batch) counted() bool { return !b.nackedAt.IsZero() || b.gated || b.prior > 0 }
 
-// ranges appends the offset ranges of b's records that its attempts count
-// for: the records a batch error named when it named some (b.only), else
-// all of them, each run of adjacent records one range.
+// appendRanges appends the offset ranges of b's records that its attempts
+// count for: the records a batch error named when it named some (b.only),
+// else all of them, each run of adjacent records one range. The count is
+// tried(), the hand-out b waits for included, except once b's epoch drains
+// toward its end: then only the hand-outs made.
 func (b *Batch) appendRanges(dst []commitmeta.Attempts) []commitmeta.Attempts {
 	n := b.tried()
-	if b.deadLettering {
+	switch {
+	case b.deadLettering:
 		n = b.letterAttempts // no hand-out pending: the write is the ending
+	case b.unread && b.part.draining:
+		// Its epoch ends before the hand-out it waits for (gated, or
+		// given back by a cancelled read): what comes next counts the
+		// hand-outs made, or a record would be dead-lettered after fewer
+		// deliveries than dead_letter.max_attempts.
+		n--
+	}
+	if n == 0 {
+		return dst // gated as an epoch's first batch, never handed out
 	}
 	n32 := int32(min(n, 1<<31-1))
 	if b.key != nil && b.key.set != nil {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
 )
 
 // The dead-letter gate holds a retry until a commit carries its attempt.
@@ -128,5 +130,53 @@ func TestGateLetsOutManyKeyedRuns(t *testing.T) {
 		time.Sleep(time.Second)
 		synctest.Wait()
 		require.Equal(t, int64(4000), h.lastCommit(tp0).Base)
+	})
+}
+
+// A gated retry waits for its commit without having been handed out; when
+// its epoch ends first (a revoke, a replay, a close), that hand-out never
+// happens, and must not count (issue 28, defect 8). The bug: the final
+// commit carried it, and the next owner, taking the batch as tried
+// max_attempts times, dead-lettered it after one real delivery of two.
+func TestGatedHandOutNotCountedWhenTheEpochEndsFirst(t *testing.T) {
+	m, _ := testMetrics(t)
+	conf := "batch_max_records: 2\ncommit_period: 1h\nnack_retry: { max_retries: -1, initial_backoff: 1s, max_backoff: 1s }\ndead_letter: { max_attempts: 2 }\n"
+	var final fetchedCommit
+	synctest.Test(t, func(t *testing.T) {
+		c, _ := deadLetterConfig(t, conf)
+		h := startOwner(t, c, m)
+		h.assignFrom(tp0, 0)
+		h.fetch(tp0, 2, records(tp0, 0, 2)...)
+		a := h.read()
+		require.Equal(t, 1, a.DeliveryAttempt())
+		block := make(chan struct{})
+		h.cl.mu.Lock()
+		h.cl.block, h.cl.blockAsync = block, true // the gate's commit never lands
+		h.cl.mu.Unlock()
+		h.ack(a, errors.New("HTTP 503"))
+		time.Sleep(time.Second) // the backoff: the retry waits for the gate
+		synctest.Wait()
+		_, ok := h.tryRead()
+		require.False(t, ok, "the retry waits for its commit")
+		set := <-h.revoke(tp0)
+		meta, ok := set.meta[tp0]
+		require.True(t, ok, "a final commit")
+		d, err := commitmeta.DecodeCommit(meta)
+		require.NoError(t, err)
+		require.Equal(t, []commitmeta.Attempts{{From: 0, To: 2, N: 1}}, d.Attempts,
+			"the final commit counts the one hand-out made, not the gated one")
+		final = fetchedCommit{offset: set.offsets[tp0.topic][tp0.partition].Offset, leaderEpoch: 0, meta: meta}
+		close(block)
+	})
+	synctest.Test(t, func(t *testing.T) {
+		c, w := deadLetterConfig(t, conf)
+		h := startOwner(t, c, m)
+		h.assign(tp0)
+		h.fetched(map[topicPartition]fetchedCommit{tp0: final})
+		h.fetch(tp0, 2, records(tp0, 0, 2)...)
+		b, ok := h.tryRead()
+		require.True(t, ok, "handed out again, not dead-lettered")
+		require.Equal(t, 2, b.DeliveryAttempt())
+		require.Empty(t, w.written())
 	})
 }
