@@ -21,7 +21,10 @@ import (
 // the process is counted too, and a crash loop ends in the dead-letter
 // topic after dead_letter.max_attempts. What can still be forgotten is a
 // first delivery above the watermark cut short by a crash: it was never
-// committed as an attempt.
+// committed as an attempt; and an attempt the commit metadata has no room
+// for (commit_metadata_max_bytes): the batch then goes out without waiting
+// for a commit that will never carry it (ungate), and a crash during that
+// hand-out is not counted.
 
 // attemptPart is an epoch's part in counting attempts and dead-lettering.
 // Invariants: carried is sorted and disjoint, its ranges may touch; every
