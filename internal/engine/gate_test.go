@@ -180,3 +180,54 @@ func TestGatedHandOutNotCountedWhenTheEpochEndsFirst(t *testing.T) {
 		require.Empty(t, w.written())
 	})
 }
+
+// A landed commit that had no room for some attempts lets out only the
+// batches gated when it was planned: a batch gated while it was in flight
+// waits for the next plan, which may have room for it. Here the budget holds
+// two runs of attempts: A's retry is gated first and its commit, in flight,
+// has no room for it; B's retry is gated meanwhile, and the next commit
+// carries it. B goes out only after that commit landed.
+func TestGateHoldsWhatALaterPlanCarries(t *testing.T) {
+	m, _ := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		conf, _ := deadLetterConfig(t, "batch_max_records: 2\ncommit_period: 1h\ncommit_metadata_max_bytes: 28\n"+
+			"nack_retry: { max_retries: -1, initial_backoff: 1s, max_backoff: 1s }\ndead_letter: { max_attempts: 5 }\n")
+		h := startOwner(t, conf, m)
+		h.assignFrom(tp0, 0)
+		h.fetch(tp0, 6, records(tp0, 0, 6)...)
+		bs := h.readAll()
+		_, b := batchAt(t, bs[:2], 0, 2)
+		a := bs[2]
+		require.Equal(t, int64(4), a.raw.first)
+		block := make(chan struct{})
+		h.cl.mu.Lock()
+		h.cl.block = block
+		h.cl.mu.Unlock()
+		h.ack(a, errors.New("HTTP 503"))
+		time.Sleep(500 * time.Millisecond)
+		h.ack(b, errors.New("HTTP 503"))
+		time.Sleep(500 * time.Millisecond)
+		_, ok := h.tryRead()
+		require.False(t, ok, "A's retry is gated, its commit held")
+		time.Sleep(500 * time.Millisecond)
+		_, ok = h.tryRead()
+		require.False(t, ok, "B's retry is gated while A's commit is in flight")
+		next := make(chan struct{})
+		h.cl.mu.Lock()
+		h.cl.block = next // holds the next commit, B's
+		h.cl.mu.Unlock()
+		close(block)
+		synctest.Wait()
+		got := h.readAll()
+		require.Len(t, got, 1, "A goes out: no commit has room for it")
+		require.Equal(t, a, got[0])
+		require.Equal(t, []commitmeta.Attempts{{From: 0, To: 2, N: 1}, {From: 2, To: 4, N: 1}}, h.lastCommit(tp0).Attempts)
+		close(next)
+		synctest.Wait()
+		got = h.readAll()
+		require.Len(t, got, 1, "B goes out once the commit carrying it landed")
+		require.Equal(t, b, got[0])
+		require.Equal(t, 2, b.DeliveryAttempt())
+		require.Equal(t, []commitmeta.Attempts{{From: 0, To: 2, N: 1}, {From: 2, To: 4, N: 2}}, h.lastCommit(tp0).Attempts)
+	})
+}
