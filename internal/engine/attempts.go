@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"time"
 
 	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
@@ -20,7 +21,10 @@ import (
 // the process is counted too, and a crash loop ends in the dead-letter
 // topic after dead_letter.max_attempts. What can still be forgotten is a
 // first delivery above the watermark cut short by a crash: it was never
-// committed as an attempt.
+// committed as an attempt; and an attempt the commit metadata has no room
+// for (commit_metadata_max_bytes): the batch then goes out without waiting
+// for a commit that will never carry it (ungate), and a crash during that
+// hand-out is not counted.
 
 // attemptPart is an epoch's part in counting attempts and dead-lettering.
 // Invariants: carried is sorted and disjoint, its ranges may touch; every
@@ -92,13 +96,25 @@ func (b *Batch) DeliveryAttempt() int { return b.tried() }
 // or it waits for the gate, or it was tried before this epoch.
 func (b *Batch) counted() bool { return !b.nackedAt.IsZero() || b.gated || b.prior > 0 }
 
-// ranges appends the offset ranges of b's records that its attempts count
-// for: the records a batch error named when it named some (b.only), else
-// all of them, each run of adjacent records one range.
+// appendRanges appends the offset ranges of b's records that its attempts
+// count for: the records a batch error named when it named some (b.only),
+// else all of them, each run of adjacent records one range. The count is
+// tried(), the hand-out b waits for included, except once b's epoch drains
+// toward its end: then only the hand-outs made.
 func (b *Batch) appendRanges(dst []commitmeta.Attempts) []commitmeta.Attempts {
 	n := b.tried()
-	if b.deadLettering {
+	switch {
+	case b.deadLettering:
 		n = b.letterAttempts // no hand-out pending: the write is the ending
+	case b.unread && b.part.draining:
+		// Its epoch ends before the hand-out it waits for (gated, or
+		// given back by a cancelled read): what comes next counts the
+		// hand-outs made, or a record would be dead-lettered after fewer
+		// deliveries than dead_letter.max_attempts.
+		n--
+	}
+	if n == 0 {
+		return dst // gated as an epoch's first batch, never handed out
 	}
 	n32 := int32(min(n, 1<<31-1))
 	if b.key != nil && b.key.set != nil {
@@ -170,6 +186,8 @@ func (o *owner) gateHolds(p *partState, b *Batch, first bool) bool {
 // gate holds b back until a commit carries its next attempt, and asks for
 // that commit now. b.gated stays set: its attempts are carried from now on
 // until it is resolved, so a crash during the hand-out it waits for counts.
+// b.unread says the hand-out is counted already: when ungate lets b out,
+// serve neither counts it again nor gates it again.
 func (o *owner) gate(p *partState, b *Batch) {
 	b.gated = true
 	b.unread = true // the hand-out it waits for is counted already
@@ -179,19 +197,24 @@ func (o *owner) gate(p *partState, b *Batch) {
 	o.commitSoon()
 }
 
-// ungate lets out the gated batches of p whose attempt the broker now
-// holds; when the commit had no room for some (commit_metadata_max_bytes),
-// they go all the same, said once per batch: a room too small must not
-// wedge the partition.
-func (o *owner) ungate(p *partState, cut bool) {
+// ungate lets out the gated batches of p that may go: those whose attempt
+// the broker now holds, and those no commit will carry, said once per batch
+// (a room too small must not wedge the partition). A commit cannot carry a
+// batch when its plan had no room for the batch's attempts
+// (commit_metadata_max_bytes, or less after a refusal): noRoom holds the
+// batches gated when the landed commit was planned, if it cut attempts.
+// And when the plan sends nothing (all), because it equals what the broker
+// holds: the room was too small before, and only a landed commit let the
+// gate open, so the retry waited for good and the partition's head with it.
+func (o *owner) ungate(p *partState, noRoom []*Batch, all bool) {
 	if len(p.att.gated) == 0 || p.draining {
 		return
 	}
 	kept := p.att.gated[:0]
 	for _, b := range p.att.gated {
 		if !p.commits.carries(b) {
-			if !cut {
-				kept = append(kept, b)
+			if !all && !slices.Contains(noRoom, b) {
+				kept = append(kept, b) // gated since: the next plan may carry it
 				continue
 			}
 			o.log.Warnf("kafka_watermark: %s/%d offsets %d-%d go out as attempt %d before a commit carried it: the commit metadata had no room for it (%s)",

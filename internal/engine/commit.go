@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,10 +44,18 @@ func (o *owner) commit() {
 			return false
 		}
 		p.dirty = false
-		if c, ok := o.planChange(p, false); ok {
-			job.parts = append(job.parts, jobPart{p: p, plan: c})
-			metaBytes += len(c.meta)
+		c, ok := o.planChange(p, false)
+		if !ok {
+			// Nothing is sent, and no commit of p is in flight (one
+			// periodic commit at a time, and none now): the broker holds
+			// all that a commit of p can carry, and what the gate waits
+			// for is not in it. It will not come.
+			o.ungate(p, nil, true)
+			return false
 		}
+		c.gated = slices.Clone(p.att.gated)
+		job.parts = append(job.parts, jobPart{p: p, plan: c})
+		metaBytes += len(c.meta)
 		return false
 	})
 	if len(job.parts) == 0 {
@@ -127,7 +136,11 @@ func (o *owner) onCommitDone(c commitDone) {
 			p.commits.attempts = nil
 			o.markDirty(p)
 		}
-		o.ungate(p, jp.plan.attCut)
+		var noRoom []*Batch
+		if jp.plan.attCut {
+			noRoom = jp.plan.gated
+		}
+		o.ungate(p, noRoom, false)
 		p.commits.exposure = jp.plan.exposure + p.commits.handedSinceSnap
 		o.m.committed.Set(eo.Offset, p.labels[:]...)
 		o.lists.gauges.add(p) // the exposure, the lag's resume point

@@ -75,7 +75,7 @@
 //     resolves the batch in the ledger, which advances the watermark (ack.go,
 //     ledger.go). With a dead-letter topic, a retry, and an epoch's first
 //     batch at its watermark, go out only after a commit carries their new
-//     attempt (the gate, attempts.go).
+//     attempt, or once no commit has room for it (the gate, attempts.go).
 //  4. On the next commit tick (commit.go) the owner plans a commit of every
 //     partition on its dirty list (plan.go): the watermark, with the leader
 //     epoch of the record before it, and its metadata

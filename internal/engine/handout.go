@@ -26,9 +26,15 @@ func (o *owner) serve() {
 			continue
 		}
 		var b *Batch
+		// counted: b's hand-out was counted before, when the gate let it
+		// out or when a cancelled read gave it back: it went through the
+		// gate already, and gating it again would wait for a commit that
+		// may never come (one with no room for its attempts).
+		counted := false
 		if len(p.queue.retry) > 0 {
 			b = p.queue.popRetry()
 			p.retryOut()
+			counted = b.unread
 			if !b.unread {
 				b.attempt++
 			}
@@ -52,7 +58,7 @@ func (o *owner) serve() {
 			// Tried max_attempts times before this epoch: it goes to the
 			// dead-letter topic without another hand-out.
 			o.deadLetter(p, b, b.prior)
-		case o.gateHolds(p, b, first):
+		case !counted && o.gateHolds(p, b, first):
 			o.gate(p, b)
 		default:
 			o.popParked().reply <- b
@@ -184,7 +190,8 @@ func (o *owner) onPoll(seq uint64, fetches kgo.Fetches) {
 		if p == nil || p.draining || seq < p.replay.minPoll {
 			// Fetched under an assignment that has ended, or before a
 			// rewind: the next owner, or the rewound epoch, reads it again.
-			// A truncation it reports still holds (loss.go).
+			// A truncation it reports still holds
+			// (onFetchErrBeforeRewind, loss.go).
 			if p != nil && !p.draining && fp.Err != nil {
 				o.onFetchErrBeforeRewind(p, fp.Err, seq)
 			}

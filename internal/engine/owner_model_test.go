@@ -207,6 +207,10 @@ type omConf struct {
 	parts, batchMax, maxPending, maxFetch, retries int
 	drain, stallReplay, reportFor                  time.Duration
 	meta                                           bool
+	// metaMax is commit_metadata_max_bytes: the default 4,000, or in some
+	// schedules with commit_metadata a budget too small for the stall and
+	// the attempts, where the dead-letter gate must not wedge.
+	metaMax int
 	// deadLetter is dead_letter.max_attempts with a dead-letter topic
 	// (omWriter), 0 without one.
 	deadLetter int
@@ -216,8 +220,8 @@ type omConf struct {
 }
 
 func (c omConf) String() string {
-	return fmt.Sprintf("%d partition(s), batch_max_records %d, max_pending_batches %d, fetches of up to %d records, max_retries %d, drain_timeout %v, stall_replay_after %v, lost_records_report_for %v, commit_metadata %v, dead_letter.max_attempts %d",
-		c.parts, c.batchMax, c.maxPending, c.maxFetch, c.retries, c.drain, c.stallReplay, c.reportFor, c.meta, c.deadLetter) +
+	return fmt.Sprintf("%d partition(s), batch_max_records %d, max_pending_batches %d, fetches of up to %d records, max_retries %d, drain_timeout %v, stall_replay_after %v, lost_records_report_for %v, commit_metadata %v (max_bytes %d), dead_letter.max_attempts %d",
+		c.parts, c.batchMax, c.maxPending, c.maxFetch, c.retries, c.drain, c.stallReplay, c.reportFor, c.meta, c.metaMax, c.deadLetter) +
 		fmt.Sprintf(", dead_letter.report_for %v, ordering key over %d keys, max_held_records %d", c.deadLetterReportFor(), c.keys, c.maxHeld)
 }
 
@@ -234,8 +238,8 @@ func (c omConf) deadLetterReportFor() time.Duration {
 func (c omConf) yaml() string {
 	return fmt.Sprintf("batch_max_records: %d\nmax_pending_batches: %d\ncommit_period: 1s\ndrain_timeout: %v\n"+
 		"stall_replay_after: %v\ntopic_lag_refresh_period: 1s\nlost_records_report_for: %v\ncommit_metadata: %v\n"+
-		"nack_retry: { max_retries: %d, initial_backoff: 500ms, max_backoff: 2s }\ndead_letter: { max_attempts: %d, report_for: %v }\n",
-		c.batchMax, c.maxPending, c.drain, c.stallReplay, c.reportFor, c.meta, c.retries, max(c.deadLetter, 1), c.deadLetterReportFor()) +
+		"commit_metadata_max_bytes: %d\nnack_retry: { max_retries: %d, initial_backoff: 500ms, max_backoff: 2s }\ndead_letter: { max_attempts: %d, report_for: %v }\n",
+		c.batchMax, c.maxPending, c.drain, c.stallReplay, c.reportFor, c.meta, c.metaMax, c.retries, max(c.deadLetter, 1), c.deadLetterReportFor()) +
 		fmt.Sprintf("ordering: %s\nmax_held_records: %d\n", map[bool]string{false: "none", true: "key"}[c.keys > 0], max(c.maxHeld, 1))
 }
 
@@ -486,6 +490,12 @@ func runOwnerModel(t *testing.T, seed uint64, steps int, mt *Metrics, g *memmetr
 	krng := rand.New(rand.NewPCG(seed, 0x6b6579))
 	if krng.IntN(3) == 0 {
 		conf.keys, conf.maxHeld = 1+krng.IntN(4), []int{1, 3, 8, 100}[krng.IntN(4)]
+	}
+	// So do the metadata budgets: a quarter of the schedules with
+	// commit_metadata get 64 (the least the input takes), 128 or 256 bytes.
+	conf.metaMax = 4000
+	if mrng := rand.New(rand.NewPCG(seed, 0x6d657461)); conf.meta && mrng.IntN(4) == 0 {
+		conf.metaMax = []int{64, 128, 256}[mrng.IntN(3)]
 	}
 	oc := testConfig(t, conf.yaml())
 	var w *omWriter

@@ -65,6 +65,7 @@ type planned struct {
 	loss      *commitmeta.Loss      // the loss report carried, or nil
 	attempts  []commitmeta.Attempts // the attempts the metadata carries
 	attCut    bool                  // some attempts had no room
+	gated     []*Batch              // the gated batches when it was planned (periodic commits only)
 	dead      *commitmeta.DeadLetter
 	ranges    int   // ranges the metadata carries
 	cut       int   // ranges left out for want of room
