@@ -1,7 +1,6 @@
 package status
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -42,7 +41,7 @@ func WriteText(w io.Writer, r *Report) error {
 		stalled := "no"
 		if s := p.Stall; s != nil {
 			stalled = fmt.Sprintf("yes: offsets %d-%d for %s (since %s), %d attempt%s",
-				s.First, s.Last, stallAge(r.At, s.Since), s.Since.UTC().Format(time.RFC3339), s.Attempts, plural(s.Attempts))
+				s.First, s.Last, stallAge(r.At, s.Since), FormatTime(s.Since, time.RFC3339), s.Attempts, plural(s.Attempts))
 			if s.Member != "" {
 				stalled += ", by " + s.Member
 			}
@@ -50,14 +49,14 @@ func WriteText(w io.Writer, r *Report) error {
 				stalled += ": " + s.Reason
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%d\t%s\t%s\t%s\n", p.Topic, p.Partition, committed, p.LogEnd, lag, p.DeliveredAbove, stalled, lost(p), deadLettered(p.DeadLetter))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%d\t%s\t%s\t%s\n", TextSafe(p.Topic), p.Partition, committed, p.LogEnd, lag, p.DeliveredAbove, stalled, lost(p), deadLettered(p.DeadLetter))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, p := range r.Partitions {
 		if p.MetadataErr != nil {
-			if _, err := fmt.Fprintf(w, "%s/%d: commit metadata not used: %v\n", p.Topic, p.Partition, p.MetadataErr); err != nil {
+			if _, err := fmt.Fprintf(w, "%s/%d: commit metadata not used: %s\n", TextSafe(p.Topic), p.Partition, TextSafe(p.MetadataErr.Error())); err != nil {
 				return err
 			}
 		}
@@ -71,7 +70,7 @@ func WriteText(w io.Writer, r *Report) error {
 			case n > 1:
 				waits = fmt.Sprintf("%d records wait (offsets %d-%d)", n, p.LogStart, p.LogEnd-1)
 			}
-			if _, err := fmt.Fprintf(w, "%s/%d: not consumed: no commit, and no member of the group is assigned it; %s\n", p.Topic, p.Partition, waits); err != nil {
+			if _, err := fmt.Fprintf(w, "%s/%d: not consumed: no commit, and no member of the group is assigned it; %s\n", TextSafe(p.Topic), p.Partition, waits); err != nil {
 				return err
 			}
 		}
@@ -89,15 +88,16 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 	}
 	var err error
+	group := TextSafe(r.Group)
 	switch n, all := r.Stalled(), len(r.Partitions); {
 	case all == 0:
-		_, err = fmt.Fprintf(w, "group %s: no partitions with commits\n", r.Group)
+		_, err = fmt.Fprintf(w, "group %s: no partitions with commits\n", group)
 	case r.ExitStatus() == ExitHealthy:
-		_, err = fmt.Fprintf(w, "group %s: healthy, none of %d partition%s stalled%s\n", r.Group, all, plural(all), extra)
+		_, err = fmt.Fprintf(w, "group %s: healthy, none of %d partition%s stalled%s\n", group, all, plural(all), extra)
 	case n == 0:
-		_, err = fmt.Fprintf(w, "group %s: none of %d partition%s stalled%s\n", r.Group, all, plural(all), extra)
+		_, err = fmt.Fprintf(w, "group %s: none of %d partition%s stalled%s\n", group, all, plural(all), extra)
 	default:
-		_, err = fmt.Fprintf(w, "group %s: %d of %d partition%s stalled%s\n", r.Group, n, all, plural(all), extra)
+		_, err = fmt.Fprintf(w, "group %s: %d of %d partition%s stalled%s\n", group, n, all, plural(all), extra)
 	}
 	return err
 }
@@ -109,7 +109,7 @@ func WriteText(w io.Writer, r *Report) error {
 func lost(p Partition) string {
 	var cells []string
 	if l := p.Loss; l != nil {
-		cells = append(cells, fmt.Sprintf("%d (offsets %d-%d, %s, since %s)", l.Count, l.First, l.Last, l.Cause, l.Since.UTC().Format(time.RFC3339)))
+		cells = append(cells, fmt.Sprintf("%d (offsets %d-%d, %s, since %s)", l.Count, l.First, l.Last, l.Cause, FormatTime(l.Since, time.RFC3339)))
 	}
 	if g := p.BelowStart; g != nil {
 		cells = append(cells, fmt.Sprintf("%d (offsets %d-%d, %s, below the log start %d: seen by status)", g.Count, g.First, g.Last, g.Cause(), g.LogStart))
@@ -131,7 +131,7 @@ func deadLettered(d *commitmeta.DeadLetter) string {
 	if d.Error != "" {
 		cause = d.Error + ", "
 	}
-	return fmt.Sprintf("%d (offsets %d-%d, %ssince %s)", d.Count, d.First, d.Last, cause, d.Since.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("%d (offsets %d-%d, %ssince %s)", d.Count, d.First, d.Last, cause, FormatTime(d.Since, time.RFC3339))
 }
 
 func plural(n int) string {
@@ -254,7 +254,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 			jp.Stall = &jsonStall{
 				FirstOffset: s.First,
 				LastOffset:  s.Last,
-				Since:       s.Since.UTC().Format(sinceJSON),
+				Since:       FormatTime(s.Since, sinceJSON),
 				AgeS:        int64(stallAge(r.At, s.Since) / time.Second),
 				Attempts:    s.Attempts,
 				Reason:      s.Reason,
@@ -266,7 +266,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 				FirstOffset: l.First,
 				LastOffset:  l.Last,
 				Count:       l.Count,
-				Since:       l.Since.UTC().Format(sinceJSON),
+				Since:       FormatTime(l.Since, sinceJSON),
 				Cause:       l.Cause,
 			}
 		}
@@ -278,7 +278,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 				FirstOffset: d.First,
 				LastOffset:  d.Last,
 				Count:       d.Count,
-				Since:       d.Since.UTC().Format(sinceJSON),
+				Since:       FormatTime(d.Since, sinceJSON),
 				Error:       d.Error,
 			}
 		}
@@ -287,7 +287,5 @@ func WriteJSON(w io.Writer, r *Report) error {
 		}
 		doc.Partitions = append(doc.Partitions, jp)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(doc)
+	return EncodeJSON(w, doc)
 }
