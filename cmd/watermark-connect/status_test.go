@@ -214,11 +214,13 @@ func TestStatusCommandFlagsOnly(t *testing.T) {
 	_, err := k.adm.CommitOffsets(ctx, "g", offs)
 	require.NoError(t, err)
 
-	// --topics lists the partitions without a commit too.
+	// --topics lists the partitions without a commit too; no member
+	// consumes orders/1 while records wait in it: unready (4).
 	out, code := runBinary(t, nil, "status", "--seed-brokers", k.addr, "--consumer-group", "g", "--topics", "orders")
-	require.Equal(t, 0, code, out)
+	require.Equal(t, 4, code, out)
 	assert.Contains(t, out, "orders  0          10         10       0    0                no")
 	assert.Contains(t, out, "orders  1          -          10       -    0                no")
+	assert.Contains(t, out, "orders/1: not consumed: no commit, and no member of the group is assigned it; 10 records wait (offsets 0-9)")
 
 	out, code = runBinary(t, nil, "status", "--consumer-group", "g")
 	assert.Equal(t, 2, code, out)
@@ -230,8 +232,9 @@ func TestStatusCommandFlagsOnly(t *testing.T) {
 		assert.Contains(t, out, flag)
 	}
 	words := strings.Join(strings.Fields(out), " ") // the help is wrapped and indented
-	for _, want := range []string{"Exit status: 0 when no partition is stalled and none lost records, 1 when any is stalled, 2 when it cannot tell",
-		"and 3 when none is stalled but some partition lost records", "For a readiness probe 1 and 2 are unready; 3 is ready"} {
+	for _, want := range []string{"Exit status: 0 when no partition is stalled, none lost records and none waits unconsumed; 1 when any is stalled; 2 when it cannot tell",
+		"4 when none is stalled but records wait in a partition that is not consumed", "3 when none of those, but some partition lost records",
+		"For a readiness probe 1, 2 and 4 are unready; 3 is ready"} {
 		assert.True(t, strings.Contains(words, want), "the help does not hold %q:\n%s", want, out)
 	}
 }

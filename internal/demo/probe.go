@@ -17,7 +17,7 @@ type statusSeen struct {
 	At     time.Duration // since the demo began
 	Report *status.Report
 	Text   string // WriteText's output; the reason when it could not tell
-	Exit   int    // status.ExitHealthy, ExitStalled, ExitLost or ExitUnknown
+	Exit   int    // status.ExitHealthy, ExitStalled, ExitLost, ExitNotConsumed or ExitUnknown
 }
 
 // stalled reports whether the answer names a stalled partition.

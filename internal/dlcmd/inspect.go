@@ -2,7 +2,6 @@ package dlcmd
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -15,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/watermark-connect/watermark-connect/internal/deadletter"
+	"github.com/watermark-connect/watermark-connect/internal/status"
 )
 
 // timeLayout is RFC 3339 in UTC to the millisecond, the precision of the
@@ -166,12 +166,10 @@ func (l letterAt) ref() LetterRef {
 	}
 }
 
-// writeJSON writes s indented, as --format json.
-func writeJSON(w io.Writer, s Summary) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(s)
-}
+// writeJSON writes s indented, as --format json, with the runes a terminal
+// acts on escaped (status.EncodeJSON): a record's headers are anyone's
+// bytes.
+func writeJSON(w io.Writer, s Summary) error { return status.EncodeJSON(w, s) }
 
 // writeText writes s as a table, one row per origin partition, then the
 // unparsable records and a summary line:
@@ -181,7 +179,8 @@ func writeJSON(w io.Writer, s Summary) error {
 //	unparsable orders.dlq/0@7: header dead_letter_topic: missing
 //	dead-letter topic orders.dlq: 3 records in 1 partition: 2 from 1 origin partition, 1 unparsable
 //
-// Error classes are quoted: a record's headers are anyone's bytes.
+// Error classes are quoted, and topics and reasons escaped
+// (status.TextSafe): a record's headers are anyone's bytes.
 func writeText(w io.Writer, s Summary) error {
 	if len(s.Origins) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -191,7 +190,7 @@ func writeText(w io.Writer, s Summary) error {
 			for _, e := range o.Errors {
 				errs = append(errs, fmt.Sprintf("%d %s", e.Count, strconv.Quote(e.Error)))
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\n", o.Topic, o.Partition, o.Count,
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\n", status.TextSafe(o.Topic), o.Partition, o.Count,
 				o.Oldest.Offset, o.Oldest.Timestamp, o.Oldest.FirstFailed,
 				o.Newest.Offset, o.Newest.Timestamp, o.Newest.FirstFailed, strings.Join(errs, ", "))
 		}
@@ -200,7 +199,7 @@ func writeText(w io.Writer, s Summary) error {
 		}
 	}
 	for _, u := range s.Unparsable.Records {
-		if _, err := fmt.Fprintf(w, "unparsable %s/%d@%d: %s\n", s.Topic, u.Partition, u.Offset, u.Reason); err != nil {
+		if _, err := fmt.Fprintf(w, "unparsable %s/%d@%d: %s\n", status.TextSafe(s.Topic), u.Partition, u.Offset, status.TextSafe(u.Reason)); err != nil {
 			return err
 		}
 	}
@@ -217,5 +216,6 @@ func plural(n int) string {
 	return "s"
 }
 
-// formatTime formats t as the output does.
-func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+// formatTime formats t as the output does, a time past the year 9999 (a
+// header can say anything) as the last instant RFC 3339 can write.
+func formatTime(t time.Time) string { return status.FormatTime(t, timeLayout) }

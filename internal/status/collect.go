@@ -116,20 +116,26 @@ func Collect(ctx context.Context, adm *kadm.Client, q Query) (*Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("list end offsets: %w", err)
 		}
+		starts, err := adm.ListStartOffsets(ctx, topics...)
+		if err != nil {
+			return nil, fmt.Errorf("list start offsets: %w", err)
+		}
 		for k, p := range parts {
 			end, ok := ends.Lookup(k.topic, k.partition)
-			switch {
-			case len(q.Topics) == 0 && (!ok || errors.Is(end.Err, kerr.UnknownTopicOrPartition)):
+			if len(q.Topics) == 0 && (!ok || errors.Is(end.Err, kerr.UnknownTopicOrPartition)) {
 				// A commit for a topic deleted since: the broker keeps it
 				// until offsets.retention.minutes, but nothing consumes it.
 				delete(parts, k)
 				delete(metas, k)
-			case !ok:
-				errs = append(errs, fmt.Errorf("log end of %s/%d: not listed (%w)", k.topic, k.partition, kerr.UnknownTopicOrPartition))
-			case end.Err != nil:
-				errs = append(errs, fmt.Errorf("log end of %s/%d: %w", k.topic, k.partition, end.Err))
-			default:
-				p.LogEnd = end.Offset
+				continue
+			}
+			start, startOK := starts.Lookup(k.topic, k.partition)
+			if err := listed("log end", k.topic, k.partition, end, ok); err != nil {
+				errs = append(errs, err)
+			} else if err := listed("log start", k.topic, k.partition, start, startOK); err != nil {
+				errs = append(errs, err)
+			} else {
+				p.LogEnd, p.LogStart = end.Offset, start.Offset
 			}
 		}
 		if err := errors.Join(errs...); err != nil {
@@ -137,17 +143,34 @@ func Collect(ctx context.Context, adm *kadm.Client, q Query) (*Report, error) {
 		}
 	}
 
+	if err := markNotConsumed(ctx, adm, q.Group, parts); err != nil {
+		return nil, err
+	}
+
 	r := &Report{Group: q.Group, At: time.Now()}
 	for k, p := range parts {
 		if meta, ok := metas[k]; ok {
 			p.readMetadata(meta)
 		}
+		p.BelowStart = p.goneBelowStart()
 		r.Partitions = append(r.Partitions, *p)
 	}
 	slices.SortFunc(r.Partitions, func(a, b Partition) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 	return r, nil
+}
+
+// listed returns the error of one partition's listed offset (what names
+// the offset: "log end", "log start"), or nil when o holds the offset.
+func listed(what, topic string, partition int32, o kadm.ListedOffset, ok bool) error {
+	switch {
+	case !ok:
+		return fmt.Errorf("%s of %s/%d: not listed (%w)", what, topic, partition, kerr.UnknownTopicOrPartition)
+	case o.Err != nil:
+		return fmt.Errorf("%s of %s/%d: %w", what, topic, partition, o.Err)
+	}
+	return nil
 }
 
 // topicMatcher returns whether a topic is in q's report.

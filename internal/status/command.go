@@ -13,23 +13,37 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// Exit statuses of the status command. For a readiness probe, 1 and 2 are
-// unready; 3 is ready (the partitions flow) but worth an alert.
+// Exit statuses of the status command. For a readiness probe, 1, 2 and 4
+// are unready; 3 is ready (the partitions flow) but worth an alert.
 const (
-	ExitHealthy = 0 // no partition is stalled, and none carries a loss report
-	ExitStalled = 1 // at least one partition is stalled (whether or not any lost records)
-	ExitUnknown = 2 // status could not be read: the reason is on stderr
-	ExitLost    = 3 // no partition is stalled, but at least one carries a loss report
+	ExitHealthy     = 0 // no partition is stalled, none lost records, none waits unconsumed
+	ExitStalled     = 1 // at least one partition is stalled (whatever else)
+	ExitUnknown     = 2 // status could not be read: the reason is on stderr
+	ExitLost        = 3 // none of the above, but at least one partition lost records
+	ExitNotConsumed = 4 // none stalled, but records wait in a partition without a commit that no member consumes
 )
 
 // ExitStatus returns the exit status for r: ExitStalled when a partition is
-// stalled, else ExitLost when one carries a loss report, else ExitHealthy.
-// A stall comes first: it is what a readiness probe must see, and a loss is
-// shown in the report whatever the status.
+// stalled, else ExitNotConsumed when one is not consumed while records wait
+// in it (Partition.Waiting), else ExitLost when one lost records (a loss
+// report in its commit, or its commit below the log start), else
+// ExitHealthy. The unready statuses come first: they are what a readiness
+// probe must see, and a loss is shown in the report whatever the status.
+//
+// A partition that no member consumes and that has no commit is unready
+// when records wait in it, because nothing delivers them and status cannot
+// know that anything will: which of them a member assigned later delivers
+// depends on its start_offset (latest skips them all). An empty one is
+// shown as not consumed but changes nothing: no record waits, none can be
+// lost there until one arrives. A partition with a commit is read from its
+// commit whether or not a member consumes it now, as before: a stopped
+// pipeline's partitions show their lag and reports.
 func (r *Report) ExitStatus() int {
 	switch {
 	case r.Stalled() > 0:
 		return ExitStalled
+	case r.Waiting() > 0:
+		return ExitNotConsumed
 	case r.Lost() > 0:
 		return ExitLost
 	}
@@ -144,7 +158,12 @@ before they were delivered, as long as the input's commits carry the report
 dead-lettered lately: how many, within which offsets, since when, and the
 error class of the last failure. When writing to the dead-letter topic fails,
 the partition stalls and STALLED names it (e.g. "dead_letter_write: broker
-down").
+down"). LOST also shows the records deleted from below the log start before
+they were delivered, as status sees them from the committed offset ("below
+the log start 100: seen by status"), counted as the input will when it
+resumes; LAG counts only records that exist. A partition without a commit
+that no member of the group is assigned is listed after the table as "not
+consumed".
 
 It joins no group and needs no metrics endpoint: it works from any host that
 can read the group's offsets, while the pipeline runs or after it stopped.
@@ -161,13 +180,16 @@ file), the input found wherever it sits (input, or a broker's inputs) and
 linted. Status connects as the input does, with the same code. The config
 must hold one kafka_watermark input. Flags override its fields.
 
-Exit status: 0 when no partition is stalled and none lost records, 1 when any
-is stalled, 2 when it cannot tell (brokers unreachable, authentication failed,
-unknown group, a bad config, a bad flag), with the reason on stderr, and 3 when none is
-stalled but some partition lost records. For a readiness probe 1 and 2 are
-unready; 3 is ready (the partitions flow) but should alert. Dead-lettered
-records change no exit status: dead-lettering is by design. Secrets are never
-printed.`[1:],
+Exit status: 0 when no partition is stalled, none lost records and none waits
+unconsumed; 1 when any is stalled; 2 when it cannot tell (brokers unreachable,
+authentication failed, unknown group, a bad config, a bad flag), with the
+reason on stderr; 4 when none is stalled but records wait in a partition that
+is not consumed (no commit, no member assigned it: nothing delivers them, and
+a member assigned later with start_offset latest would skip them); 3 when
+none of those, but some partition lost records. For a readiness probe 1, 2
+and 4 are unready; 3 is ready (the partitions flow) but should alert. An
+empty partition that is not consumed, and dead-lettered records, change no
+exit status. Secrets are never printed.`[1:],
 		OnUsageError: OnUsageError,
 		Flags: append(ConnFlags(),
 			&cli.StringFlag{Name: "consumer-group", Usage: "the consumer group (overrides the config's consumer_group)"},

@@ -144,7 +144,8 @@ func TestRunJSON(t *testing.T) {
 		return out
 	}
 	p0 := parts[0].(map[string]any)
-	assert.ElementsMatch(t, []string{"topic", "partition", "committed", "log_end", "lag", "delivered_above", "stalled", "stall", "lost", "dead_lettered"}, keys(p0))
+	assert.ElementsMatch(t, []string{"topic", "partition", "committed", "log_end", "lag", "delivered_above", "stalled", "stall", "lost", "dead_lettered",
+		"log_start", "lost_below_log_start", "not_consumed"}, keys(p0))
 	assert.Nil(t, p0["stall"])
 	assert.Nil(t, p0["lost"])
 	assert.Nil(t, p0["dead_lettered"])

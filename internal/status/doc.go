@@ -16,19 +16,25 @@
 // after. Likewise it reports the records Kafka deleted (retention) or
 // rewrote (an unclean leader election) before the input delivered them,
 // while the input's commits carry that loss report (lost_records_report_for
-// after the loss). And it reports the records the input dead-lettered
-// lately (DEAD-LETTERED, "dead_lettered" in JSON): how many, within which
-// offsets, since when, and the error class of the last failure. When the
+// after the loss), and, seen by status itself, the records deleted from
+// below the log start above the committed offset (GoneBelowStart), which
+// the input reports only when it resumes there. The lag counts only the
+// records that exist. A partition without a commit that no member is
+// assigned is "not consumed" (members.go). And it reports the records the
+// input dead-lettered lately (DEAD-LETTERED, "dead_lettered" in JSON): how
+// many, within which offsets, since when, and the error class of the last
+// failure. When the
 // dead-letter write itself fails, the batch stays at the watermark and the
 // stall's reason says so (e.g. "dead_letter_write: broker down"). Metadata
 // is used only when it was written for the committed offset.
 //
 // The exit status is the answer for a readiness probe: 0 when no partition
-// is stalled and none carries a loss, 1 when one is stalled, 2 when it
-// cannot tell, 3 when none is stalled but one carries a loss (ExitHealthy,
-// ExitStalled, ExitUnknown, ExitLost; Report.ExitStatus). 1 and 2 mean
-// unready; 3 means data was lost but the partitions flow: ready, and worth
-// an alert. Dead-lettering changes no exit status: it is by design, how a
+// is stalled, none lost records and none waits unconsumed, 1 when one is
+// stalled, 2 when it cannot tell, 4 when none is stalled but records wait in
+// a partition not consumed, 3 when none of those but one lost records
+// (ExitHealthy, ExitStalled, ExitUnknown, ExitNotConsumed, ExitLost;
+// Report.ExitStatus says why in that order). 1, 2 and 4 mean unready; 3
+// means data was lost but the partitions flow: ready, and worth an alert. Dead-lettering changes no exit status: it is by design, how a
 // partition keeps flowing past records its output refuses.
 //
 // Files: command.go (the command, Run and its exit statuses), conn.go (the
@@ -37,7 +43,10 @@
 // environment interpolation), client.go (the kgo client, which connects as
 // the input does, with internal/kafkaconn), report.go (the Report and its
 // Partitions), collect.go (Collect: what it asks the brokers), metadata.go
-// (readMetadata: what a commit's metadata says), render.go (text and JSON).
+// (readMetadata: what a commit's metadata says), logstart.go (the loss seen
+// below the log start), members.go (which partitions no member consumes),
+// render.go (text and JSON), safe.go (escaping what a terminal acts on, and
+// RFC 3339 times, for every command's output).
 //
 // # Concurrency
 //

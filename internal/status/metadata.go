@@ -35,6 +35,7 @@ func (p *Partition) readMetadata(meta string) {
 		return
 	}
 	p.DeliveredAbove = d.Records()
+	p.delivered = d.Delivered
 	if d.RangesErr != nil {
 		if m, err := commitmeta.Decode(meta); err == nil {
 			p.DeliveredAbove = m.Records()

@@ -1,10 +1,10 @@
 package status
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -18,11 +18,14 @@ import (
 //	orders  1          1500       1500     0    0                no                                                                                                  1100 (offsets 100-1499, retention, since 2026-01-01T00:00:00Z)  12 (offsets 100-140, http 503, since 2026-01-01T11:00:00Z)
 //	group orders-to-http: 1 of 2 partitions stalled; 1 of 2 lost records before delivery; 1 of 2 dead-lettered records
 //
-// A partition without a commit shows "-" for COMMITTED and LAG, one whose
-// commit carries no loss report "-" for LOST, and one whose commit carries
-// no dead-letter report "-" for DEAD-LETTERED. The columns that came later
-// come last, so that the columns before them read as they did before they
-// existed. Metadata that was not used is listed after the table.
+// A partition without a commit shows "-" for COMMITTED and LAG, one that
+// lost nothing "-" for LOST, and one whose commit carries no dead-letter
+// report "-" for DEAD-LETTERED. LAG counts the records that exist: from the
+// committed offset or the log start, whichever is higher. LOST shows the
+// commit's loss report and what status sees below the log start (lost).
+// The columns that came later come last, so that the columns before them
+// read as they did before they existed. Metadata that was not used, then
+// the partitions not consumed, are listed after the table.
 //
 // Dead-lettering is by design (the input sets aside records its output
 // refuses, so that the partition flows): unlike a loss, it does not keep
@@ -38,7 +41,7 @@ func WriteText(w io.Writer, r *Report) error {
 		stalled := "no"
 		if s := p.Stall; s != nil {
 			stalled = fmt.Sprintf("yes: offsets %d-%d for %s (since %s), %d attempt%s",
-				s.First, s.Last, stallAge(r.At, s.Since), s.Since.UTC().Format(time.RFC3339), s.Attempts, plural(s.Attempts))
+				s.First, s.Last, stallAge(r.At, s.Since), FormatTime(s.Since, time.RFC3339), s.Attempts, plural(s.Attempts))
 			if s.Member != "" {
 				stalled += ", by " + s.Member
 			}
@@ -46,44 +49,75 @@ func WriteText(w io.Writer, r *Report) error {
 				stalled += ": " + s.Reason
 			}
 		}
-		lost := "-"
-		if l := p.Loss; l != nil {
-			lost = fmt.Sprintf("%d (offsets %d-%d, %s, since %s)", l.Count, l.First, l.Last, l.Cause, l.Since.UTC().Format(time.RFC3339))
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%d\t%s\t%s\t%s\n", p.Topic, p.Partition, committed, p.LogEnd, lag, p.DeliveredAbove, stalled, lost, deadLettered(p.DeadLetter))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%d\t%s\t%s\t%s\n", TextSafe(p.Topic), p.Partition, committed, p.LogEnd, lag, p.DeliveredAbove, stalled, lost(p), deadLettered(p.DeadLetter))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	for _, p := range r.Partitions {
 		if p.MetadataErr != nil {
-			if _, err := fmt.Fprintf(w, "%s/%d: commit metadata not used: %v\n", p.Topic, p.Partition, p.MetadataErr); err != nil {
+			if _, err := fmt.Fprintf(w, "%s/%d: commit metadata not used: %s\n", TextSafe(p.Topic), p.Partition, TextSafe(p.MetadataErr.Error())); err != nil {
 				return err
 			}
 		}
 	}
-	// A group that lost records is not called healthy here, though it is
-	// in the JSON (whose "healthy" is about stalls only).
-	lost := ""
-	if n := r.Lost(); n > 0 {
-		lost = fmt.Sprintf("; %d of %d lost records before delivery", n, len(r.Partitions))
+	for _, p := range r.Partitions {
+		if p.NotConsumed {
+			waits := "its log holds no record"
+			switch n := p.LogEnd - p.LogStart; {
+			case n == 1:
+				waits = fmt.Sprintf("1 record waits (offset %d)", p.LogStart)
+			case n > 1:
+				waits = fmt.Sprintf("%d records wait (offsets %d-%d)", n, p.LogStart, p.LogEnd-1)
+			}
+			if _, err := fmt.Fprintf(w, "%s/%d: not consumed: no commit, and no member of the group is assigned it; %s\n", TextSafe(p.Topic), p.Partition, waits); err != nil {
+				return err
+			}
+		}
 	}
-	dead := ""
-	if n := r.DeadLettered(); n > 0 {
-		dead = fmt.Sprintf("; %d of %d dead-lettered records", n, len(r.Partitions))
+	// Only a group whose exit status is ExitHealthy is called healthy
+	// here; the JSON's "healthy" leaves losses out (a group that lost
+	// records and flows is healthy there).
+	var extra string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{r.Lost(), "lost records before delivery"}, {r.NotConsumed(), "not consumed"}, {r.DeadLettered(), "dead-lettered records"}} {
+		if c.n > 0 {
+			extra += fmt.Sprintf("; %d of %d %s", c.n, len(r.Partitions), c.what)
+		}
 	}
 	var err error
-	switch n := r.Stalled(); {
-	case len(r.Partitions) == 0:
-		_, err = fmt.Fprintf(w, "group %s: no partitions with commits\n", r.Group)
-	case n == 0 && lost == "":
-		_, err = fmt.Fprintf(w, "group %s: healthy, none of %d partition%s stalled%s\n", r.Group, len(r.Partitions), plural(len(r.Partitions)), dead)
+	group := TextSafe(r.Group)
+	switch n, all := r.Stalled(), len(r.Partitions); {
+	case all == 0:
+		_, err = fmt.Fprintf(w, "group %s: no partitions with commits\n", group)
+	case r.ExitStatus() == ExitHealthy:
+		_, err = fmt.Fprintf(w, "group %s: healthy, none of %d partition%s stalled%s\n", group, all, plural(all), extra)
 	case n == 0:
-		_, err = fmt.Fprintf(w, "group %s: none of %d partition%s stalled%s%s\n", r.Group, len(r.Partitions), plural(len(r.Partitions)), lost, dead)
+		_, err = fmt.Fprintf(w, "group %s: none of %d partition%s stalled%s\n", group, all, plural(all), extra)
 	default:
-		_, err = fmt.Fprintf(w, "group %s: %d of %d partition%s stalled%s%s\n", r.Group, n, len(r.Partitions), plural(len(r.Partitions)), lost, dead)
+		_, err = fmt.Fprintf(w, "group %s: %d of %d partition%s stalled%s\n", group, n, all, plural(all), extra)
 	}
 	return err
+}
+
+// lost is the LOST cell of p: the loss report its commit carries, as
+// "20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)", then, after
+// "; ", what status sees below the log start, as "50 (offsets 100-149,
+// retention, below the log start 150: seen by status)"; "-" for none.
+func lost(p Partition) string {
+	var cells []string
+	if l := p.Loss; l != nil {
+		cells = append(cells, fmt.Sprintf("%d (offsets %d-%d, %s, since %s)", l.Count, l.First, l.Last, l.Cause, FormatTime(l.Since, time.RFC3339)))
+	}
+	if g := p.BelowStart; g != nil {
+		cells = append(cells, fmt.Sprintf("%d (offsets %d-%d, %s, below the log start %d: seen by status)", g.Count, g.First, g.Last, g.Cause(), g.LogStart))
+	}
+	if len(cells) == 0 {
+		return "-"
+	}
+	return strings.Join(cells, "; ")
 }
 
 // deadLettered is the DEAD-LETTERED cell of a report, in LOST's form with
@@ -97,7 +131,7 @@ func deadLettered(d *commitmeta.DeadLetter) string {
 	if d.Error != "" {
 		cause = d.Error + ", "
 	}
-	return fmt.Sprintf("%d (offsets %d-%d, %ssince %s)", d.Count, d.First, d.Last, cause, d.Since.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("%d (offsets %d-%d, %ssince %s)", d.Count, d.First, d.Last, cause, FormatTime(d.Since, time.RFC3339))
 }
 
 func plural(n int) string {
@@ -116,10 +150,15 @@ func stallAge(at, since time.Time) time.Duration {
 // The JSON document, one object. Its keys are a contract (monitoring reads
 // them): add keys, never rename or remove one. "committed" and "lag" are null
 // for a partition without a commit; "stall" is null when not stalled; "lost"
-// is null when the commit carries no loss report; "dead_lettered" is null
-// when it carries no dead-letter report; "metadata_error" is present only
-// when metadata, or a report in it, was not used. "healthy" is about stalls
-// only: a group that lost or dead-lettered records and flows is healthy.
+// is null when the commit carries no loss report; "lost_below_log_start" is
+// null unless status sees the commit below the log start with records there
+// not accounted for (Partition.BelowStart); "not_consumed" is true for a
+// partition without a commit that no member consumes; "dead_lettered" is
+// null when it carries no dead-letter report; "metadata_error" is present
+// only when metadata, or a report in it, was not used. "healthy" is false
+// when a partition is stalled, or not consumed with records waiting
+// (Report.Healthy): a group that lost or dead-lettered records and flows is
+// healthy.
 type jsonReport struct {
 	Group      string          `json:"group"`
 	Healthy    bool            `json:"healthy"`
@@ -138,6 +177,11 @@ type jsonPartition struct {
 	Lost           *jsonLoss  `json:"lost"`
 	DeadLettered   *jsonDead  `json:"dead_lettered"`
 	MetadataError  string     `json:"metadata_error,omitempty"`
+
+	// Added after the keys above, in the order they came.
+	LogStart          int64           `json:"log_start"`
+	LostBelowLogStart *jsonBelowStart `json:"lost_below_log_start"`
+	NotConsumed       bool            `json:"not_consumed"`
 }
 
 type jsonStall struct {
@@ -166,6 +210,16 @@ type jsonDead struct {
 	Error       string `json:"error"` // the error class of the last failure
 }
 
+// jsonBelowStart is GoneBelowStart: seen by status, not carried by a
+// commit, so it has no "since".
+type jsonBelowStart struct {
+	FirstOffset int64  `json:"first_offset"`
+	LastOffset  int64  `json:"last_offset"`
+	Count       int64  `json:"count"`     // lost offsets within first_offset..last_offset
+	LogStart    int64  `json:"log_start"` // the log start the committed offset is below
+	Cause       string `json:"cause"`     // retention
+}
+
 // sinceJSON is the form of "since" in the JSON: RFC 3339 in UTC, to the
 // millisecond the metadata keeps.
 const sinceJSON = "2006-01-02T15:04:05.000Z07:00"
@@ -189,6 +243,8 @@ func WriteJSON(w io.Writer, r *Report) error {
 			LogEnd:         p.LogEnd,
 			DeliveredAbove: p.DeliveredAbove,
 			Stalled:        p.Stalled(),
+			LogStart:       p.LogStart,
+			NotConsumed:    p.NotConsumed,
 		}
 		if l, ok := p.Lag(); ok {
 			committed := p.Committed
@@ -198,7 +254,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 			jp.Stall = &jsonStall{
 				FirstOffset: s.First,
 				LastOffset:  s.Last,
-				Since:       s.Since.UTC().Format(sinceJSON),
+				Since:       FormatTime(s.Since, sinceJSON),
 				AgeS:        int64(stallAge(r.At, s.Since) / time.Second),
 				Attempts:    s.Attempts,
 				Reason:      s.Reason,
@@ -210,16 +266,19 @@ func WriteJSON(w io.Writer, r *Report) error {
 				FirstOffset: l.First,
 				LastOffset:  l.Last,
 				Count:       l.Count,
-				Since:       l.Since.UTC().Format(sinceJSON),
+				Since:       FormatTime(l.Since, sinceJSON),
 				Cause:       l.Cause,
 			}
+		}
+		if g := p.BelowStart; g != nil {
+			jp.LostBelowLogStart = &jsonBelowStart{FirstOffset: g.First, LastOffset: g.Last, Count: g.Count, LogStart: g.LogStart, Cause: g.Cause()}
 		}
 		if d := p.DeadLetter; d != nil {
 			jp.DeadLettered = &jsonDead{
 				FirstOffset: d.First,
 				LastOffset:  d.Last,
 				Count:       d.Count,
-				Since:       d.Since.UTC().Format(sinceJSON),
+				Since:       FormatTime(d.Since, sinceJSON),
 				Error:       d.Error,
 			}
 		}
@@ -228,7 +287,5 @@ func WriteJSON(w io.Writer, r *Report) error {
 		}
 		doc.Partitions = append(doc.Partitions, jp)
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(doc)
+	return EncodeJSON(w, doc)
 }

@@ -98,7 +98,10 @@ func TestWriteJSON(t *testing.T) {
         "count": 4,
         "since": "2026-01-01T11:30:00.000Z",
         "error": "http 400"
-      }
+      },
+      "log_start": 0,
+      "lost_below_log_start": null,
+      "not_consumed": false
     },
     {
       "topic": "orders",
@@ -116,7 +119,10 @@ func TestWriteJSON(t *testing.T) {
         "since": "2026-01-01T11:00:00.000Z",
         "cause": "retention"
       },
-      "dead_lettered": null
+      "dead_lettered": null,
+      "log_start": 0,
+      "lost_below_log_start": null,
+      "not_consumed": false
     },
     {
       "topic": "orders",
@@ -136,7 +142,10 @@ func TestWriteJSON(t *testing.T) {
         "member": "watermark-connect@pod-7"
       },
       "lost": null,
-      "dead_lettered": null
+      "dead_lettered": null,
+      "log_start": 0,
+      "lost_below_log_start": null,
+      "not_consumed": false
     },
     {
       "topic": "orders",
@@ -148,7 +157,10 @@ func TestWriteJSON(t *testing.T) {
       "stalled": false,
       "stall": null,
       "lost": null,
-      "dead_lettered": null
+      "dead_lettered": null,
+      "log_start": 0,
+      "lost_below_log_start": null,
+      "not_consumed": false
     },
     {
       "topic": "other",
@@ -161,7 +173,10 @@ func TestWriteJSON(t *testing.T) {
       "stall": null,
       "lost": null,
       "dead_lettered": null,
-      "metadata_error": "the metadata was written for offset 3"
+      "metadata_error": "the metadata was written for offset 3",
+      "log_start": 0,
+      "lost_below_log_start": null,
+      "not_consumed": false
     }
   ]
 }

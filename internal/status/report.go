@@ -46,6 +46,7 @@ type Partition struct {
 	Partition int32
 
 	Committed int64 // the committed offset (the watermark); -1 when the group has none
+	LogStart  int64 // the log start: the first offset the log still holds
 	LogEnd    int64 // the high watermark: one past the last record
 
 	// DeliveredAbove counts the records above Committed that the commit
@@ -64,6 +65,25 @@ type Partition struct {
 	// partition may flow meanwhile: a loss is not a stall.
 	Loss *commitmeta.Loss
 
+	// BelowStart is the records deleted from below the log start before
+	// the group delivered them, as status sees them from the committed
+	// offset and the log start; nil when the commit is not below the log
+	// start, or when its metadata accounts for every offset there. Like a
+	// loss report, it makes the exit status ExitLost.
+	BelowStart *GoneBelowStart
+
+	// NotConsumed is true for a partition that has no commit and that no
+	// member of the group is assigned, as the group coordinator answered
+	// at the time of the report. Only partitions without a commit are
+	// asked about (those --topics adds): one with a commit shows its lag
+	// whether or not a member consumes it now.
+	NotConsumed bool
+
+	// delivered is the ranges above Committed that the commit metadata
+	// names as delivered, as the input reads them when it resumes
+	// (commitmeta.DecodeCommit): BelowStart leaves them out.
+	delivered []commitmeta.Range
+
 	// DeadLetter is the records the input dead-lettered lately (the output
 	// kept refusing them, and they went to the dead-letter topic), from the
 	// commit metadata; nil when the commit carries no dead-letter report.
@@ -80,59 +100,65 @@ type Partition struct {
 	MetadataErr error
 }
 
-// Lag returns LogEnd - Committed, and false when there is no commit.
+// Lag returns the records from the committed offset to the log end that
+// still exist: LogEnd - max(Committed, LogStart). False when there is no
+// commit.
 func (p Partition) Lag() (int64, bool) {
 	if p.Committed < 0 {
 		return 0, false
 	}
-	return p.LogEnd - p.Committed, true
+	return p.LogEnd - max(p.Committed, p.LogStart), true
 }
 
 // Stalled reports whether p's commit names a stall.
 func (p Partition) Stalled() bool { return p.Stall != nil }
 
-// Lost reports whether p's commit carries a loss report.
-func (p Partition) Lost() bool { return p.Loss != nil }
+// Lost reports whether p's commit carries a loss report, or status sees
+// records deleted below the log start (BelowStart).
+func (p Partition) Lost() bool { return p.Loss != nil || p.BelowStart != nil }
+
+// Waiting reports whether p is not consumed while its log holds records:
+// records wait that no member will deliver, and which of them a member
+// assigned later delivers depends on its start_offset (latest skips them).
+// An empty partition that no member consumes has nothing waiting.
+func (p Partition) Waiting() bool { return p.NotConsumed && p.LogEnd > p.LogStart }
 
 // DeadLettered reports whether p's commit carries a dead-letter report.
 func (p Partition) DeadLettered() bool { return p.DeadLetter != nil }
 
-// Healthy reports whether no partition is stalled.
+// Healthy reports whether every partition flows: none is stalled, and
+// none is not consumed with records waiting (Partition.Waiting). A loss
+// does not count: a partition that lost records may flow.
 func (r *Report) Healthy() bool {
-	return !slices.ContainsFunc(r.Partitions, Partition.Stalled)
+	return !slices.ContainsFunc(r.Partitions, func(p Partition) bool { return p.Stalled() || p.Waiting() })
 }
 
 // Stalled returns the number of stalled partitions.
-func (r *Report) Stalled() int {
-	n := 0
-	for _, p := range r.Partitions {
-		if p.Stalled() {
-			n++
-		}
-	}
-	return n
-}
+func (r *Report) Stalled() int { return r.count(Partition.Stalled) }
 
-// Lost returns the number of partitions whose commit carries a loss report.
+// Lost returns the number of partitions that lost records (Partition.Lost).
 // Healthy does not count them: a partition that lost records may flow.
-func (r *Report) Lost() int {
-	n := 0
-	for _, p := range r.Partitions {
-		if p.Lost() {
-			n++
-		}
-	}
-	return n
-}
+func (r *Report) Lost() int { return r.count(Partition.Lost) }
 
 // DeadLettered returns the number of partitions whose commit carries a
 // dead-letter report. Neither Healthy nor ExitStatus counts them:
 // dead-lettering is how a partition keeps flowing past records its output
 // refuses.
-func (r *Report) DeadLettered() int {
+func (r *Report) DeadLettered() int { return r.count(Partition.DeadLettered) }
+
+// Waiting returns the number of partitions that are not consumed while
+// records wait in them (Partition.Waiting).
+func (r *Report) Waiting() int { return r.count(Partition.Waiting) }
+
+// NotConsumed returns the number of partitions without a commit that no
+// member consumes, whether or not records wait in them.
+func (r *Report) NotConsumed() int { return r.count(func(p Partition) bool { return p.NotConsumed }) }
+
+// count returns the number of r's partitions for which f is true.
+func (r *Report) count(f func(Partition) bool) int {
 	n := 0
 	for _, p := range r.Partitions {
-		if p.DeadLettered() {
+		if f(p) {
 			n++
 		}
 	}

@@ -246,6 +246,7 @@ func TestCollectUnknownGroup(t *testing.T) {
 // healthy.
 func TestCollectGroupWithoutCommits(t *testing.T) {
 	c := newCluster(t, 2, "orders")
+	c.produce(t, "orders", 0, 3)
 	for _, tc := range []struct {
 		protocol string
 		opts     []kgo.Opt
@@ -274,6 +275,7 @@ func TestCollectGroupWithoutCommits(t *testing.T) {
 		require.Len(t, r.Partitions, 2, tc.protocol)
 		for _, p := range r.Partitions {
 			assert.Equal(t, int64(-1), p.Committed, "%s: %s/%d", tc.protocol, p.Topic, p.Partition)
+			assert.False(t, p.NotConsumed, "%s: %s/%d is assigned to the member", tc.protocol, p.Topic, p.Partition)
 		}
 	}
 }

@@ -60,12 +60,12 @@ func stringEnd(s string, open int) int {
 }
 
 // jsonForm returns secret as it stands inside a JSON string literal that
-// encoding/json wrote, with or without HTML escaping.
+// EncodeJSON wrote, with or without HTML escaping.
 func jsonForm(secret string, escapeHTML bool) string {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(escapeHTML)
 	_ = enc.Encode(secret) // a string always encodes
-	out := strings.TrimSuffix(b.String(), "\n")
+	out := strings.TrimSuffix(string(EscapeJSON(b.Bytes())), "\n")
 	return out[1 : len(out)-1]
 }
