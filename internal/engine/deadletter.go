@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -190,10 +191,21 @@ func letterError(b *Batch) string {
 	return b.part.att.reason
 }
 
-// cutReason cuts an error class to what the metadata's reasons hold.
+// cutReason cuts an error class to what the metadata's reasons hold, after
+// the last whole word that fits, as errclass cuts a class: a prefix such as
+// "dead_letter_write: " pushed a class of 120 bytes over, and the byte cut
+// ended the stall reason mid-word. A first word longer than the limit is
+// cut where the limit falls.
 func cutReason(s string) string {
-	if len(s) > commitmeta.MaxReasonLen {
-		return s[:commitmeta.MaxReasonLen]
+	if len(s) <= commitmeta.MaxReasonLen {
+		return s
 	}
-	return s
+	cut := s[:commitmeta.MaxReasonLen]
+	if s[commitmeta.MaxReasonLen] == ' ' {
+		return cut
+	}
+	if i := strings.LastIndexByte(cut, ' '); i > 0 {
+		return strings.TrimRight(cut[:i], " ")
+	}
+	return cut
 }

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
@@ -393,4 +395,20 @@ func TestDeadLetterCountsReplaysInPlace(t *testing.T) {
 		synctest.Wait()
 		require.Equal(t, int64(4), h.lastCommit(tp0).Base)
 	})
+}
+
+// Bug (issue 29): a stall reason "dead_letter_write: " + a class of 120
+// bytes was cut at 120 bytes, mid-word. It ends at the last whole word that
+// fits, as errclass ends a class.
+func TestCutReasonEndsAtAWholeWord(t *testing.T) {
+	class := strings.Repeat("broker ", 16) + "unreachable" // 123 bytes
+	got := cutReason("dead_letter_write: " + class)
+	assert.LessOrEqual(t, len(got), commitmeta.MaxReasonLen)
+	assert.Equal(t, "dead_letter_write: "+strings.TrimSpace(strings.Repeat("broker ", 14)), got)
+	assert.Equal(t, "short", cutReason("short"))
+	exact := strings.Repeat("x", commitmeta.MaxReasonLen-5) + " word"
+	assert.Equal(t, exact, cutReason(exact), "a reason that fits is left whole")
+	assert.Equal(t, exact, cutReason(exact+" more"), "a cut that falls on a space keeps the last word")
+	long := strings.Repeat("y", 200)
+	assert.Equal(t, long[:commitmeta.MaxReasonLen], cutReason(long), "one word longer than the limit is cut at it")
 }
