@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/watermark-connect/watermark-connect/internal/engine"
@@ -53,10 +54,13 @@ type Input struct {
 	log  *service.Logger
 	m    *engine.Metrics
 
-	mu     sync.Mutex // guards eng and dlw across Connect and Close
-	eng    *engine.Engine
-	dlw    *deadLetterWriter // the dead-letter producer, nil without one
-	closed atomic.Bool
+	mu  sync.Mutex // guards eng, dlw and stopWatch across Connect and Close
+	eng *engine.Engine
+	dlw *deadLetterWriter // the dead-letter producer, nil without one
+	// stopWatch ends the watch of missing topics (watchTopics) and waits
+	// for it; nil without one.
+	stopWatch func()
+	closed    atomic.Bool
 }
 
 func newInput(conf *config, res *service.Resources) *Input {
@@ -100,6 +104,15 @@ func (in *Input) Connect(ctx context.Context) error {
 	in.eng, in.dlw = e, dlw
 	e.Start(cl)
 	in.log.Infof("kafka_watermark: consuming %v as group %q (%s protocol)", in.conf.topics, in.conf.group, in.conf.groupProtocol)
+	if !in.conf.regexpTopics {
+		wctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			watchTopics(wctx, kadm.NewClient(cl), in.conf.topics, in.log)
+		}()
+		in.stopWatch = func() { cancel(); <-done }
+	}
 	return nil
 }
 
@@ -256,6 +269,10 @@ func (in *Input) Close(ctx context.Context) error {
 		return nil // never connected, or closed already
 	}
 	in.eng = nil
+	if in.stopWatch != nil {
+		in.stopWatch()
+		in.stopWatch = nil
+	}
 	// The producer outlives the engine: a write the engine waits for
 	// (none after Close: it cancels them) never meets a closed client.
 	defer in.dlw.close()

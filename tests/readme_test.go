@@ -66,8 +66,9 @@ type readmeRun struct {
 // user would, in the checkout, in the README's order, against the test
 // broker. Every command of the README is in the list below and every entry
 // of the list is in the README, so neither can change alone. Two
-// placeholders are replaced as the README says: localhost:9092 by the test
-// broker and http://localhost:8080/ingest by a sink of this test; the
+// placeholders are replaced as the README says: localhost:9092 and
+// localhost:19092 by the test broker and http://localhost:8080/ingest by a
+// sink of this test; the
 // configs read KAFKA_BROKERS, which is set to the test broker.
 func TestReadmeCommands(t *testing.T) {
 	env := needBroker(t)
@@ -121,7 +122,7 @@ func TestReadmeCommands(t *testing.T) {
 				t.Logf("not run here: %s", c.why)
 				return
 			}
-			line := strings.NewReplacer("localhost:9092", r.broker, "http://localhost:8080/ingest", r.sink.url()).Replace(c.cmd)
+			line := strings.NewReplacer("localhost:9092", r.broker, "localhost:19092", r.broker, "http://localhost:8080/ingest", r.sink.url()).Replace(c.cmd)
 			environ := append(append(os.Environ(), common...), c.env...)
 			switch c.kind {
 			case runToEnd:
@@ -132,6 +133,12 @@ func TestReadmeCommands(t *testing.T) {
 				}
 			case runServe:
 				p := startShell(t, line, environ)
+				// The input has connected (Benthos handles SIGINT by then):
+				// a pipeline whose group is at the log end already is ready
+				// at once, and a SIGINT before it installed its handler
+				// killed it.
+				require.Eventuallyf(t, func() bool { return strings.Contains(p.out.String(), "kafka_watermark: consuming") },
+					time.Minute, 50*time.Millisecond, "%s to connect\n%s", line, tail(p.out.String(), 40))
 				c.ready(t, r)
 				code := p.interrupt(t, 30*time.Second)
 				require.Equalf(t, 0, code, "exit status of %s after SIGINT\n%s", line, tail(p.out.String(), 40))
@@ -165,9 +172,11 @@ func keepUsersBinary(t *testing.T) {
 // readmeCommands is every command of the README's shell blocks, in the
 // README's order, with how it is run.
 func readmeCommands() []readmeCommand {
+	// committed waits for the group's commits to reach the topic's log end
+	// as it is now: the README's sample command adds records to orders.
 	committed := func(group, topic string) func(t *testing.T, r *readmeRun) {
 		return func(t *testing.T, r *readmeRun) {
-			r.k.waitCommitted(group, topic, r.ends[topic], 2*time.Minute)
+			r.k.waitCommitted(group, topic, r.k.endOffsets(topic), 2*time.Minute)
 		}
 	}
 	const (
@@ -195,7 +204,18 @@ func readmeCommands() []readmeCommand {
 		{cmd: "go get github.com/watermark-connect/watermark-connect@v0.1.0", kind: covered,
 			why: "TestReadmeCustomBuild runs it, and the next, in a module of its own"},
 		{cmd: "go mod tidy", kind: covered, why: "TestReadmeCustomBuild runs it in a module of its own"},
-		// Running a pipeline.
+		// Running a pipeline: from the demo to a real broker.
+		{cmd: "make broker-start", kind: covered,
+			why: "this test runs against the suite's broker, which resources/test.sh starts with the same broker.sh start (a second one would want its ports)"},
+		{cmd: "bin/watermark-connect sample --seed-brokers localhost:19092 --topic orders --records 1000", kind: runToEnd,
+			timeout: time.Minute, out: []string{"topic orders", "produced 1000 of 1000 record(s) to orders"}},
+		{cmd: "KAFKA_BROKERS=localhost:19092 bin/watermark-connect run config/minimal.yaml", kind: runServe,
+			ready: committed("orders-to-stdout", "orders")},
+		{cmd: "bin/watermark-connect status --seed-brokers localhost:19092 --consumer-group orders-to-stdout --topics orders",
+			kind: runToEnd, timeout: time.Minute, out: []string{"group orders-to-stdout", "orders"}},
+		{cmd: "make broker-stop", kind: covered,
+			why: "resources/test.sh stops the suite's broker with broker.sh stop and removes its run dir when the run passes"},
+		// Running a pipeline: the example configs.
 		{cmd: lintAll, kind: runToEnd, timeout: time.Minute},
 		{cmd: "bin/watermark-connect run config/minimal.yaml", kind: runServe,
 			ready: committed("orders-to-stdout", "orders")},

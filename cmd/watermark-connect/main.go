@@ -13,6 +13,7 @@ import (
 
 	"github.com/watermark-connect/watermark-connect/internal/demo"
 	"github.com/watermark-connect/watermark-connect/internal/dlcmd"
+	"github.com/watermark-connect/watermark-connect/internal/sample"
 	"github.com/watermark-connect/watermark-connect/internal/status"
 	wmversion "github.com/watermark-connect/watermark-connect/internal/version"
 	_ "github.com/watermark-connect/watermark-connect/metrics/prometheus"
@@ -38,5 +39,6 @@ func main() {
 		service.CLIOptAddCommand(demo.Command()),
 		service.CLIOptAddCommand(status.Command()),
 		service.CLIOptAddCommand(dlcmd.Command()),
+		service.CLIOptAddCommand(sample.Command()),
 	)
 }
