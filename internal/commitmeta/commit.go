@@ -198,7 +198,7 @@ func planCommit(c Commit, maxBytes int) layout {
 // after the header: with the stall's mark when it fits, else with no
 // metadata at all. A header alone would read as a partition that is not
 // stalled (issue 29: `status` said healthy while the pipeline logged the
-// stall), and "" reads as a commit that cannot say.
+// stall), while "" says nothing of the partition either way.
 func (lay layout) markStall(c Commit, maxBytes int) layout {
 	n := len(" ") + c.Stall.mark().fieldsLen()
 	if n > maxBytes-lay.size {

@@ -144,8 +144,9 @@ func (o *owner) onCommitDone(c commitDone) {
 // noteMetaRefused lowers the metadata size after a broker refused some as
 // too large, and says so once per refusal. It halves it, but not below
 // commitmeta.MinCommitBudget (room for a stall's mark) until the broker
-// refuses that much too: then a stalled commit whose mark does not fit
-// carries no metadata, which status reads as unknown, never as healthy.
+// refuses that much too (its offset.metadata.max.bytes is below 61): then
+// a stalled commit whose mark does not fit carries no metadata at all,
+// never a header that says it is not stalled.
 func (o *owner) noteMetaRefused(lengths map[topicPartition]int) {
 	for _, n := range lengths {
 		if n <= o.commits.metaMax {
