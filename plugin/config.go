@@ -13,6 +13,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/redpanda-data/benthos/v4/public/service"
 
+	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
 	"github.com/watermark-connect/watermark-connect/internal/engine"
 	"github.com/watermark-connect/watermark-connect/internal/kafkaconn"
 )
@@ -331,6 +332,11 @@ const (
 	minCommitMetadataBytes = 64
 	maxCommitMetadataBytes = 1 << 20
 )
+
+// The smallest budget leaves room for the longest header and stall mark, so
+// that a stalled partition's commit always says so (issue 29); this fails
+// to compile otherwise.
+const _ = uint(minCommitMetadataBytes - commitmeta.MinCommitBudget)
 
 // parseBytes reads a byte size as Redpanda Connect does, with go-humanize:
 // a bare number is bytes, SI units are powers of 1000 ("1MB", "1M" and "1mb"

@@ -66,9 +66,19 @@ const (
 	numParts
 )
 
+// MinCommitBudget is the smallest maxBytes with which EncodeCommit always
+// writes metadata that says whether the partition is stalled: the longest
+// header (o= of 19 digits, e= of 10) and the longest stall mark after it.
+// With less, a stalled Commit whose mark does not fit after its header gets
+// no metadata at all, never a header that would read as not stalled. A
+// writer that lowers its budget (a broker refused metadata as too large)
+// stops here until the broker refuses this much too.
+const MinCommitBudget = len(Prefix+"o=") + 19 + len(" e=") + 10 + len(" ") + MaxStallMarkLen
+
 // layout is what EncodeCommit writes of a Commit within its budget.
 type layout struct {
 	parts    int   // how many parts got their room, in order; 0: not even the header
+	marked   bool  // the stall is written as its mark (the whole did not fit), which ends the metadata
 	attempts int   // runs written: the first attempts of Attempts
 	kept     int   // ranges written: the first kept of Delivered
 	last     int32 // the l= written when kept > 0
@@ -102,8 +112,12 @@ func EncodeCommit(c Commit, maxBytes int) (meta string, cut int, keptTo int64) {
 // doc: the header, the stall provenance, the loss report, the longest
 // prefix of c.Attempts that fits, the dead-letter report, then the longest
 // prefix of c.Delivered that fits together with the l= of its last range.
-// When not even the header fits it returns "" with every range and run cut:
-// commit without metadata, which skips nothing. A cut range is only
+// When the stall provenance does not fit after the header, it writes the
+// stall's mark (sf= alone) instead and nothing after it. When not even the
+// header fits, or c is stalled and not even the mark fits after it, it
+// returns "" with every range and run cut: commit without metadata, which
+// skips nothing. With maxBytes at least MinCommitBudget, a stalled c always
+// gets metadata that says so. A cut range is only
 // redelivered after a restart, never lost; a cut run of attempts only
 // counts again from zero.
 //
@@ -168,12 +182,31 @@ func planCommit(c Commit, maxBytes int) layout {
 			lay.kept, lay.last, n = planRanges(c.Delivered, c.Base, maxBytes-lay.size, c.EpochOf)
 		default:
 			if n > maxBytes-lay.size {
+				if part == partStall {
+					return lay.markStall(c, maxBytes)
+				}
 				return lay
 			}
 		}
 		lay.size += n
 		lay.parts++
 	}
+	return lay
+}
+
+// markStall ends the plan lay of c, whose stall provenance does not fit
+// after the header: with the stall's mark when it fits, else with no
+// metadata at all. A header alone would read as a partition that is not
+// stalled (issue 29: `status` said healthy while the pipeline logged the
+// stall), while "" says nothing of the partition either way.
+func (lay layout) markStall(c Commit, maxBytes int) layout {
+	n := len(" ") + c.Stall.mark().fieldsLen()
+	if n > maxBytes-lay.size {
+		return layout{}
+	}
+	lay.size += n
+	lay.parts++
+	lay.marked = true
 	return lay
 }
 
@@ -234,7 +267,10 @@ func appendCommit(b []byte, c Commit, lay layout) []byte {
 	start := len(b)
 	b = appendHeader(b, c.Base, c.Epoch)
 	b = appendRanges(b, c.Base, c.Delivered[:lay.kept])
-	if lay.parts > partStall && c.Stall != nil {
+	switch {
+	case lay.marked:
+		b = c.Stall.mark().appendFields(append(b, ' '))
+	case lay.parts > partStall && c.Stall != nil:
 		b = c.Stall.appendFields(append(b, ' '))
 	}
 	if lay.parts > partLoss && c.hasLoss() {

@@ -243,7 +243,7 @@ func TestDecodeCommitParts(t *testing.T) {
 		{"wm1 o=1200 e=3 d=10.50 " + stall + " " + loss + " l=3", true, true, true, "", "", ""},
 		{"wm1 o=1200 e=3 " + stall, false, true, false, "", "", ""},
 		{"wm1 o=1200 e=3 d=10.50 " + loss + " l=3", true, false, true, "", "", ""},
-		{"wm1 o=1200 e=3 d=10.50 sf=1200 " + loss + " l=3", true, false, true, "", "stall field sl", ""},
+		{"wm1 o=1200 e=3 d=10.50 sf=1200 sa=3 " + loss + " l=3", true, false, true, "", "stall field sl", ""},
 		{"wm1 o=1200 e=3 d=10.50 " + stall + " lf=100 l=3", true, true, false, "", "", "loss field ll"},
 		{"wm1 o=1200 e=3 d=10.50 " + stall + " " + loss, false, true, true, "last epoch field l", "", ""},
 		{"wm1 o=1200 e=3 d=10.50 sf=x lf=x l=x", false, false, false, "last epoch field l", "stall field sf", "loss field lf"},

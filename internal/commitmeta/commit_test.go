@@ -114,12 +114,20 @@ func checkEncodeCommit(t testing.TB, name string, c Commit, epochs []int32, maxB
 		t.Fatalf("%s: AppendCommit(\"x\", %d) = %q, %d, %d, want %q, %d, %d", name, maxBytes, app, appCut, appTo, "x"+s, cut, keptTo)
 	}
 
-	header := encodeParts(c, 0)
+	// The least a commit says: its header, and the mark of its stall
+	// when it is stalled (a header alone reads as not stalled).
+	least := encodeParts(c, 0)
+	if c.Stall != nil {
+		least = encodeParts(c, 0, c.Stall.mark().Fields())
+	}
 	if s == "" {
-		if len(header) <= maxBytes || cut != len(c.Delivered) || ka != 0 {
-			t.Fatalf("%s: EncodeCommit(%d) = \"\", cut %d, but the header %q fits", name, maxBytes, cut, header)
+		if len(least) <= maxBytes || cut != len(c.Delivered) || ka != 0 {
+			t.Fatalf("%s: EncodeCommit(%d) = \"\", cut %d, but %q fits", name, maxBytes, cut, least)
 		}
 		return s, cut
+	}
+	if len(least) > maxBytes {
+		t.Fatalf("%s: EncodeCommit(%d) = %q, but %q, the least it may write, does not fit", name, maxBytes, s, least)
 	}
 
 	d, err := DecodeCommit(s)
@@ -144,8 +152,13 @@ func checkEncodeCommit(t testing.TB, name string, c Commit, epochs []int32, maxB
 	}
 
 	stalled, lost, dead := c.Stall != nil, c.hasLoss(), c.hasDeadLetter()
+	// marked: the whole stall did not fit, and its mark was written.
+	marked := stalled && !c.Stall.MarkOnly && d.Stall != nil && d.Stall.MarkOnly
 	var stallFields, lossFields, deadFields string
-	if stalled {
+	switch {
+	case marked:
+		stallFields = c.Stall.mark().Fields()
+	case stalled:
 		stallFields = c.Stall.Fields()
 	}
 	if lost {
@@ -176,11 +189,13 @@ func checkEncodeCommit(t testing.TB, name string, c Commit, epochs []int32, maxB
 
 	switch {
 	case stalled && !wroteStall:
+		t.Fatalf("%s: EncodeCommit(%d) = %q: metadata of a stalled commit without the stall or its mark", name, maxBytes, s)
+	case marked:
 		if wroteLoss || ka > 0 || wroteDead || kept > 0 {
-			t.Fatalf("%s: EncodeCommit(%d) = %q: a part after the stall is written without it", name, maxBytes, s)
+			t.Fatalf("%s: EncodeCommit(%d) = %q: a part after the stall is written with its mark", name, maxBytes, s)
 		}
 		if more := encodeParts(c, 0, c.Stall.Fields()); len(more) <= maxBytes {
-			t.Fatalf("%s: EncodeCommit(%d) = %q, but %q with the stall fits", name, maxBytes, s, more)
+			t.Fatalf("%s: EncodeCommit(%d) = %q, but %q with the whole stall fits", name, maxBytes, s, more)
 		}
 		return s, cut
 	case lost && !wroteLoss:
@@ -278,6 +293,9 @@ func randReports(r *rand.Rand) (*Stall, *Loss) {
 			Reason:   randText(r, MaxReasonLen),
 			Member:   randText(r, MaxMemberLen),
 		}
+		if r.IntN(8) == 0 {
+			*s = s.mark() // carried from a commit that had room for the mark only
+		}
 	}
 	switch r.IntN(4) {
 	case 0:
@@ -352,7 +370,7 @@ func randDeadLetter(r *rand.Rand) *DeadLetter {
 func TestEncodeCommitProperty(t *testing.T) {
 	r := rand.New(rand.NewPCG(propertySeed, 3))
 	// Outcomes seen, so the test cannot pass vacuously.
-	var none, headerOnly, reportsCut, attemptsCut, deadCut, rangesCut, whole int
+	var none, marked, headerOnly, reportsCut, attemptsCut, deadCut, rangesCut, whole int
 	for i := range 5000 {
 		m := randMeta(r)
 		c := Commit{Base: m.Base, Epoch: m.Epoch, Delivered: m.Delivered}
@@ -376,6 +394,8 @@ func TestEncodeCommitProperty(t *testing.T) {
 		switch d, _ := DecodeCommit(s); {
 		case s == "":
 			none++
+		case d.Stall != nil && d.Stall.MarkOnly && !c.Stall.MarkOnly:
+			marked++
 		case s == encodeParts(c, 0):
 			headerOnly++
 		case c.Stall != nil && d.Stall == nil || c.hasLoss() && d.Loss == nil:
@@ -390,9 +410,9 @@ func TestEncodeCommitProperty(t *testing.T) {
 			whole++
 		}
 	}
-	if none < 100 || headerOnly < 100 || reportsCut < 100 || attemptsCut < 100 || deadCut < 20 || rangesCut < 100 || whole < 100 {
-		t.Fatalf("seed %d: outcomes none %d, header only %d, reports cut %d, attempts cut %d, dead letter cut %d, ranges cut %d, whole %d, want at least 100 of each (20 dead letters cut)",
-			propertySeed, none, headerOnly, reportsCut, attemptsCut, deadCut, rangesCut, whole)
+	if none < 100 || marked < 100 || headerOnly < 100 || reportsCut < 100 || attemptsCut < 100 || deadCut < 20 || rangesCut < 100 || whole < 100 {
+		t.Fatalf("seed %d: outcomes none %d, stall marked %d, header only %d, reports cut %d, attempts cut %d, dead letter cut %d, ranges cut %d, whole %d, want at least 100 of each (20 dead letters cut)",
+			propertySeed, none, marked, headerOnly, reportsCut, attemptsCut, deadCut, rangesCut, whole)
 	}
 }
 

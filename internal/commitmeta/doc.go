@@ -82,8 +82,9 @@
 // Field by field:
 //
 //   - sf=<first> sl=<last>: the offsets of the failed batch, decimal int64s
-//     with 0 <= first <= last. sf marks a stall: without it there is none,
-//     and with it every other s field is required.
+//     with 0 <= first <= last. sf marks a stall: without it there is none.
+//     With it, either every other s field is there, or none is (the stall
+//     mark, below); some but not all of them is malformed.
 //   - ss=<since>: its first nack, in Unix milliseconds (a decimal >= 0).
 //   - sa=<attempts>: how many times it was delivered, 1 to 2147483647.
 //   - sm=<member>: who saw it, the client ID and host name; at most
@@ -96,6 +97,19 @@
 // after the header's (see Priority): when the budget is short, the ranges
 // and the loss report are cut before it is. Like the ranges it is
 // meaningful only when o equals the committed offset.
+//
+// When the whole provenance does not fit after the header, the commit
+// carries the stall mark instead, sf= alone, and ends there:
+//
+//	wm1 o=1200 e=3 sf=1200
+//
+// It says that the partition is stalled at the failed batch starting at
+// 1200, and that the rest of the provenance did not fit (StallFromFields
+// returns a Stall with MarkOnly set). It is at most MaxStallMarkLen bytes,
+// so that the longest header and mark together take MinCommitBudget (61)
+// bytes: within the smallest commit_metadata_max_bytes (64), and the least
+// a writer lowers its budget to. A reader of an earlier version finds sl=
+// missing and reports a malformed provenance, not a healthy partition.
 //
 // After records were lost, deleted by retention or rewritten by an unclean
 // leader election before the input delivered them, its commits also carry
@@ -171,7 +185,10 @@
 //  1. the header: Prefix, o= and e=; when it does not fit there is no
 //     metadata at all ("");
 //  2. the stall provenance, when the partition is stalled: what holds it
-//     is what an operator needs first;
+//     is what an operator needs first. When the whole does not fit, its
+//     mark (sf= alone) is written instead, and ends the metadata; when not
+//     even the mark fits there is no metadata at all (""), never a header
+//     alone, which would read as a partition that is not stalled;
 //  3. the loss report, when one is carried;
 //  4. the attempts, a=: the longest prefix of Commit.Attempts (the runs
 //     nearest the base) that fits. When not even the first run fits, a=

@@ -185,7 +185,9 @@ func TestGoldenEncodeCommit(t *testing.T) {
 // And it gave the header and all the reports their room together, so a
 // budget too small for the stall and the loss got no metadata at all; the
 // priority order writes the header, then the stall, then the loss, each
-// while it fits (the rows whose today is "").
+// while it fits (the rows whose today is ""). When the whole stall does not
+// fit after the header, its mark does (issue 29: the header alone read as
+// a partition that is not stalled).
 var commitFixes = []struct {
 	name     string
 	base     int64
@@ -204,7 +206,8 @@ var commitFixes = []struct {
 	{"unknown then known epoch: ranges without l", 1200, -1, []epochRange{{1210, 1260, -1}, {1280, 1320, 5}, {1330, 1340, 5}}, nil, nil, 27, "wm1 o=1200 e=-1", 3, 1200, "wm1 o=1200 e=-1 d=10.50"},
 	{"unknown then two-digit epoch: fewer ranges than fit", 1200, -1, []epochRange{{1210, 1260, -1}, {1280, 1320, 5}, {1330, 1340, 50}}, nil, nil, 33, "wm1 o=1200 e=-1 d=10.50,20.40 l=5", 1, 1320, "wm1 o=1200 e=-1 d=10.50 l=-1"},
 	{"ranges: l without ranges", 1200, 3, []epochRange{{1210, 1260, 3}, {1280, 1320, 4}, {1400, 1500, 4}, {2000, 2001, 12}}, nil, nil, 22, "wm1 o=1200 e=3", 4, 1200, "wm1 o=1200 e=3 l=3"},
-	{"a stall: the header fits, the stall does not", 1200, 3, []epochRange{{1210, 1260, 3}, {1280, 1320, 4}, {1400, 1500, 4}, {2000, 2001, 12}}, &plainStall, nil, 50, "wm1 o=1200 e=3", 4, 1200, ""},
+	{"a stall: the header fits, the stall does not", 1200, 3, []epochRange{{1210, 1260, 3}, {1280, 1320, 4}, {1400, 1500, 4}, {2000, 2001, 12}}, &plainStall, nil, 50, "wm1 o=1200 e=3 sf=1200", 4, 1200, ""},
+	{"a stall: the header fits, the stall's mark does not", 1200, 3, []epochRange{{1210, 1260, 3}, {1280, 1320, 4}, {1400, 1500, 4}, {2000, 2001, 12}}, &plainStall, nil, 21, "", 4, 1200, ""},
 	{"a stall and a loss, nothing above the base: the stall fits, the loss does not", 1200, 3, []epochRange{}, &plainStall, &plainLoss, 139, "wm1 o=1200 e=3 sf=1200 sl=1209 ss=1767225600000 sa=3 sm=orders-sink%40pod-7 sr=http+503", 0, 1200, ""},
 	{"a stall and a loss: the stall fits, the loss does not", 1200, 3, []epochRange{{1210, 1260, 3}, {1280, 1320, 4}, {1400, 1500, 4}, {2000, 2001, 12}}, &plainStall, &plainLoss, 100, "wm1 o=1200 e=3 sf=1200 sl=1209 ss=1767225600000 sa=3 sm=orders-sink%40pod-7 sr=http+503", 4, 1200, ""},
 	{"a stall and a loss: l of a cut range", 1200, 3, []epochRange{{1210, 1260, 3}, {1280, 1320, 4}, {1400, 1500, 4}, {2000, 2001, 12}}, &plainStall, &plainLoss, 171, "wm1 o=1200 e=3 d=10.50,20.40,80.100 sf=1200 sl=1209 ss=1767225600000 sa=3 sm=orders-sink%40pod-7 sr=http+503 lf=100 ll=1199 ln=1100 ls=1767225600000 lc=retention l=4", 1, 1500, "wm1 o=1200 e=3 d=10.50,20.40,80.100 sf=1200 sl=1209 ss=1767225600000 sa=3 sm=orders-sink%40pod-7 sr=http+503 lf=100 ll=1199 ln=1100 ls=1767225600000 lc=retention l=12"},

@@ -353,7 +353,7 @@ func TestMergeLossProperty(t *testing.T) {
 // DecodeFields gives back both.
 func TestStallAndLossFitTheBroker(t *testing.T) {
 	stall := Stall{math.MaxInt64 - 10, math.MaxInt64, time.UnixMilli(math.MaxInt64), math.MaxInt32,
-		strings.Repeat("/", MaxReasonLen), strings.Repeat("@", MaxMemberLen)}
+		strings.Repeat("/", MaxReasonLen), strings.Repeat("@", MaxMemberLen), false}
 	loss := Loss{1_000_000_000_000_000_000, math.MaxInt64, 1_000_000_000_000_000_000, time.UnixMilli(math.MaxInt64), CauseTruncation}
 	extra := stall.Fields() + " " + loss.Fields() + " l=2147483647"
 	if len(stall.Fields()) != MaxStallFieldsLen || len(loss.Fields()) != MaxLossFieldsLen {

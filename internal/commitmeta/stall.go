@@ -36,6 +36,11 @@ const (
 // never has the provenance cut.
 const MaxStallFieldsLen = 6*len("sf=") + 5*len(" ") + 3*19 + 10 + 3*MaxMemberLen + 3*MaxReasonLen
 
+// MaxStallMarkLen is the longest stall mark, sf= alone with 19 digits:
+// what a commit carries of a stall when the whole provenance does not fit
+// (see Stall.MarkOnly and MinCommitBudget).
+const MaxStallMarkLen = len("sf=") + 19
+
 // Stall is why a partition's watermark is stuck: the failed batch at its
 // head. The input writes it with every commit of a stalled partition, so
 // that anyone who can read the group's offsets (an admin tool, `watermark-
@@ -49,7 +54,18 @@ type Stall struct {
 	Attempts    int       // deliveries of it so far, 1 to math.MaxInt32
 	Reason      string    // a short error class: printable ASCII, at most MaxReasonLen bytes
 	Member      string    // who saw it: client ID and host name, at most MaxMemberLen bytes
+
+	// MarkOnly says that only First is known: the stall was read from
+	// its mark, sf= alone, which a commit carries when the whole
+	// provenance did not fit its metadata. The partition is stalled all
+	// the same. Last, Since, Attempts, Reason and Member are then zero
+	// (Since is the zero time.Time, not Unix 0), and the bounds above
+	// hold for First only; Fields writes the mark.
+	MarkOnly bool
 }
+
+// mark returns the stall mark of s: its First alone.
+func (s Stall) mark() Stall { return Stall{First: s.First, MarkOnly: true} }
 
 // Fields returns s as extra fields for Encode:
 //
@@ -65,6 +81,9 @@ type Stall struct {
 // The numbers are written as they are: a Stall that breaks the bounds on its
 // fields encodes, and StallFromFields then reports the broken field. For a
 // Stall within them the result is at most MaxStallFieldsLen bytes.
+//
+// A Stall with MarkOnly set is written as its mark, sf=<First> alone, at
+// most MaxStallMarkLen bytes.
 func (s Stall) Fields() string {
 	return string(s.appendFields(make([]byte, 0, s.fieldsLen())))
 }
@@ -75,6 +94,9 @@ func (s Stall) Fields() string {
 func (s Stall) appendFields(b []byte) []byte {
 	b = append(b, keyStallFirst+"="...)
 	b = strconv.AppendInt(b, s.First, 10)
+	if s.MarkOnly {
+		return b
+	}
 	b = append(b, " "+keyStallLast+"="...)
 	b = strconv.AppendInt(b, s.Last, 10)
 	b = append(b, " "+keyStallSince+"="...)
@@ -89,7 +111,11 @@ func (s Stall) appendFields(b []byte) []byte {
 
 // fieldsLen returns len(s.Fields()) without building it.
 func (s Stall) fieldsLen() int {
-	return len(keyStallFirst+"=") + decimalLen(s.First) +
+	mark := len(keyStallFirst+"=") + decimalLen(s.First)
+	if s.MarkOnly {
+		return mark
+	}
+	return mark +
 		len(" "+keyStallLast+"=") + decimalLen(s.Last) +
 		len(" "+keyStallSince+"=") + decimalLen(s.Since.UnixMilli()) +
 		len(" "+keyStallAttempts+"=") + decimalLen(int64(s.Attempts)) +
@@ -202,7 +228,9 @@ func stallError(key, value, expected string, detail error) *StallError {
 // StallFromFields reads a Stall back from the fields DecodeFields returns.
 // ok is false, with no error, when there is none: no sf key (a partition
 // that is not stalled, or metadata written before the provenance existed).
-// When sf is present every field must be, and a field that is missing or
+// sf alone, with none of sl, ss, sa, sm and sr, is the stall mark: a Stall
+// with MarkOnly set and First its only field. When sf comes with any other
+// of them every field must be there, and a field that is missing or
 // malformed is a *StallError naming it and its value.
 //
 // The fields are untrusted (anyone may commit to a group): StallFromFields
@@ -250,6 +278,9 @@ func StallFromFields(fields map[string]string) (s Stall, ok bool, err error) {
 	if s.First, err = num(keyStallFirst, offset, math.MaxInt64); err != nil {
 		return Stall{}, false, err
 	}
+	if markOnly(fields) {
+		return s.mark(), true, nil
+	}
 	if s.Last, err = num(keyStallLast, offset+" and at least sf", math.MaxInt64); err != nil {
 		return Stall{}, false, err
 	}
@@ -277,6 +308,17 @@ func StallFromFields(fields map[string]string) (s Stall, ok bool, err error) {
 		return Stall{}, false, err
 	}
 	return s, true, nil
+}
+
+// markOnly reports whether fields hold none of the stall provenance's keys
+// but sf: the stall mark.
+func markOnly(fields map[string]string) bool {
+	for _, k := range [...]string{keyStallLast, keyStallSince, keyStallAttempts, keyStallMember, keyStallReason} {
+		if _, ok := fields[k]; ok {
+			return false
+		}
+	}
+	return true
 }
 
 // unescapeText reads back a text field appendText wrote with limit n: the

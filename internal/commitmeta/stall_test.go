@@ -13,7 +13,7 @@ import (
 // sameStall reports whether a and b are equal, Since compared as an instant.
 func sameStall(a, b Stall) bool {
 	return a.First == b.First && a.Last == b.Last && a.Since.Equal(b.Since) && a.Attempts == b.Attempts &&
-		a.Reason == b.Reason && a.Member == b.Member
+		a.Reason == b.Reason && a.Member == b.Member && a.MarkOnly == b.MarkOnly
 }
 
 // stallBack decodes fields as DecodeFields returns them from a commit and
@@ -37,42 +37,53 @@ func TestStallFields(t *testing.T) {
 		back Stall // what StallFromFields returns: s made printable and cut
 	}{
 		{
-			Stall{1200, 1209, since, 3, "http 503", "orders-sink@pod-7"},
+			Stall{1200, 1209, since, 3, "http 503", "orders-sink@pod-7", false},
 			"sf=1200 sl=1209 ss=1767225600000 sa=3 sm=orders-sink%40pod-7 sr=http+503",
-			Stall{1200, 1209, since, 3, "http 503", "orders-sink@pod-7"},
+			Stall{1200, 1209, since, 3, "http 503", "orders-sink@pod-7", false},
 		},
 		{
-			Stall{0, 0, time.UnixMilli(0), 1, "", ""},
+			Stall{0, 0, time.UnixMilli(0), 1, "", "", false},
 			"sf=0 sl=0 ss=0 sa=1 sm= sr=",
-			Stall{0, 0, time.UnixMilli(0), 1, "", ""},
+			Stall{0, 0, time.UnixMilli(0), 1, "", "", false},
 		},
 		{
-			Stall{math.MaxInt64, math.MaxInt64, time.UnixMilli(math.MaxInt64), math.MaxInt32, "a+b%c=d", "m"},
+			Stall{math.MaxInt64, math.MaxInt64, time.UnixMilli(math.MaxInt64), math.MaxInt32, "a+b%c=d", "m", false},
 			"sf=9223372036854775807 sl=9223372036854775807 ss=9223372036854775807 sa=2147483647 sm=m sr=a%2Bb%25c%3Dd",
-			Stall{math.MaxInt64, math.MaxInt64, time.UnixMilli(math.MaxInt64), math.MaxInt32, "a+b%c=d", "m"},
+			Stall{math.MaxInt64, math.MaxInt64, time.UnixMilli(math.MaxInt64), math.MaxInt32, "a+b%c=d", "m", false},
+		},
+		// The mark: First alone, whatever else the Stall holds.
+		{
+			Stall{First: 1200, MarkOnly: true},
+			"sf=1200",
+			Stall{First: 1200, MarkOnly: true},
+		},
+		{
+			Stall{math.MaxInt64, math.MaxInt64, since, 3, "http 503", "m", true},
+			"sf=9223372036854775807",
+			Stall{First: math.MaxInt64, MarkOnly: true},
 		},
 		// Since keeps milliseconds only.
 		{
-			Stall{5, 9, since.Add(1500 * time.Microsecond), 2, "x", "y"},
+			Stall{5, 9, since.Add(1500 * time.Microsecond), 2, "x", "y", false},
 			"sf=5 sl=9 ss=1767225600001 sa=2 sm=y sr=x",
-			Stall{5, 9, since.Add(time.Millisecond), 2, "x", "y"},
+			Stall{5, 9, since.Add(time.Millisecond), 2, "x", "y", false},
 		},
 		// Control bytes become spaces, other bytes outside ASCII '?'.
 		{
-			Stall{1, 2, since, 1, "line one\nline\ttwo caf\u00e9", "\x7fid@h\u00f6st"},
+			Stall{1, 2, since, 1, "line one\nline\ttwo caf\u00e9", "\x7fid@h\u00f6st", false},
 			"sf=1 sl=2 ss=1767225600000 sa=1 sm=+id%40h%3F%3Fst sr=line+one+line+two+caf%3F%3F",
-			Stall{1, 2, since, 1, "line one line two caf??", " id@h??st"},
+			Stall{1, 2, since, 1, "line one line two caf??", " id@h??st", false},
 		},
 		// Cut to the limits before escaping.
 		{
-			Stall{1, 2, since, 1, long, long},
+			Stall{1, 2, since, 1, long, long, false},
 			"sf=1 sl=2 ss=1767225600000 sa=1 sm=" + long[:MaxMemberLen] + " sr=" + long[:MaxReasonLen],
-			Stall{1, 2, since, 1, long[:MaxReasonLen], long[:MaxMemberLen]},
+			Stall{1, 2, since, 1, long[:MaxReasonLen], long[:MaxMemberLen], false},
 		},
 		{
-			Stall{1, 2, since, 1, strings.Repeat(" ", 130), strings.Repeat("@", 90)},
+			Stall{1, 2, since, 1, strings.Repeat(" ", 130), strings.Repeat("@", 90), false},
 			"sf=1 sl=2 ss=1767225600000 sa=1 sm=" + strings.Repeat("%40", MaxMemberLen) + " sr=" + strings.Repeat("+", MaxReasonLen),
-			Stall{1, 2, since, 1, strings.Repeat(" ", MaxReasonLen), strings.Repeat("@", MaxMemberLen)},
+			Stall{1, 2, since, 1, strings.Repeat(" ", MaxReasonLen), strings.Repeat("@", MaxMemberLen), false},
 		},
 	} {
 		got := tc.s.Fields()
@@ -261,7 +272,7 @@ func TestStallRoundTripProperty(t *testing.T) {
 		}
 		back, ok, err := StallFromFields(gotFields)
 		want := Stall{s.First, s.Last, time.UnixMilli(s.Since.UnixMilli()), s.Attempts,
-			printable(s.Reason, MaxReasonLen), printable(s.Member, MaxMemberLen)}
+			printable(s.Reason, MaxReasonLen), printable(s.Member, MaxMemberLen), false}
 		if err != nil || !ok || !sameStall(back, want) {
 			t.Fatalf("seed %d case %d: StallFromFields(%q) = %+v, %v, %v, want %+v", propertySeed, i, enc, back, ok, err, want)
 		}
@@ -279,7 +290,7 @@ func TestStallRoundTripProperty(t *testing.T) {
 // 4096): the ranges are cut, the provenance is whole.
 func TestStallWorstCaseFitsTheBroker(t *testing.T) {
 	worst := Stall{math.MaxInt64 - 10, math.MaxInt64, time.UnixMilli(math.MaxInt64), math.MaxInt32,
-		strings.Repeat("/", MaxReasonLen), strings.Repeat("@", MaxMemberLen)}
+		strings.Repeat("/", MaxReasonLen), strings.Repeat("@", MaxMemberLen), false}
 	fields := worst.Fields()
 	if len(fields) != MaxStallFieldsLen {
 		t.Errorf("the worst case Fields() is %d bytes, want MaxStallFieldsLen %d", len(fields), MaxStallFieldsLen)
@@ -353,7 +364,7 @@ func TestFieldsLen(t *testing.T) {
 		return string(b)
 	}
 	for range 2000 {
-		s := Stall{num(), num(), time.UnixMilli(num()), int(num()), text(), text()}
+		s := Stall{num(), num(), time.UnixMilli(num()), int(num()), text(), text(), false}
 		if got, want := s.fieldsLen(), len(s.Fields()); got != want {
 			t.Fatalf("%+v: fieldsLen = %d, want len(Fields()) = %d", s, got, want)
 		}

@@ -155,11 +155,18 @@ func (o *owner) onCommitDone(c commitDone) {
 }
 
 // noteMetaRefused lowers the metadata size after a broker refused some as
-// too large, and says so once per refusal.
+// too large, and says so once per refusal. It halves it, but not below
+// commitmeta.MinCommitBudget (room for a stall's mark) until the broker
+// refuses that much too (its offset.metadata.max.bytes is below 61): then
+// a stalled commit whose mark does not fit carries no metadata at all,
+// never a header that says it is not stalled.
 func (o *owner) noteMetaRefused(lengths map[topicPartition]int) {
 	for _, n := range lengths {
 		if n <= o.commits.metaMax {
 			o.commits.metaMax = n / 2
+			if n > commitmeta.MinCommitBudget {
+				o.commits.metaMax = max(n/2, commitmeta.MinCommitBudget)
+			}
 			o.log.Warnf("kafka_watermark: the broker refused %d bytes of commit metadata as too large (its offset.metadata.max.bytes is below %s %d); committed again without it, and from now on at most %d bytes",
 				n, FieldCommitMetadataMaxBytes, o.conf.CommitMetadataMaxBytes, o.commits.metaMax)
 		}

@@ -66,7 +66,9 @@ func (p *partState) stallInfo() (s commitmeta.Stall, b *Batch, ok bool) {
 		s = *p.att.stall
 	}
 	if nacked {
-		s.First, s.Last, s.Reason = b.raw.first, b.raw.last, b.lastErr
+		// Seen failing here: the whole provenance, even when the commit
+		// carried only its mark.
+		s.First, s.Last, s.Reason, s.MarkOnly = b.raw.first, b.raw.last, b.lastErr, false
 		if p.keys != nil {
 			// the base may lie inside the segment (keyedBase): a restart
 			// knows the stall by its offset

@@ -155,7 +155,7 @@ func TestRunJSON(t *testing.T) {
 	assert.Equal(t, true, p2["stalled"])
 	assert.Equal(t, float64(10), p2["delivered_above"])
 	stall := p2["stall"].(map[string]any)
-	assert.ElementsMatch(t, []string{"first_offset", "last_offset", "since", "age_s", "attempts", "reason", "member"}, keys(stall))
+	assert.ElementsMatch(t, []string{"first_offset", "last_offset", "since", "age_s", "attempts", "reason", "member", "mark_only"}, keys(stall))
 	assert.Equal(t, "2026-01-01T12:00:00.000Z", stall["since"])
 	assert.Equal(t, float64(3), stall["attempts"])
 }

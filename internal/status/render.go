@@ -18,14 +18,16 @@ import (
 //	orders  1          1500       1500     0    0                no                                                                                                  1100 (offsets 100-1499, retention, since 2026-01-01T00:00:00Z)  12 (offsets 100-140, http 503, since 2026-01-01T11:00:00Z)
 //	group orders-to-http: 1 of 2 partitions stalled; 1 of 2 lost records before delivery; 1 of 2 dead-lettered records
 //
-// A partition without a commit shows "-" for COMMITTED and LAG, one that
-// lost nothing "-" for LOST, and one whose commit carries no dead-letter
-// report "-" for DEAD-LETTERED. LAG counts the records that exist: from the
-// committed offset or the log start, whichever is higher. LOST shows the
-// commit's loss report and what status sees below the log start (lost).
-// The columns that came later come last, so that the columns before them
-// read as they did before they existed. Metadata that was not used, then
-// the partitions not consumed, are listed after the table.
+// A stalled partition whose commit had room for the stall's mark only shows
+// "yes: at offset 1200 (the rest of the stall did not fit the commit
+// metadata)". A partition without a commit shows "-" for COMMITTED and LAG,
+// one that lost nothing "-" for LOST, and one whose commit carries no
+// dead-letter report "-" for DEAD-LETTERED. LAG counts the records that
+// exist: from the committed offset or the log start, whichever is higher.
+// LOST shows the commit's loss report and what status sees below the log
+// start (lost). The columns that came later come last, so that the columns
+// before them read as they did before they existed. Metadata that was not
+// used, then the partitions not consumed, are listed after the table.
 //
 // Dead-lettering is by design (the input sets aside records its output
 // refuses, so that the partition flows): unlike a loss, it does not keep
@@ -40,14 +42,7 @@ func WriteText(w io.Writer, r *Report) error {
 		}
 		stalled := "no"
 		if s := p.Stall; s != nil {
-			stalled = fmt.Sprintf("yes: offsets %d-%d for %s (since %s), %d attempt%s",
-				s.First, s.Last, stallAge(r.At, s.Since), FormatTime(s.Since, time.RFC3339), s.Attempts, plural(s.Attempts))
-			if s.Member != "" {
-				stalled += ", by " + s.Member
-			}
-			if s.Reason != "" {
-				stalled += ": " + s.Reason
-			}
+			stalled = stalledCell(r.At, s)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%d\t%s\t%s\t%s\n", TextSafe(p.Topic), p.Partition, committed, p.LogEnd, lag, p.DeliveredAbove, stalled, lost(p), deadLettered(p.DeadLetter))
 	}
@@ -120,6 +115,26 @@ func lost(p Partition) string {
 	return strings.Join(cells, "; ")
 }
 
+// stalledCell is the STALLED cell of a stalled partition: "yes: offsets
+// 1200-1209 for 4m12s (since 2026-01-01T00:00:00Z), 3 attempts, by
+// sink@pod-7: http 503", or, when the commit carried only the stall's mark,
+// what the mark says: "yes: at offset 1200 (the rest of the stall did not
+// fit the commit metadata)".
+func stalledCell(at time.Time, s *commitmeta.Stall) string {
+	if s.MarkOnly {
+		return fmt.Sprintf("yes: at offset %d (the rest of the stall did not fit the commit metadata)", s.First)
+	}
+	cell := fmt.Sprintf("yes: offsets %d-%d for %s (since %s), %d attempt%s",
+		s.First, s.Last, stallAge(at, s.Since), FormatTime(s.Since, time.RFC3339), s.Attempts, plural(s.Attempts))
+	if s.Member != "" {
+		cell += ", by " + s.Member
+	}
+	if s.Reason != "" {
+		cell += ": " + s.Reason
+	}
+	return cell
+}
+
 // deadLettered is the DEAD-LETTERED cell of a report, in LOST's form with
 // the error class in the cause's place: "12 (offsets 100-140, http 503,
 // since 2026-01-01T11:00:00Z)"; "-" for none.
@@ -149,10 +164,12 @@ func stallAge(at, since time.Time) time.Duration {
 
 // The JSON document, one object. Its keys are a contract (monitoring reads
 // them): add keys, never rename or remove one. "committed" and "lag" are null
-// for a partition without a commit; "stall" is null when not stalled; "lost"
-// is null when the commit carries no loss report; "lost_below_log_start" is
-// null unless status sees the commit below the log start with records there
-// not accounted for (Partition.BelowStart); "not_consumed" is true for a
+// for a partition without a commit; "stall" is null when not stalled, and
+// has "mark_only" true, with null "last_offset", "since", "age_s" and
+// "attempts", when the commit carried only the stall's mark; "lost" is null
+// when the commit carries no loss report; "lost_below_log_start" is null
+// unless status sees the commit below the log start with records there not
+// accounted for (Partition.BelowStart); "not_consumed" is true for a
 // partition without a commit that no member consumes; "dead_lettered" is
 // null when it carries no dead-letter report; "metadata_error" is present
 // only when metadata, or a report in it, was not used. "healthy" is false
@@ -185,13 +202,27 @@ type jsonPartition struct {
 }
 
 type jsonStall struct {
-	FirstOffset int64  `json:"first_offset"`
-	LastOffset  int64  `json:"last_offset"`
-	Since       string `json:"since"` // RFC 3339, UTC, to the millisecond
-	AgeS        int64  `json:"age_s"` // whole seconds since Since, at the report's time
-	Attempts    int    `json:"attempts"`
-	Reason      string `json:"reason"`
-	Member      string `json:"member"`
+	FirstOffset int64   `json:"first_offset"`
+	LastOffset  *int64  `json:"last_offset"`
+	Since       *string `json:"since"` // RFC 3339, UTC, to the millisecond
+	AgeS        *int64  `json:"age_s"` // whole seconds since Since, at the report's time
+	Attempts    *int    `json:"attempts"`
+	Reason      string  `json:"reason"`
+	Member      string  `json:"member"`
+	// MarkOnly: the commit carried only the stall's mark (its metadata had
+	// no room for the rest); the fields above but first_offset are null.
+	MarkOnly bool `json:"mark_only"`
+}
+
+// newJSONStall is s as the JSON shows it at the report's time at.
+func newJSONStall(at time.Time, s *commitmeta.Stall) *jsonStall {
+	if s.MarkOnly {
+		return &jsonStall{FirstOffset: s.First, MarkOnly: true}
+	}
+	since := FormatTime(s.Since, sinceJSON)
+	age := int64(stallAge(at, s.Since) / time.Second)
+	last, attempts := s.Last, s.Attempts
+	return &jsonStall{FirstOffset: s.First, LastOffset: &last, Since: &since, AgeS: &age, Attempts: &attempts, Reason: s.Reason, Member: s.Member}
 }
 
 type jsonLoss struct {
@@ -229,7 +260,7 @@ const sinceJSON = "2006-01-02T15:04:05.000Z07:00"
 //	{"group": "g", "healthy": false, "partitions": [{"topic": "orders", "partition": 0,
 //	  "committed": 1200, "log_end": 1500, "lag": 300, "delivered_above": 50, "stalled": true,
 //	  "stall": {"first_offset": 1200, "last_offset": 1209, "since": "2026-01-01T00:00:00.000Z",
-//	  "age_s": 252, "attempts": 3, "reason": "http 503", "member": "sink@pod-7"},
+//	  "age_s": 252, "attempts": 3, "reason": "http 503", "member": "sink@pod-7", "mark_only": false},
 //	  "lost": {"first_offset": 100, "last_offset": 1199, "count": 1100,
 //	  "since": "2026-01-01T00:00:00.000Z", "cause": "retention"},
 //	  "dead_lettered": {"first_offset": 100, "last_offset": 140, "count": 12,
@@ -251,15 +282,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 			jp.Committed, jp.Lag = &committed, &l
 		}
 		if s := p.Stall; s != nil {
-			jp.Stall = &jsonStall{
-				FirstOffset: s.First,
-				LastOffset:  s.Last,
-				Since:       FormatTime(s.Since, sinceJSON),
-				AgeS:        int64(stallAge(r.At, s.Since) / time.Second),
-				Attempts:    s.Attempts,
-				Reason:      s.Reason,
-				Member:      s.Member,
-			}
+			jp.Stall = newJSONStall(r.At, s)
 		}
 		if l := p.Loss; l != nil {
 			jp.Lost = &jsonLoss{

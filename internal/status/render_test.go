@@ -139,7 +139,8 @@ func TestWriteJSON(t *testing.T) {
         "age_s": 252,
         "attempts": 3,
         "reason": "http 503",
-        "member": "watermark-connect@pod-7"
+        "member": "watermark-connect@pod-7",
+        "mark_only": false
       },
       "lost": null,
       "dead_lettered": null,

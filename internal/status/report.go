@@ -55,7 +55,9 @@ type Partition struct {
 	DeliveredAbove int64
 
 	// Stall is the failed batch that holds the watermark, from the commit
-	// metadata; nil when the partition is not stalled.
+	// metadata; nil when the partition is not stalled. When the commit
+	// had room for the stall's mark only, MarkOnly is set and First is
+	// all it says: stalled all the same.
 	Stall *commitmeta.Stall
 
 	// Loss is the records Kafka deleted or rewrote before the input

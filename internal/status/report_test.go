@@ -300,14 +300,14 @@ func TestReadMetadata(t *testing.T) {
 		{"ours, a stall and a loss", 7, "wm1 o=7 e=0 " + testStall.Fields() + " " + testLoss.Fields(), 0, true, true, nil, ""},
 		{"a newer version", 7, "wm2 o=7", 0, false, false, commitmeta.ErrVersion, ""},
 		{"malformed", 7, "wm1 o=7", 0, false, false, commitmeta.ErrMissingField, ""},
-		{"a malformed stall", 7, "wm1 o=7 e=0 sf=7", 0, false, false, commitmeta.ErrMissingField, "stall field sl"},
+		{"a malformed stall", 7, "wm1 o=7 e=0 sf=7 sa=1", 0, false, false, commitmeta.ErrMissingField, "stall field sl"},
 		// Like a malformed stall: left out and named, the rest used. A
 		// malformed loss report does not hide a stall.
 		{"a malformed loss", 7, "wm1 o=7 e=0 d=3.2 " + badLoss, 2, false, false, nil, `loss field ln="4"`},
 		{"a loss without its cause", 7, "wm1 o=7 e=0 lf=1 ll=2 ln=1 ls=0", 0, false, false, commitmeta.ErrMissingField, "loss field lc"},
 		{"a stall and a malformed loss", 7, "wm1 o=7 e=0 " + testStall.Fields() + " " + badLoss, 0, true, false, nil, `loss field ln="4"`},
-		{"a malformed stall and a loss", 7, "wm1 o=7 e=0 sf=7 " + testLoss.Fields(), 0, false, true, commitmeta.ErrMissingField, "stall field sl"},
-		{"both malformed", 7, "wm1 o=7 e=0 sf=7 " + badLoss, 0, false, false, commitmeta.ErrMissingField, `stall field sl: want a decimal offset from 0 to 9223372036854775807, no sign or leading zeros and at least sf: missing field; commitmeta: loss field ln="4"`},
+		{"a malformed stall and a loss", 7, "wm1 o=7 e=0 sf=7 sa=1 " + testLoss.Fields(), 0, false, true, commitmeta.ErrMissingField, "stall field sl"},
+		{"both malformed", 7, "wm1 o=7 e=0 sf=7 sa=1 " + badLoss, 0, false, false, commitmeta.ErrMissingField, `stall field sl: want a decimal offset from 0 to 9223372036854775807, no sign or leading zeros and at least sf: missing field; commitmeta: loss field ln="4"`},
 		// Written for another offset: no report is used, as no range is.
 		{"a loss for another offset", 9, "wm1 o=7 e=0 d=3.2 " + testLoss.Fields(), 0, false, false, nil, "written for offset 7, not the committed offset 9"},
 	} {
@@ -332,7 +332,7 @@ func TestReadMetadata(t *testing.T) {
 
 	// Both reports stay reachable when both are malformed.
 	p := Partition{Committed: 7}
-	p.readMetadata("wm1 o=7 e=0 sf=7 " + badLoss)
+	p.readMetadata("wm1 o=7 e=0 sf=7 sa=1 " + badLoss)
 	var se *commitmeta.StallError
 	var le *commitmeta.LossError
 	assert.True(t, errors.As(p.MetadataErr, &se) && errors.As(p.MetadataErr, &le), "MetadataErr %v, want a *StallError and a *LossError", p.MetadataErr)
@@ -357,7 +357,7 @@ func TestReadMetadataDeadLetter(t *testing.T) {
 		{"every report", "wm1 o=7 e=0 " + testStall.Fields() + " " + testLoss.Fields() + " a=0.3.2 " + dead, 0, true, true, true, ""},
 		{"a malformed dead letter", "wm1 o=7 e=0 d=3.2 " + testStall.Fields() + " " + badDead + " l=0", 2, true, false, false, `dead-letter field xl="6"`},
 		{"a dead letter without its error", "wm1 o=7 e=0 xf=1 xl=2 xn=1 xs=0", 0, false, false, false, "dead-letter field xr"},
-		{"all three malformed", "wm1 o=7 e=0 sf=7 " + badLoss + " " + badDead, 0, false, false, false, `stall field sl`},
+		{"all three malformed", "wm1 o=7 e=0 sf=7 sa=1 " + badLoss + " " + badDead, 0, false, false, false, `stall field sl`},
 		{"a dead letter for another offset", "wm1 o=6 e=0 " + dead, 0, false, false, false, "written for offset 6"},
 	} {
 		p := Partition{Committed: 7}
@@ -382,7 +382,7 @@ func TestReadMetadataDeadLetter(t *testing.T) {
 
 	// All three stay reachable when all three are malformed.
 	p := Partition{Committed: 7}
-	p.readMetadata("wm1 o=7 e=0 sf=7 " + badLoss + " " + badDead)
+	p.readMetadata("wm1 o=7 e=0 sf=7 sa=1 " + badLoss + " " + badDead)
 	var se *commitmeta.StallError
 	var le *commitmeta.LossError
 	var de *commitmeta.DeadLetterError
