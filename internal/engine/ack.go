@@ -26,6 +26,9 @@ func (o *owner) onAck(a ackMsg) {
 			b.nackedAt = time.Now()
 		}
 		b.lastErr = errclass.Class(a.err)
+		if a.failed != nil {
+			o.noteAccepted(p, b, a.failed)
+		}
 		if p.keys != nil {
 			if a.failed != nil {
 				a.failed = o.splitKeyed(b, a.failed)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -174,7 +175,7 @@ func (o *owner) lose(p *partState, from, to, logStart int64, cause string) {
 	if from >= to {
 		return
 	}
-	gone := subtractRanges(commitmeta.Range{From: from, To: to}, p.knownDelivered(base), o.lost.lossReported[p.tp])
+	gone := subtractRanges(commitmeta.Range{From: from, To: to}, p.knownDelivered(base), o.lost.lossReported[p.tp], o.lost.accepted[p.tp])
 	if n := o.sayLost(p, gone, logStart, cause); n > 0 {
 		o.lost.lossReported[p.tp] = mergeRanges(o.lost.lossReported[p.tp], gone)
 		o.carryLoss(p, commitmeta.Loss{First: gone[0].From, Last: gone[len(gone)-1].To - 1, Count: n, Since: o.now(), Cause: cause})
@@ -311,4 +312,51 @@ type lossBook struct {
 	// truncations holds, per partition, the offsets at which truncations
 	// were reported in this process, each once.
 	truncations map[topicPartition][]int64
+	// accepted holds, per partition, the offsets of records the sink
+	// accepted in a hand-out whose batch error named other records of it
+	// (noteAccepted): the batch is not delivered as a whole, so no
+	// delivered range says so, and a deletion of them is not a loss
+	// before delivery (issue 29: 9 of "10 lost" had reached the sink 3
+	// times). Sorted, disjoint. Cut at a truncation's divergence point
+	// (the offsets hold other records from there), and dropped when the
+	// assignment ends (forget): a truncation this member does not see may
+	// rewrite them meanwhile, and a loss must never go unreported.
+	accepted map[topicPartition][]commitmeta.Range
+}
+
+// noteAccepted records the offsets of the records of b's hand-out that the
+// sink accepted, given the indices (in b.raw.records) of those a batch
+// error named as failed.
+func (o *owner) noteAccepted(p *partState, b *Batch, failed []int) {
+	var offs []int64
+	take := func(i int) {
+		if !slices.Contains(failed, i) {
+			offs = append(offs, b.raw.records[i].Offset)
+		}
+	}
+	if b.only == nil {
+		for i := range b.raw.records {
+			take(i)
+		}
+	} else {
+		for _, i := range b.only {
+			take(i)
+		}
+	}
+	if len(offs) == 0 {
+		return
+	}
+	slices.Sort(offs)
+	var rs []commitmeta.Range
+	for _, off := range offs {
+		if n := len(rs); n > 0 && rs[n-1].To == off {
+			rs[n-1].To++
+		} else {
+			rs = append(rs, commitmeta.Range{From: off, To: off + 1})
+		}
+	}
+	// What is below the watermark is never lost: kept, it would only grow.
+	base, _ := p.commitBase()
+	kept := slices.DeleteFunc(o.lost.accepted[p.tp], func(r commitmeta.Range) bool { return r.To <= base })
+	o.lost.accepted[p.tp] = mergeRanges(kept, rs)
 }

@@ -797,3 +797,37 @@ func TestOwnerMergedTruncationHidesNothing(t *testing.T) {
 		require.Equal(t, int64(5+4), g.Get(MetricLostRecords, "t", 0), "5-8 of the new log were never delivered")
 	})
 }
+
+// Bug (issue 29): LOST over-counted. A batch error named one record of ten;
+// the sink accepted the other nine, but the batch, not delivered as a
+// whole, was in no delivered range, and when the replay in place found
+// retention had taken the partition, all ten were reported lost before
+// delivery. Only the one no hand-out was acknowledged for is. A truncation
+// below accepted records makes them other records: they are forgotten.
+func TestLostCountsOnlyWhatNoHandOutAccepted(t *testing.T) {
+	m, g := testMetrics(t)
+	synctest.Test(t, func(t *testing.T) {
+		h := startOwner(t, testConfig(t, "batch_max_records: 10\ncommit_period: 1s\nstall_replay_after: 1s\ndrain_timeout: 1s\n"), m)
+		h.assign(tp0)
+		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0}})
+		h.fetch(tp0, 10, records(tp0, 0, 10)...)
+		b := h.read()
+		h.o.inbox.ackCh <- ackMsg{b: b, err: errors.New("one failed"), failed: []int{5}}
+		synctest.Wait()
+		h.state(func(o *owner) {
+			require.Equal(t, []commitmeta.Range{{From: 0, To: 5}, {From: 6, To: 10}}, o.lost.accepted[tp0])
+		})
+		time.Sleep(time.Second) // stall_replay_after: the replay in place
+		synctest.Wait()
+		h.fetch(tp0, 10) // the rewind's window
+		// Retention took everything below 20.
+		h.fetchFrom(tp0, 22, 20, records(tp0, 20, 22)...)
+		require.Equal(t, int64(11), g.Get(MetricLostRecords, "t", 0), "offset 5, and 10-19, never fetched")
+
+		h.state(func(o *owner) {
+			o.lost.accepted[tp0] = []commitmeta.Range{{From: 21, To: 22}, {From: 23, To: 30}}
+			o.truncated(o.parts[tp0], 25, 1, noPollWindow)
+			require.Equal(t, []commitmeta.Range{{From: 21, To: 22}, {From: 23, To: 25}}, o.lost.accepted[tp0], "cut at the divergence point")
+		})
+	})
+}

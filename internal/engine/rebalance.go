@@ -65,6 +65,7 @@ func (o *owner) revokeOrLose(ctx context.Context, tps map[string][]int32, lost b
 // assigned back to this member must be fetched again (start_offset:
 // committed re-pauses it on assignment if it still has no commit).
 func (o *owner) forget(p *partState) {
+	delete(o.lost.accepted, p.tp)
 	o.endEpoch(p)
 	o.m.retire(p)
 }
