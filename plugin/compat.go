@@ -59,21 +59,26 @@ const (
 )
 
 // redpandaFields are the spec's fields for the redpanda input's settings that
-// exist here only to be mapped or rejected, and its wrappers.
+// exist here only to be mapped or rejected, and its wrappers. Those that exist
+// only for ported configs are Deprecated: `create` leaves deprecated fields
+// out, where it would otherwise write each optional field with its type's
+// zero value (auto_replay_nacks: false, partition_buffer_bytes: "",
+// max_yield_batch_bytes: "", checkpoint_limit: 0), which are rejections or
+// invalid values here; lint still accepts them unless run with --deprecated.
 func redpandaFields() []*service.ConfigField {
 	return []*service.ConfigField{
 		service.NewBoolField(fieldAutoReplayNacks).
 			Description("Accepted for configs written for the redpanda input. `true`, its default there, is `nack_retry.max_retries: -1` here: a nacked batch is retried in this process without limit, with `nack_retry`'s backoff, holding its partition's watermark. `false` is rejected: there it commits past the failed data, which this input never does; to move past failures you do not want to retry forever, set `dead_letter.topic` (`config/dead-letter.yaml`). Absent, `nack_retry` alone decides.").
-			Optional().Advanced(),
+			Optional().Advanced().Deprecated(),
 		service.NewBoolField(fieldStartFromOldest).
 			Description("Deprecated, as in the redpanda input, where `start_offset` decides. `true` has no further effect; `false` together with `start_offset: earliest` is rejected, as there: use `start_offset: latest`.").
 			Default(true).Advanced().Deprecated(),
 		service.NewStringField(fieldPartitionBuffer).
 			Description("Rejected: the redpanda input's per-partition fetch buffer. The per-partition bound here is `max_pending_batches` batches handed out, plus fewer than 8 batches fetched and not handed out yet and one fetch (`fetch_max_partition_bytes`), each batch at most `batch_max_bytes`: set those.").
-			Optional().Advanced(),
+			Optional().Advanced().Deprecated(),
 		service.NewStringField(fieldMaxYieldBatchBytes).
 			Description("Accepted for configs written for the redpanda input: the most bytes in one batch, which is `batch_max_bytes` here (set only one of them). Absent, `batch_max_bytes` applies: 1MiB by default, where this field's default in the redpanda input is 32KB.").
-			Optional().Advanced(),
+			Optional().Advanced().Deprecated(),
 		service.NewObjectField(fieldUnordered,
 			service.NewBoolField(fieldUnorderedEnabled).
 				Description("Accepted, `true` or `false`, with nothing to change: see `unordered_processing`.").
@@ -86,9 +91,12 @@ func redpandaFields() []*service.ConfigField {
 				Optional(),
 		).
 			Description("Accepted for configs written for the redpanda input. This input always lets a partition's batches be processed in parallel and acknowledged in any order, and commits only through the contiguous delivered watermark, whatever `enabled` says.").
-			Optional().Advanced(),
+			Optional().Advanced().Deprecated(),
+		// A default, where Benthos's field is optional: create writes an optional
+		// duration as "", which no duration parses.
 		service.NewForceTimelyNacksField().
-			Description("As in the redpanda input: a batch neither acknowledged nor rejected within this time is nacked. Here a forced nack is like any nack: the batch is retried (`nack_retry`) or stalls its partition, and is never committed past; its late acknowledgement is ignored. Absent or `0s`: no limit."),
+			Description("As in the redpanda input: a batch neither acknowledged nor rejected within this time is nacked. Here a forced nack is like any nack: the batch is retried (`nack_retry`) or stalls its partition, and is never committed past; its late acknowledgement is ignored. `0s`: no limit.").
+			Default("0s"),
 		service.NewExtractTracingSpanMappingField().
 			Description("As in the redpanda input: a Bloblang mapping that extracts, from the first message of each batch, an object of tracing propagation fields, used as the root tracing span of the batch's messages."),
 	}

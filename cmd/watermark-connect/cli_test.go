@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -174,5 +175,32 @@ func TestHelpNamesOnlyWhatThisBinaryHas(t *testing.T) {
 		out, code := runBinary(t, nil, strings.Fields(c)...)
 		require.Equal(t, 0, code, "%s: %s", c, out)
 		assert.Contains(t, out, "kafka_watermark:", c)
+	}
+}
+
+// Regression: `create kafka_watermark`, which the help shows, wrote every
+// optional field of the redpanda input's that this input takes only for
+// ported configs with its type's zero value (auto_replay_nacks: false,
+// partition_buffer_bytes: "", max_yield_batch_bytes: "", checkpoint_limit: 0),
+// and lint refused the template however its required fields were filled.
+// Filled in, every template the help shows lints clean (and lint runs the
+// checks the input runs at start).
+func TestCreateTemplateLintsOnceFilled(t *testing.T) {
+	t.Parallel()
+	fill := strings.NewReplacer(
+		"seed_brokers: [] # No default (required)", "seed_brokers: [ localhost:9092 ]",
+		"topics: [] # No default (optional)", "topics: [ orders ]",
+		`consumer_group: "" # No default (required)`, "consumer_group: g",
+	)
+	dir := t.TempDir()
+	for i, expr := range []string{"kafka_watermark", "kafka_watermark/mapping/http_client", "kafka_watermark/mapping,log/file"} {
+		out, code := runBinary(t, nil, "create", expr)
+		require.Equal(t, 0, code, out)
+		for _, stale := range []string{"auto_replay_nacks", "partition_buffer_bytes", "max_yield_batch_bytes", "checkpoint_limit"} {
+			assert.NotContains(t, out, stale, "create %s writes a field kept only for ported configs", expr)
+		}
+		f := writeFile(t, dir, fmt.Sprintf("create%d.yaml", i), fill.Replace(out))
+		lint, code := runBinary(t, nil, "lint", f)
+		assert.Equal(t, 0, code, "create %s, filled in, must lint clean:\n%s", expr, lint)
 	}
 }
