@@ -126,7 +126,7 @@ func TestReadmeRequiredFields(t *testing.T) {
 			leaf := r.name[strings.LastIndex(r.name, ".")+1:]
 			named := false
 			for _, l := range lints {
-				named = named || strings.Contains(l, "field "+leaf+" ") || strings.Contains(l, "field "+leaf+":")
+				named = named || strings.Contains(l, "field "+leaf+" ") || strings.Contains(l, ") "+leaf+":")
 			}
 			require.True(t, named, "the reference calls %s required, but lint without it = %q", r.name, lints)
 		})

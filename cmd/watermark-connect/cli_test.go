@@ -50,7 +50,13 @@ output:
   drop: {}
 `
 	good := writeFile(t, dir, "good.yaml", strings.Replace(base, "%s", "    consumer_group: g\n    max_pending_batches: 8", 1))
-	out, code := runBinary(t, nil, "lint", good)
+	// A port that is not a number: run retried it for ever.
+	notaport := writeFile(t, dir, "notaport.yaml", strings.Replace(strings.Replace(base, "%s", "    consumer_group: g", 1), "localhost:9092", "localhost:notaport", 1))
+	out, code := runBinary(t, nil, "lint", notaport)
+	assert.NotEqual(t, 0, code, out)
+	assert.Contains(t, out, `notaport.yaml(4,1) seed_brokers: "localhost:notaport" is not a broker address: want host:port`)
+
+	out, code = runBinary(t, nil, "lint", good)
 	require.Equal(t, 0, code, out)
 	assert.Empty(t, strings.TrimSpace(out))
 
@@ -60,6 +66,13 @@ output:
 		{"max_pending_batches zero", "    consumer_group: g\n    max_pending_batches: 0", "max_pending_batches"},
 		{"no consumer_group", "    max_pending_batches: 8", "consumer_group"},
 		{"unknown field", "    consumer_group: g\n    max_pendng_batches: 8", "max_pendng_batches"},
+		// What run refused and lint passed (#30), each at its field's line
+		// (line 7: the line after consumer_group's).
+		{"negative duration", "    consumer_group: g\n    commit_period: -5s", "(7,1) commit_period (-5s) must be positive"},
+		{"duration in words", "    consumer_group: g\n    commit_period: 5 seconds", `(7,1) commit_period ("5 seconds") is not a duration`},
+		{"size in words", "    consumer_group: g\n    batch_max_bytes: 1 megabyte", `(7,1) batch_max_bytes ("1 megabyte") is not a byte size`},
+		{"unknown enum value", "    consumer_group: g\n    start_offset: beginning", `(7,1) start_offset ("beginning") must be one of earliest, latest, committed`},
+		{"drain above rebalance", "    consumer_group: g\n    drain_timeout: 50s", "drain_timeout (50s) must be below rebalance_timeout (45s)"},
 	} {
 		bad := writeFile(t, dir, strings.ReplaceAll(tc.name, " ", "_")+".yaml", strings.Replace(base, "%s", tc.fields, 1))
 		out, code := runBinary(t, nil, "lint", bad)
