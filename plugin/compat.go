@@ -36,9 +36,8 @@ const (
 	defaultBatchBytesN   = 1 << 20
 )
 
-// Messages, shared by the lint rule ("field <name>: <message>") and validate
-// ("<name>: <message>"). They end up inside Bloblang string literals: no
-// double quotes, backslashes or percent signs.
+// Messages of validate and the field checks ("<name>: <message>"), which lint
+// runs too.
 const (
 	msgNoBrokers = "at least one broker address is required (this input never falls back to a global redpanda block)"
 	msgNoTopics  = "at least one topic is required (or regexp_topics_include patterns)"
@@ -59,26 +58,31 @@ const (
 )
 
 // redpandaFields are the spec's fields for the redpanda input's settings that
-// exist here only to be mapped or rejected, and its wrappers.
+// exist here only to be mapped or rejected, and its wrappers. Those that exist
+// only for ported configs are Deprecated: `create` leaves deprecated fields
+// out, where it would otherwise write each optional field with its type's
+// zero value (auto_replay_nacks: false, partition_buffer_bytes: "",
+// max_yield_batch_bytes: "", checkpoint_limit: 0), which are rejections or
+// invalid values here; lint still accepts them unless run with --deprecated.
 func redpandaFields() []*service.ConfigField {
 	return []*service.ConfigField{
 		service.NewBoolField(fieldAutoReplayNacks).
 			Description("Accepted for configs written for the redpanda input. `true`, its default there, is `nack_retry.max_retries: -1` here: a nacked batch is retried in this process without limit, with `nack_retry`'s backoff, holding its partition's watermark. `false` is rejected: there it commits past the failed data, which this input never does; to move past failures you do not want to retry forever, set `dead_letter.topic` (`config/dead-letter.yaml`). Absent, `nack_retry` alone decides.").
-			Optional().Advanced(),
+			Optional().Advanced().Deprecated(),
 		service.NewBoolField(fieldStartFromOldest).
 			Description("Deprecated, as in the redpanda input, where `start_offset` decides. `true` has no further effect; `false` together with `start_offset: earliest` is rejected, as there: use `start_offset: latest`.").
 			Default(true).Advanced().Deprecated(),
 		service.NewStringField(fieldPartitionBuffer).
 			Description("Rejected: the redpanda input's per-partition fetch buffer. The per-partition bound here is `max_pending_batches` batches handed out, plus fewer than 8 batches fetched and not handed out yet and one fetch (`fetch_max_partition_bytes`), each batch at most `batch_max_bytes`: set those.").
-			Optional().Advanced(),
-		service.NewStringField(fieldMaxYieldBatchBytes).
+			Optional().Advanced().Deprecated(),
+		service.NewStringField(fieldMaxYieldBatchBytes).LintRule(fieldRule(fieldMaxYieldBatchBytes)).
 			Description("Accepted for configs written for the redpanda input: the most bytes in one batch, which is `batch_max_bytes` here (set only one of them). Absent, `batch_max_bytes` applies: 1MiB by default, where this field's default in the redpanda input is 32KB.").
-			Optional().Advanced(),
+			Optional().Advanced().Deprecated(),
 		service.NewObjectField(fieldUnordered,
 			service.NewBoolField(fieldUnorderedEnabled).
 				Description("Accepted, `true` or `false`, with nothing to change: see `unordered_processing`.").
 				Default(false),
-			service.NewIntField(fieldCheckpointLimit).
+			service.NewIntField(fieldCheckpointLimit).LintRule(fieldRule(fieldUnordered+"."+fieldCheckpointLimit)).
 				Description("Accepted: this is `max_pending_batches` here (set only one of them), counted in batches, not in messages as in the redpanda input.").
 				Optional(),
 			service.NewBatchPolicyField(fieldUnorderedBatching).
@@ -86,35 +90,16 @@ func redpandaFields() []*service.ConfigField {
 				Optional(),
 		).
 			Description("Accepted for configs written for the redpanda input. This input always lets a partition's batches be processed in parallel and acknowledged in any order, and commits only through the contiguous delivered watermark, whatever `enabled` says.").
-			Optional().Advanced(),
+			Optional().Advanced().Deprecated(),
+		// A default, where Benthos's field is optional: create writes an optional
+		// duration as "", which no duration parses.
 		service.NewForceTimelyNacksField().
-			Description("As in the redpanda input: a batch neither acknowledged nor rejected within this time is nacked. Here a forced nack is like any nack: the batch is retried (`nack_retry`) or stalls its partition, and is never committed past; its late acknowledgement is ignored. Absent or `0s`: no limit."),
+			Description("As in the redpanda input: a batch neither acknowledged nor rejected within this time is nacked. Here a forced nack is like any nack: the batch is retried (`nack_retry`) or stalls its partition, and is never committed past; its late acknowledgement is ignored. `0s`: no limit.").
+			Default("0s"),
 		service.NewExtractTracingSpanMappingField().
 			Description("As in the redpanda input: a Bloblang mapping that extracts, from the first message of each batch, an object of tracing propagation fields, used as the root tracing span of the batch's messages."),
 	}
 }
-
-// redpandaLets and redpandaLints are the lint rule's part for the redpanda
-// fields (see lintRule); each message is the one validate gives.
-const redpandaLets = `
-let batching = this.unordered_processing.batching.or({})
-let batching_noop = $batching.count.or(0) <= 1 && $batching.byte_size.or(0) <= 0 && $batching.period.or("") == "" && $batching.check.or("") == "" && $batching.processors.or([]).length() == 0
-`
-
-const redpandaLints = `
-  this.topics.or([]).filter(t -> t.string().contains(":")).map_each(t -> "field topics: %v ` + msgExplicitPartitions + `".format(t)),
-  if this.topics.or([]).length() > 0 && $has_include { "field regexp_topics_include: ` + msgIncludeWithTopics + `" },
-  if this.regexp_topics_exclude.or([]).length() > 0 && !$regex_mode { "field regexp_topics_exclude: ` + msgExcludeNoRegex + `" },
-  if this.start_from_oldest.or(true) == false && this.start_offset.or("earliest") == "earliest" { "field start_from_oldest: ` + msgStartFromOldest + `" },
-  if this.auto_replay_nacks.or(null) == false { "field auto_replay_nacks: ` + msgAutoReplayFalse + `" },
-  if this.auto_replay_nacks.or(null) == true && ![0, -1].contains(this.nack_retry.max_retries.or(0)) { "field auto_replay_nacks: ` + msgAutoReplayConflict + ` (nack_retry.max_retries: %v)".format(this.nack_retry.max_retries) },
-  if this.partition_buffer_bytes.or(null) != null { "field partition_buffer_bytes: ` + msgPartitionBuffer + `" },
-  if this.max_yield_batch_bytes.or(null) != null && this.batch_max_bytes.or("` + defaultBatchMaxBytes + `") != "` + defaultBatchMaxBytes + `" { "field max_yield_batch_bytes: ` + msgMaxYieldConflict + `" },
-  if this.unordered_processing.checkpoint_limit.or(null) != null && this.max_pending_batches.or(` + defaultMaxPendingS + `) != ` + defaultMaxPendingS + ` { "field unordered_processing.checkpoint_limit: ` + msgCheckpointConflict + `" },
-  if !$batching_noop { "field unordered_processing.batching: ` + msgBatching + `" },
-  this.sasl.or([]).enumerated().filter(e -> ["` + saslAWSMSKIAM + `", "` + saslRedpandaCloudSA + `"].contains(e.value.mechanism.or(""))).map_each(e -> "field sasl[%v].mechanism: %v ` + msgSASLNotBuilt + `".format(e.index, e.value.mechanism)),
-  this.sasl.or([]).enumerated().filter(e -> e.value.aws.or(null) != null).map_each(e -> "field sasl[%v].aws: ` + msgSASLAWS + `".format(e.index)),
-`
 
 // redpandaSeen is what parsing saw of the redpanda fields above, for mapping
 // and validation.
@@ -197,24 +182,8 @@ func (c *config) mapRedpanda() {
 	}
 }
 
-// batchMaxBytesField and maxPendingField name the field a value came from,
-// for validate's messages.
-func (c *config) batchMaxBytesField() string {
-	if c.redpanda.mappedBatchBytes {
-		return fieldMaxYieldBatchBytes
-	}
-	return fieldBatchMaxBytes
-}
-
-func (c *config) maxPendingField() string {
-	if c.redpanda.mappedPending {
-		return fieldUnordered + "." + fieldCheckpointLimit
-	}
-	return fieldMaxPendingBatches
-}
-
 // validateRedpanda is validate's part for the redpanda input's fields and
-// topic syntax: the checks of redpandaLints, with the parsed values.
+// topic syntax.
 func (c *config) validateRedpanda(bad func(format string, args ...any)) {
 	rp := c.redpanda
 	for _, t := range c.topics {

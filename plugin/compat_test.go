@@ -419,7 +419,7 @@ func TestRedpandaFieldCombinations(t *testing.T) {
 	const minimal = "topics: [ orders ]\nconsumer_group: g\n"
 	for _, tc := range []struct {
 		name, fields string
-		lint         string // "" accepted by lint
+		lint         string // "" accepted by lint; lint runs what start runs, so only "" or parse's message
 		parse        string // "" accepted by validate
 	}{
 		{"auto_replay_nacks true with max_retries 3", minimal + "auto_replay_nacks: true\nnack_retry: { max_retries: 3 }\n",
@@ -433,7 +433,7 @@ func TestRedpandaFieldCombinations(t *testing.T) {
 			"max_yield_batch_bytes: this is batch_max_bytes here, which is set too", "max_yield_batch_bytes: this is batch_max_bytes here, which is set too"},
 		{"max_yield_batch_bytes with the same batch_max_bytes", minimal + "max_yield_batch_bytes: 32KB\nbatch_max_bytes: 32KB\n",
 			"max_yield_batch_bytes: this is batch_max_bytes here, which is set too", "max_yield_batch_bytes: this is batch_max_bytes here, which is set too"},
-		{"max_yield_batch_bytes zero", minimal + "max_yield_batch_bytes: 0B\n", "", "max_yield_batch_bytes (0) must be between 1 and"},
+		{"max_yield_batch_bytes zero", minimal + "max_yield_batch_bytes: 0B\n", "max_yield_batch_bytes (0) must be between 1 and", "max_yield_batch_bytes (0) must be between 1 and"},
 		{"checkpoint_limit with max_pending_batches", minimal + "unordered_processing: { checkpoint_limit: 10 }\nmax_pending_batches: 20\n",
 			"unordered_processing.checkpoint_limit: this is max_pending_batches here (counted in batches, not messages), which is set too",
 			"unordered_processing.checkpoint_limit: this is max_pending_batches here (counted in batches, not messages), which is set too"},
@@ -450,15 +450,15 @@ func TestRedpandaFieldCombinations(t *testing.T) {
 			"regexp_topics_exclude: needs regular expression mode", "regexp_topics_exclude: needs regular expression mode"},
 		{"no topics at all", "consumer_group: g\n", "topics: at least one topic is required (or regexp_topics_include patterns)",
 			"topics: at least one topic is required (or regexp_topics_include patterns)"},
-		{"bad include pattern", "consumer_group: g\nregexp_topics_include: [ \"(\" ]\n", "", `regexp_topics_include: "(" is not a valid regular expression`},
-		{"bad exclude pattern", minimal + "regexp_topics: true\nregexp_topics_exclude: [ \"(\" ]\n", "", `regexp_topics_exclude: "(" is not a valid regular expression`},
-		{"explicit partition and offset", "topics: [ \"a, foo:0:10\" ]\nconsumer_group: g\n", "foo:0:10 names explicit partitions", `"foo:0:10" names explicit partitions`},
-		{"fetch_min_bytes zero", minimal + "fetch_min_bytes: 0B\n", "", "fetch_min_bytes (0) must be between 1 and 2147483647 bytes"},
-		{"request overhead too small", minimal + "request_timeout_overhead: 10ms\n", "", "request_timeout_overhead (10ms) must be between 100ms and 15m"},
-		{"idle timeout too large", minimal + "conn_idle_timeout: 1h\n", "", "conn_idle_timeout (1h0m0s) must be between 100ms and 15m"},
-		{"tcp user timeout above keep-alive idle", minimal + "tcp: { tcp_user_timeout: 30s, keep_alive: { idle: 10s } }\n", "",
+		{"bad include pattern", "consumer_group: g\nregexp_topics_include: [ \"(\" ]\n", `regexp_topics_include: "(" is not a valid regular expression`, `regexp_topics_include: "(" is not a valid regular expression`},
+		{"bad exclude pattern", minimal + "regexp_topics: true\nregexp_topics_exclude: [ \"(\" ]\n", `regexp_topics_exclude: "(" is not a valid regular expression`, `regexp_topics_exclude: "(" is not a valid regular expression`},
+		{"explicit partition and offset", "topics: [ \"a, foo:0:10\" ]\nconsumer_group: g\n", `"foo:0:10" names explicit partitions`, `"foo:0:10" names explicit partitions`},
+		{"fetch_min_bytes zero", minimal + "fetch_min_bytes: 0B\n", "fetch_min_bytes (0) must be between 1 and 2147483647 bytes", "fetch_min_bytes (0) must be between 1 and 2147483647 bytes"},
+		{"request overhead too small", minimal + "request_timeout_overhead: 10ms\n", "request_timeout_overhead (10ms) must be between 100ms and 15m", "request_timeout_overhead (10ms) must be between 100ms and 15m"},
+		{"idle timeout too large", minimal + "conn_idle_timeout: 1h\n", "conn_idle_timeout (1h0m0s) must be between 100ms and 15m", "conn_idle_timeout (1h0m0s) must be between 100ms and 15m"},
+		{"tcp user timeout above keep-alive idle", minimal + "tcp: { tcp_user_timeout: 30s, keep_alive: { idle: 10s } }\n", "tcp: keep_alive.idle (10s) must be greater than tcp_user_timeout (30s)",
 			"tcp: keep_alive.idle (10s) must be greater than tcp_user_timeout (30s)"},
-		{"tcp user timeout without keep-alive", minimal + "tcp: { tcp_user_timeout: 30s }\n", "",
+		{"tcp user timeout without keep-alive", minimal + "tcp: { tcp_user_timeout: 30s }\n", "tcp: keep_alive.idle (15s) must be greater than tcp_user_timeout (30s)",
 			"tcp: keep_alive.idle (15s) must be greater than tcp_user_timeout (30s)"},
 		// Benthos lints the mapping itself, at its line.
 		{"bad tracing mapping", minimal + "extract_tracing_map: root = (\n", "expected query", ""},

@@ -102,8 +102,12 @@ func (c *config) setConn(conn kafkaconn.Config) {
 	c.requestTimeoutOverhead, c.connIdleTimeout = conn.RequestTimeoutOverhead, conn.ConnIdleTimeout
 }
 
-// parseConfig reads every field, then validates the whole config once.
+// parseConfig checks each field's value (check.go), reads every field, then
+// validates the whole config once. Lint runs it too (lint.go).
 func parseConfig(pc *service.ParsedConfig) (*config, error) {
+	if errs := checkFields(pc); len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
 	c := &config{}
 	var errs []error
 	str := func(dst *string, path ...string) {
@@ -200,15 +204,13 @@ func parseConfig(pc *service.ParsedConfig) (*config, error) {
 	return c, nil
 }
 
-// validate checks the whole config in one place. Each message names the
-// field, the value and the limit.
+// validate checks the config as a whole, once each field's value passed its
+// own check (check.go): the rules that relate fields, and what only the parsed
+// values show. Each message names the field, the value and the limit.
 func (c *config) validate() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
-	if len(c.seedBrokers) == 0 {
-		bad("%s: %s", fieldSeedBrokers, msgNoBrokers)
-	}
 	if len(c.topics) == 0 && len(c.regexpInclude) == 0 {
 		bad("%s: %s", fieldTopics, msgNoTopics)
 	}
@@ -226,93 +228,14 @@ func (c *config) validate() error {
 			}
 		}
 	}
-	if c.group == "" {
-		bad("%s: %s", fieldConsumerGroup, msgNoGroup)
-	}
 	c.validateRedpanda(bad)
-	switch c.startOffset {
-	case startEarliest, startLatest, startCommitted:
-	default:
-		bad("%s (%q) must be one of %s, %s, %s", fieldStartOffset, c.startOffset, startEarliest, startLatest, startCommitted)
-	}
-	switch c.isolation {
-	case isolationUncommitted, isolationCommitted:
-	default:
-		bad("%s (%q) must be one of %s, %s", fieldIsolationLevel, c.isolation, isolationUncommitted, isolationCommitted)
-	}
-	switch c.groupProtocol {
-	case protocolClassic, protocolConsumer:
-	default:
-		bad("%s (%q) must be one of %s, %s", fieldGroupProtocol, c.groupProtocol, protocolClassic, protocolConsumer)
-	}
-	for name, d := range map[string]time.Duration{
-		fieldSessionTimeout:                         c.sessionTimeout,
-		fieldRebalanceTimeout:                       c.rebalanceTimeout,
-		fieldHeartbeatInterval:                      c.heartbeat,
-		fieldFetchMaxWait:                           c.fetchMaxWait,
-		fieldMetadataMaxAge:                         c.metadataMaxAge,
-		fieldTopicLagRefreshPeriod:                  c.topicLagRefresh,
-		fieldCommitPeriod:                           c.commitPeriod,
-		fieldDrainTimeout:                           c.drainTimeout,
-		fieldNackRetry + "." + fieldNackInitialBack: c.nackBackoff,
-		fieldNackRetry + "." + fieldNackMaxBack:     c.nackMaxBackoff,
-	} {
-		if d <= 0 {
-			bad("%s (%v) must be positive", name, d)
-		}
-	}
 	if c.drainTimeout > 0 && c.rebalanceTimeout > 0 && c.drainTimeout >= c.rebalanceTimeout {
 		bad("%s (%v) must be below %s (%v): the revoke must still commit within the rebalance", fieldDrainTimeout, c.drainTimeout, fieldRebalanceTimeout, c.rebalanceTimeout)
 	}
 	if c.heartbeat > 0 && c.sessionTimeout > 0 && c.heartbeat >= c.sessionTimeout {
 		bad("%s (%v) must be below %s (%v)", fieldHeartbeatInterval, c.heartbeat, fieldSessionTimeout, c.sessionTimeout)
 	}
-	if c.maxPending < 1 {
-		bad("%s (%d) must be at least 1", c.maxPendingField(), c.maxPending)
-	}
-	if c.batchMaxRecords < 1 {
-		bad("%s (%d) must be at least 1", fieldBatchMaxRecords, c.batchMaxRecords)
-	}
-	for name, v := range map[string]int64{
-		c.batchMaxBytesField():      c.batchMaxBytes,
-		fieldFetchMaxBytes:          c.fetchMaxBytes,
-		fieldFetchMaxPartitionBytes: c.fetchMaxPartitionBytes,
-		fieldFetchMinBytes:          c.fetchMinBytes,
-	} {
-		if v < 1 || v > maxInt32 {
-			bad("%s (%d) must be between 1 and %d bytes", name, v, int64(maxInt32))
-		}
-	}
-	for name, d := range map[string]time.Duration{
-		fieldRequestTimeoutOverhead: c.requestTimeoutOverhead,
-		fieldConnIdleTimeout:        c.connIdleTimeout,
-	} {
-		if d < 100*time.Millisecond || d > 15*time.Minute {
-			bad("%s (%v) must be between 100ms and 15m", name, d)
-		}
-	}
 	c.validateDeadLetter(bad)
-	switch c.ordering {
-	case orderingNone, orderingKey:
-	default:
-		bad("%s (%q) must be one of %s, %s", fieldOrdering, c.ordering, orderingNone, orderingKey)
-	}
-	if c.maxHeldRecords < 1 {
-		bad("%s (%d) must be at least 1", fieldMaxHeldRecords, c.maxHeldRecords)
-	}
-	if c.lostReportFor < 0 {
-		bad("%s (%v) must be 0s (carry no loss in commits) or positive", fieldLostRecordsReportFor, c.lostReportFor)
-	}
-	if c.stallReplayAfter < 0 {
-		bad("%s (%v) must be 0s (never replay in place) or positive", fieldStallReplayAfter, c.stallReplayAfter)
-	}
-	if c.commitMetadataMaxBytes < minCommitMetadataBytes || c.commitMetadataMaxBytes > maxCommitMetadataBytes {
-		bad("%s (%d) must be between %d and %d bytes (the broker's offset.metadata.max.bytes is 4096 by default)",
-			fieldCommitMetadataMaxBytes, c.commitMetadataMaxBytes, minCommitMetadataBytes, maxCommitMetadataBytes)
-	}
-	if c.nackRetries < -1 {
-		bad("%s.%s (%d) must be -1 (unlimited) or at least 0", fieldNackRetry, fieldNackMaxRetries, c.nackRetries)
-	}
 	for _, err := range kafkaconn.ValidateSASL(c.sasl) {
 		// The enum takes these names only to say what to use instead.
 		var unknown *kafkaconn.UnknownMechanismError

@@ -18,9 +18,6 @@ import (
 // validateDeadLetter checks the dead_letter block: the lint rule's checks,
 // with the parsed values.
 func (c *config) validateDeadLetter(bad func(string, ...any)) {
-	if c.deadLetterReportFor < 0 {
-		bad("%s.%s (%v) must be 0s (carry nothing) or positive", fieldDeadLetter, fieldDeadLetterReportFor, c.deadLetterReportFor)
-	}
 	if c.deadLetterTopic == "" {
 		return
 	}

@@ -24,6 +24,6 @@ kafka_watermark:
   consumer_group: orders-sink
   max_pending_batches: 0
 `)
-	fmt.Println(strings.Contains(err.Error(), "max_pending_batches: value 0 must be at least 1"))
+	fmt.Println(strings.Contains(err.Error(), "max_pending_batches (0) must be at least 1"))
 	// Output: true
 }

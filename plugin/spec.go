@@ -105,6 +105,12 @@ const InputName = "kafka_watermark"
 // ConfigSpec returns the configuration specification of the kafka_watermark
 // input.
 func ConfigSpec() *service.ConfigSpec {
+	// The lint rules call these methods, and Benthos parses a rule when it is
+	// set: register them first. Registering can fail only on a name taken,
+	// which registerLintMethods, called once, never does.
+	if err := registerLintMethods(); err != nil {
+		panic(err)
+	}
 	return service.NewConfigSpec().
 		Beta().
 		Categories("Services").
@@ -142,7 +148,7 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 			"`kafka_watermark_commit_metadata_truncated_total`"+`; and the timer
 `+"`kafka_watermark_commit_latency_ns`"+` (nanoseconds, as every Benthos timer).`).
 		Fields(
-			service.NewStringListField(fieldSeedBrokers).
+			service.NewStringListField(fieldSeedBrokers).LintRule(fieldRule(fieldSeedBrokers)).
 				Description("Addresses of Kafka brokers to connect to first. An entry may hold several comma-separated addresses. Required: unlike the redpanda input, this input never falls back to a global `redpanda` block.").
 				Example([]string{"localhost:9092"}).
 				Example([]string{"foo:9092", "bar:9092"}),
@@ -162,7 +168,7 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 				Description("In regular expression mode (`regexp_topics` or `regexp_topics_include`), topics matching any of these regular expressions are not consumed, even if they match a pattern to consume. Rejected outside regular expression mode, as in the redpanda input.").
 				Example([]string{"_internal$"}).
 				Optional(),
-			service.NewStringField(fieldConsumerGroup).
+			service.NewStringField(fieldConsumerGroup).LintRule(fieldRule(fieldConsumerGroup)).
 				Description("The consumer group to join. Offsets are committed for this group."),
 			service.NewStringField(fieldClientID).
 				Description("The client identifier the broker sees.").
@@ -177,46 +183,46 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 				startEarliest:  "Start from the earliest offset of a partition that has no committed offset.",
 				startLatest:    "Start from the log end of a partition that has no committed offset.",
 				startCommitted: "Consume only partitions that have a committed offset: any other is reported as an error and not consumed.",
-			}).
+			}).LintRule(fieldRule(fieldStartOffset)).
 				Description("Where a partition with no committed offset starts. Only that: whatever this says, a position that falls out of the log (a commit, or a replay's rewind, below the log start after retention deleted records) resumes at the log start, so no record the log still holds is skipped, and what was deleted is reported lost.").
 				Default(startEarliest),
-			service.NewDurationField(fieldSessionTimeout).
+			service.NewDurationField(fieldSessionTimeout).LintRule(fieldRule(fieldSessionTimeout)).
 				Description("How long the broker waits for a heartbeat before it removes this member from the group, under `classic` (under `consumer` the broker's `group.consumer.session.timeout.ms` applies). Also how long a `classic` member keeps retrying its heartbeat while the group coordinator is unreachable, as during a broker restart, before it gives its partitions up as lost and everything after their last commit is delivered again. Under `consumer`, how long this member goes on handing out records while no heartbeat is answered (at most 45s, the broker's default `group.consumer.session.timeout.ms`): after that the broker may have given its partitions to another member, so it holds them back until the coordinator answers again. Keep it at or below the broker's setting.").
 				Default("1m").Advanced(),
-			service.NewDurationField(fieldRebalanceTimeout).
+			service.NewDurationField(fieldRebalanceTimeout).LintRule(fieldRule(fieldRebalanceTimeout)).
 				Description("How long members may take to rejoin a rebalance: the budget for draining and committing revoked partitions.").
 				Default("45s").Advanced(),
-			service.NewDurationField(fieldHeartbeatInterval).
+			service.NewDurationField(fieldHeartbeatInterval).LintRule(fieldRule(fieldHeartbeatInterval)).
 				Description("How often to heartbeat the group coordinator, under `classic` (under `consumer` the broker sets the interval).").
 				Default("3s").Advanced(),
-			service.NewStringField(fieldFetchMaxBytes).
+			service.NewStringField(fieldFetchMaxBytes).LintRule(fieldRule(fieldFetchMaxBytes)).
 				Description("The most bytes one fetch request returns across partitions.").
 				Default("50MiB").Advanced(),
-			service.NewStringField(fieldFetchMaxPartitionBytes).
+			service.NewStringField(fieldFetchMaxPartitionBytes).LintRule(fieldRule(fieldFetchMaxPartitionBytes)).
 				Description("The most bytes one fetch request returns for one partition.").
 				Default("1MiB").Advanced(),
-			service.NewDurationField(fieldFetchMaxWait).
+			service.NewDurationField(fieldFetchMaxWait).LintRule(fieldRule(fieldFetchMaxWait)).
 				Description("How long the broker may wait to fill a fetch.").
 				Default("5s").Advanced(),
-			service.NewStringField(fieldFetchMinBytes).
+			service.NewStringField(fieldFetchMinBytes).LintRule(fieldRule(fieldFetchMinBytes)).
 				Description("The fewest bytes the broker tries to return for a fetch before `fetch_max_wait` has passed (Java's `fetch.min.bytes`).").
 				Default("1B").Advanced(),
-			service.NewDurationField(fieldMetadataMaxAge).
+			service.NewDurationField(fieldMetadataMaxAge).LintRule(fieldRule(fieldMetadataMaxAge)).
 				Description("How often to refresh metadata: how quickly new partitions, and with `regexp_topics` new topics, are seen. Our own default: 5m, where the redpanda input's is 1m.").
 				Default("5m").Advanced(),
-			service.NewDurationField(fieldRequestTimeoutOverhead).
+			service.NewDurationField(fieldRequestTimeoutOverhead).LintRule(fieldRule(fieldRequestTimeoutOverhead)).
 				Description("The time added to a request's own timeout when deadlining it (roughly Java's `request.timeout.ms`); between 100ms and 15m.").
 				Default("10s").Advanced(),
-			service.NewDurationField(fieldConnIdleTimeout).
+			service.NewDurationField(fieldConnIdleTimeout).LintRule(fieldRule(fieldConnIdleTimeout)).
 				Description("How long a broker connection may idle before it is closed; between 100ms and 15m.").
 				Default("20s").Advanced(),
-			service.NewDurationField(fieldTopicLagRefreshPeriod).
+			service.NewDurationField(fieldTopicLagRefreshPeriod).LintRule(fieldRule(fieldTopicLagRefreshPeriod)).
 				Description("How often to ask the brokers for the log end of partitions paused at `max_pending_batches`, which no fetch reports, so that their `kafka_watermark_lag` keeps moving. Other partitions learn their log end from every fetch.").
 				Default("5s").Advanced(),
 			service.NewStringAnnotatedEnumField(fieldIsolationLevel, map[string]string{
 				isolationUncommitted: "Read every record, those of open and aborted transactions included.",
 				isolationCommitted:   "Read only records of committed transactions (and non-transactional ones); the lag is measured against the last stable offset.",
-			}).
+			}).LintRule(fieldRule(fieldIsolationLevel)).
 				Description("The transaction isolation level of fetches. At either level the transaction markers (control records) are accounted for without being delivered, so commits reach the log end past them.").
 				Default(isolationUncommitted).Advanced(),
 			service.NewTLSToggledField(fieldTLS),
@@ -247,69 +253,69 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 				Optional().Advanced().
 				Example([]any{map[string]any{"mechanism": saslScram512, "username": "${KAFKA_USER}", "password": "${KAFKA_PASSWORD}"}}),
 
-			service.NewDurationField(fieldCommitPeriod).
+			service.NewDurationField(fieldCommitPeriod).LintRule(fieldRule(fieldCommitPeriod)).
 				Description("How often to commit the partitions whose watermark moved. Shorter means less replay after a crash, more commit requests. Our own default: 1s, where the redpanda input's is 5s.").
 				Default("1s"),
-			service.NewIntField(fieldMaxPendingBatches).
+			service.NewIntField(fieldMaxPendingBatches).LintRule(fieldRule(fieldMaxPendingBatches)).
 				Description("Per partition, the most batches handed to the pipeline and not yet behind the watermark. At the limit the partition's fetching pauses. This bounds memory and how much a crash replays, at the cost of throughput for slow sinks.").
 				Default(defaultMaxPending),
-			service.NewIntField(fieldBatchMaxRecords).
+			service.NewIntField(fieldBatchMaxRecords).LintRule(fieldRule(fieldBatchMaxRecords)).
 				Description("The most records in one batch. A batch holds records of one partition only, and is the unit of acknowledgement and of replay.").
 				Default(1024).Advanced(),
-			service.NewStringField(fieldBatchMaxBytes).
+			service.NewStringField(fieldBatchMaxBytes).LintRule(fieldRule(fieldBatchMaxBytes)).
 				Description("The most record bytes (keys, values, headers) in one batch; a single larger record still makes a batch of its own.").
 				Default(defaultBatchMaxBytes).Advanced(),
-			service.NewDurationField(fieldDrainTimeout).
+			service.NewDurationField(fieldDrainTimeout).LintRule(fieldRule(fieldDrainTimeout)).
 				Description("On a revoke, how long to wait for the revoked partitions' in-flight batches before committing their final watermark; also the bound on the final commit at shutdown. Must be below `rebalance_timeout`.").
 				Default("10s").Advanced(),
 			service.NewStringAnnotatedEnumField(fieldGroupProtocol, map[string]string{
 				protocolClassic:  "The classic protocol with the cooperative-sticky balancer.",
 				protocolConsumer: "The KIP-848 consumer protocol: the broker assigns partitions (Kafka 4.0+).",
-			}).
+			}).LintRule(fieldRule(fieldGroupProtocol)).
 				Description("The consumer group protocol.").
 				Default(protocolClassic).Advanced(),
 			service.NewObjectField(fieldNackRetry,
-				service.NewIntField(fieldNackMaxRetries).
+				service.NewIntField(fieldNackMaxRetries).LintRule(fieldRule(fieldNackRetry+"."+fieldNackMaxRetries)).
 					Description("How many times a nacked batch is delivered again in this process before it is declared failed. 0 declares it failed at once; -1 retries without limit (a sink that is down for an hour and comes back loses nothing and re-delivers nothing but the retried batch). When the nack is a batch error that names the failed messages, a retry re-delivers only those.").
 					Default(0),
-				service.NewDurationField(fieldNackInitialBack).
+				service.NewDurationField(fieldNackInitialBack).LintRule(fieldRule(fieldNackRetry+"."+fieldNackInitialBack)).
 					Description("The wait before the first retry; it doubles on each further retry.").
 					Default("500ms"),
-				service.NewDurationField(fieldNackMaxBack).
+				service.NewDurationField(fieldNackMaxBack).LintRule(fieldRule(fieldNackRetry+"."+fieldNackMaxBack)).
 					Description("The longest wait between retries.").
 					Default("10s"),
 			).
 				Description("An optional bounded retry of a nacked batch, before it stalls its partition. While a batch is being retried it holds the watermark like any pending batch.").
 				Advanced(),
-			service.NewDurationField(fieldStallReplayAfter).
+			service.NewDurationField(fieldStallReplayAfter).LintRule(fieldRule(fieldStallReplayAfter)).
 				Description("When a partition's head batch has failed for good (after its `nack_retry` retries) for this long, replay the partition in place: end its assignment epoch and read it again from its watermark, in this process, without a rebalance, delivering again only what was not delivered. Consecutive replays stalled at the same offset wait twice as long each time, up to 16 times this. `0s` never replays: the partition stays stalled until a restart or a reassignment.").
 				Default("1m"),
 			service.NewBoolField(fieldCommitMetadata).
 				Description("Write, in every commit's offset metadata, which batches above the committed offset were already delivered, and skip them when a partition is assigned (after a restart, a crash or a rebalance): only what was not delivered is delivered again. Only delivered batches are ever written; metadata this input did not write is ignored. `false` commits kgo's member ID as metadata and skips nothing.").
 				Default(true),
-			service.NewIntField(fieldCommitMetadataMaxBytes).
+			service.NewIntField(fieldCommitMetadataMaxBytes).LintRule(fieldRule(fieldCommitMetadataMaxBytes)).
 				Description("The most bytes of metadata one partition's commit carries, from 64. The broker refuses more than its `offset.metadata.max.bytes` (4096 by default); when the delivered ranges do not fit, those nearest the committed offset are kept (and the cut counted). A stalled partition's commit always says so: when the whole stall provenance does not fit, it carries the stall's mark, `sf=<first offset>` alone (the longest header and mark take 61 bytes). If a broker refuses metadata anyway, the partition is committed again at once without it, and the size halves, but not below 61 bytes until the broker refuses that much too.").
 				Default(4000).Advanced(),
-			service.NewDurationField(fieldLostRecordsReportFor).
+			service.NewDurationField(fieldLostRecordsReportFor).LintRule(fieldRule(fieldLostRecordsReportFor)).
 				Description("How long a partition's commits carry a report of records Kafka deleted or rewrote before they were delivered (retention passing a stalled watermark, an unclean leader election), so that a restart, another member and `watermark-connect status` see the loss too. Each loss is also logged once at ERROR and counted in `kafka_watermark_lost_records_total`. `0s` carries nothing in the commits.").
 				Default("24h").Advanced(),
 			service.NewStringAnnotatedEnumField(fieldOrdering, map[string]string{
 				orderingNone: "A partition's batches go out as they are fetched, and may be delivered in any order: the commit still never passes an undelivered record.",
 				orderingKey:  "Within a partition, a record is never handed out while an earlier record with the same key is in another batch handed out and not yet delivered or dead-lettered; records of other keys go on past it, out of offset order. Keys are compared as bytes; an empty key is a key; a record with a null key stands alone. A batch may hold several records of one key, in log order: the pipeline must keep a batch's order for them.",
-			}).
+			}).LintRule(fieldRule(fieldOrdering)).
 				Description("How records of one partition may be reordered between batches in flight.").
 				Default(orderingNone),
-			service.NewIntField(fieldMaxHeldRecords).
+			service.NewIntField(fieldMaxHeldRecords).LintRule(fieldRule(fieldMaxHeldRecords)).
 				Description("Under `ordering: key`, the most records per partition fetched and waiting for their key; past it the partition's fetching pauses, every key included. At least 1.").
 				Default(10000).Advanced(),
 			service.NewObjectField(fieldDeadLetter,
 				service.NewInterpolatedStringField(fieldDeadLetterTopic).
 					Description("The topic, on the same cluster, that a record goes to once it was delivered `max_attempts` times without success; empty (the default) turns dead-lettering off. Evaluated once per record, on the record as the input built it (before any processor), so every attempt goes to the same place; an evaluation error counts as a failed write. The record keeps its key, value, timestamp and headers, with `dead_letter_*` headers saying where it came from and why. Only once the broker has acknowledged the write (acks all, idempotent producer) does the record count as delivered and the watermark pass it; a write that fails is retried with backoff while the partition stays stalled. A topic this input consumes is refused.").
 					Default(""),
-				service.NewIntField(fieldDeadLetterMaxAttempts).
+				service.NewIntField(fieldDeadLetterMaxAttempts).LintRule(fieldRule(fieldDeadLetter+"."+fieldDeadLetterMaxAttempts)).
 					Description("How many times a record is delivered before it is dead-lettered, counting in-process retries (`nack_retry`), replays in place (`stall_replay_after`) and deliveries after a restart or a rebalance: the attempts are carried in the commit metadata. At least 1. With `stall_replay_after: 0s`, a batch whose `nack_retry` retries are spent is dead-lettered then, even below this: nothing else would try it again.").
 					Default(defaultMaxAttempts),
-				service.NewDurationField(fieldDeadLetterReportFor).
+				service.NewDurationField(fieldDeadLetterReportFor).LintRule(fieldRule(fieldDeadLetter+"."+fieldDeadLetterReportFor)).
 					Description("How long a partition's commits carry the last dead-letter event (merged with those before it), for `watermark-connect status`. `0s` carries nothing.").
 					Default("24h").Advanced(),
 			).
@@ -332,34 +338,3 @@ output:
     max_in_flight: 64
 `)
 }
-
-// lintRule rejects at lint time what Bloblang can see in the raw config;
-// parse-time validation (validate) repeats every check with the parsed values.
-// The redpanda input's fields this input does not take are rejected here too
-// (redpandaLints), with the messages validate gives.
-var lintRule = `
-let has_include = this.regexp_topics_include.or([]).length() > 0
-let regex_mode = this.regexp_topics.or(false) || $has_include
-let dl_topic = this.dead_letter.topic.or("")
-let dl_static = $dl_topic != "" && !$dl_topic.contains("${!")
-let topic_entries = this.topics.or([]).map_each(t -> t.split(",")).flatten().map_each(t -> t.trim())
-let include_entries = if $has_include { this.regexp_topics_include.map_each(t -> t.split(",")).flatten().map_each(t -> t.trim()) } else { $topic_entries }
-let dl_excluded = this.regexp_topics_exclude.or([]).any(p -> $dl_topic.re_match(p).catch(false))
-let dl_consumed = $dl_static && if $regex_mode { $include_entries.any(p -> $dl_topic.re_match(p).catch(false)) && !$dl_excluded } else { $topic_entries.contains($dl_topic) }
-` + redpandaLets + `
-root = [
-  if this.max_pending_batches.or(1) < 1 { "field max_pending_batches: value %v must be at least 1".format(this.max_pending_batches) },
-  if this.batch_max_records.or(1) < 1 { "field batch_max_records: value %v must be at least 1".format(this.batch_max_records) },
-  if this.seed_brokers.or([]).length() == 0 { "field seed_brokers: ` + msgNoBrokers + `" },
-  if this.topics.or([]).length() == 0 && !$has_include { "field topics: ` + msgNoTopics + `" },
-  if this.consumer_group.or("") == "" { "field consumer_group: ` + msgNoGroup + `" },
-  if this.tcp.connect_timeout.or("0s").parse_duration().catch(0) < 0 { "field tcp.connect_timeout: value %v must not be negative (0s is kgo's 10s)".format(this.tcp.connect_timeout) },
-  if $dl_topic != "" && this.dead_letter.max_attempts.or(5) < 1 { "field dead_letter.max_attempts: value %v must be at least 1 when dead_letter.topic is set (%v)".format(this.dead_letter.max_attempts, $dl_topic) },
-  if $dl_topic != "" && !this.commit_metadata.or(true) { "field dead_letter.topic: %v needs commit_metadata: true, where the attempts are carried".format($dl_topic) },
-  if $dl_consumed { "field dead_letter.topic: %v is a topic this input consumes; dead letters would be consumed again".format($dl_topic) },
-  if this.dead_letter.report_for.or("24h").parse_duration().catch(0) < 0 { "field dead_letter.report_for: value %v must be 0s (carry nothing) or positive".format(this.dead_letter.report_for) },
-  if this.max_held_records.or(1) < 1 { "field max_held_records: value %v must be at least 1".format(this.max_held_records) },
-  if this.nack_retry.max_retries.or(0) < -1 { "field nack_retry.max_retries: value %v must be -1 (unlimited) or at least 0".format(this.nack_retry.max_retries) },
-` + redpandaLints + `
-].flatten().filter(e -> e != null)
-`

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -49,7 +50,13 @@ output:
   drop: {}
 `
 	good := writeFile(t, dir, "good.yaml", strings.Replace(base, "%s", "    consumer_group: g\n    max_pending_batches: 8", 1))
-	out, code := runBinary(t, nil, "lint", good)
+	// A port that is not a number: run retried it for ever.
+	notaport := writeFile(t, dir, "notaport.yaml", strings.Replace(strings.Replace(base, "%s", "    consumer_group: g", 1), "localhost:9092", "localhost:notaport", 1))
+	out, code := runBinary(t, nil, "lint", notaport)
+	assert.NotEqual(t, 0, code, out)
+	assert.Contains(t, out, `notaport.yaml(4,1) seed_brokers: "localhost:notaport" is not a broker address: want host:port`)
+
+	out, code = runBinary(t, nil, "lint", good)
 	require.Equal(t, 0, code, out)
 	assert.Empty(t, strings.TrimSpace(out))
 
@@ -59,6 +66,13 @@ output:
 		{"max_pending_batches zero", "    consumer_group: g\n    max_pending_batches: 0", "max_pending_batches"},
 		{"no consumer_group", "    max_pending_batches: 8", "consumer_group"},
 		{"unknown field", "    consumer_group: g\n    max_pendng_batches: 8", "max_pendng_batches"},
+		// What run refused and lint passed (#30), each at its field's line
+		// (line 7: the line after consumer_group's).
+		{"negative duration", "    consumer_group: g\n    commit_period: -5s", "(7,1) commit_period (-5s) must be positive"},
+		{"duration in words", "    consumer_group: g\n    commit_period: 5 seconds", `(7,1) commit_period ("5 seconds") is not a duration`},
+		{"size in words", "    consumer_group: g\n    batch_max_bytes: 1 megabyte", `(7,1) batch_max_bytes ("1 megabyte") is not a byte size`},
+		{"unknown enum value", "    consumer_group: g\n    start_offset: beginning", `(7,1) start_offset ("beginning") must be one of earliest, latest, committed`},
+		{"drain above rebalance", "    consumer_group: g\n    drain_timeout: 50s", "drain_timeout (50s) must be below rebalance_timeout (45s)"},
 	} {
 		bad := writeFile(t, dir, strings.ReplaceAll(tc.name, " ", "_")+".yaml", strings.Replace(base, "%s", tc.fields, 1))
 		out, code := runBinary(t, nil, "lint", bad)
@@ -195,7 +209,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"dead-letter", "inspect", "--nope"}, "watermark-connect dead-letter inspect: no flag --nope"},
 		{[]string{"dead-letter", "redrive", "--timeout", "1x"}, `watermark-connect dead-letter redrive: --timeout "1x" is not a duration`},
 		{[]string{"dead-letter", "redrive", "--batch-size", "many"}, `watermark-connect dead-letter redrive: --batch-size "many" is not a whole number`},
-		{[]string{"demo", "--stall-replay-after", "2"}, `watermark-connect demo: --stall-replay-after "2" is not a duration with its unit`},
+		{[]string{"demo", "--stall-replay-after", "2"}, `watermark-connect demo: --stall-replay-after "2": want a duration with its unit, such as 2s`},
 	} {
 		stdout, stderr, code := runBinarySplit(t, nil, tc.args...)
 		assert.Equal(t, 2, code, "%v: exit status; stderr: %s", tc.args, stderr)
@@ -206,4 +220,31 @@ func TestUsageErrorsExit2(t *testing.T) {
 	out, code := runBinary(t, nil, "dead-letter")
 	assert.Equal(t, 0, code, out)
 	assert.Contains(t, out, "inspect", "dead-letter alone shows its help")
+}
+
+// Regression: `create kafka_watermark`, which the help shows, wrote every
+// optional field of the redpanda input's that this input takes only for
+// ported configs with its type's zero value (auto_replay_nacks: false,
+// partition_buffer_bytes: "", max_yield_batch_bytes: "", checkpoint_limit: 0),
+// and lint refused the template however its required fields were filled.
+// Filled in, every template the help shows lints clean (and lint runs the
+// checks the input runs at start).
+func TestCreateTemplateLintsOnceFilled(t *testing.T) {
+	t.Parallel()
+	fill := strings.NewReplacer(
+		"seed_brokers: [] # No default (required)", "seed_brokers: [ localhost:9092 ]",
+		"topics: [] # No default (optional)", "topics: [ orders ]",
+		`consumer_group: "" # No default (required)`, "consumer_group: g",
+	)
+	dir := t.TempDir()
+	for i, expr := range []string{"kafka_watermark", "kafka_watermark/mapping/http_client", "kafka_watermark/mapping,log/file"} {
+		out, code := runBinary(t, nil, "create", expr)
+		require.Equal(t, 0, code, out)
+		for _, stale := range []string{"auto_replay_nacks", "partition_buffer_bytes", "max_yield_batch_bytes", "checkpoint_limit"} {
+			assert.NotContains(t, out, stale, "create %s writes a field kept only for ported configs", expr)
+		}
+		f := writeFile(t, dir, fmt.Sprintf("create%d.yaml", i), fill.Replace(out))
+		lint, code := runBinary(t, nil, "lint", f)
+		assert.Equal(t, 0, code, "create %s, filled in, must lint clean:\n%s", expr, lint)
+	}
 }
