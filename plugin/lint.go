@@ -11,7 +11,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 )
 
-// Lint runs the checks start runs (check.go, validate), through two Bloblang
+// Lint runs the checks start runs (check.go, and validate in config.go), through two Bloblang
 // methods that call them. Benthos evaluates lint rules in its global Bloblang
 // environment, so the methods are registered there, once, before the spec
 // that uses them is built; they are pure and read nothing but their input.

@@ -144,7 +144,7 @@ func (o *owner) checkFetch(p *partState, fp *kgo.FetchPartition, seq uint64) *pa
 	}
 	if p.loss.expect >= 0 && first.Offset > p.loss.expect {
 		if fp.LogStartOffset > p.loss.expect {
-			o.lose(p, p.loss.expect, min(fp.LogStartOffset, first.Offset), fp.LogStartOffset, causeRetention)
+			o.lose(p, p.loss.expect, min(fp.LogStartOffset, first.Offset), fp.LogStartOffset, first.LeaderEpoch, causeRetention)
 		} else if p.replay.firstAtMost >= 0 && p.queue.firstFetched < 0 && first.Offset > p.replay.firstAtMost {
 			o.log.Infof("kafka_watermark: %s/%d: the records of the replayed batch from offset %d are gone from the log though its start (%d) did not pass them (compaction): going on from offset %d",
 				p.tp.topic, p.tp.partition, p.loss.expect, fp.LogStartOffset, first.Offset)
@@ -160,13 +160,25 @@ func (o *owner) onLogStart(p *partState, logStart int64) {
 	if from < 0 || logStart <= from {
 		return
 	}
-	o.lose(p, from, logStart, logStart, causeRetention)
+	o.lose(p, from, logStart, logStart, -1, causeRetention)
 }
 
 // lose reports the offsets of [from, to) that p lost: those above its
 // watermark that were neither delivered (in this epoch, or in the one its
 // ranges came from) nor reported already.
-func (o *owner) lose(p *partState, from, to, logStart int64, cause string) {
+//
+// after is the leader epoch of the first record past [from, to), -1 when
+// none was fetched. What p delivered there under an older leader epoch may
+// have been truncated away by an unclean election that retention then hid
+// (kgo resets a position below the log start without checking the epoch):
+// the records deleted there may be other records, never delivered. Such a
+// delivery no longer vouches for its offsets, which are counted lost (model
+// seeds 108713, 200395: a record delivered from the old log, truncated,
+// rewritten and deleted, went unreported). A clean leader change in the
+// gap counts delivered records lost the same way: an over-count in a
+// corner (a deletion past records delivered above the watermark), where
+// not counting would hide a loss.
+func (o *owner) lose(p *partState, from, to, logStart int64, after int32, cause string) {
 	base := from
 	if b, ok := p.commitBase(); ok {
 		base = b
@@ -175,7 +187,17 @@ func (o *owner) lose(p *partState, from, to, logStart int64, cause string) {
 	if from >= to {
 		return
 	}
-	gone := subtractRanges(commitmeta.Range{From: from, To: to}, p.knownDelivered(base), o.lost.lossReported[p.tp], o.lost.accepted[p.tp])
+	claims := p.knownDelivered(base)
+	if after >= 0 {
+		claims = slices.DeleteFunc(claims, func(r commitmeta.Range) bool {
+			return r.From < to && p.leaderEpochOf(r.To-1) < after
+		})
+	}
+	accepted := o.lost.accepted[p.tp]
+	if after >= 0 && len(accepted) > 0 && p.leaderEpochOf(accepted[len(accepted)-1].To-1) < after {
+		accepted = nil
+	}
+	gone := subtractRanges(commitmeta.Range{From: from, To: to}, claims, o.lost.lossReported[p.tp], accepted)
 	if n := o.sayLost(p, gone, logStart, cause); n > 0 {
 		o.lost.lossReported[p.tp] = mergeRanges(o.lost.lossReported[p.tp], gone)
 		o.carryLoss(p, commitmeta.Loss{First: gone[0].From, Last: gone[len(gone)-1].To - 1, Count: n, Since: o.now(), Cause: cause})

@@ -831,3 +831,35 @@ func TestLostCountsOnlyWhatNoHandOutAccepted(t *testing.T) {
 		})
 	})
 }
+
+// Bug (model seeds 108713, 200395): a record delivered above the watermark
+// from a log that an unclean election then truncated, rewrote and
+// retention deleted, vouched for its offset: the new record there, deleted
+// before delivery, went unreported. kgo resets a position below the log
+// start without checking its leader epoch, so the only sign is the first
+// record past the gap, of a newer leader epoch than the delivery: the
+// delivery then no longer vouches for its offset. Of the same epoch, it
+// does.
+func TestLostCountsADeliveryOfAnOlderLeaderEpoch(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		epoch int32 // of the first record past the gap
+		want  int64
+	}{
+		{"same leader epoch: 7 was delivered", 0, 2},
+		{"newer leader epoch: 7 may be another record", 1, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, g := testMetrics(t)
+			synctest.Test(t, func(t *testing.T) {
+				h := startOwner(t, testConfig(t, "batch_max_records: 10\ncommit_period: 1s\n"), m)
+				meta, _, _ := commitmeta.EncodeCommit(commitmeta.Commit{Base: 5, Epoch: 0,
+					Delivered: []commitmeta.Range{{From: 7, To: 8}}, EpochOf: func(int64) int32 { return 0 }}, 4000)
+				h.assign(tp0)
+				h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 5, leaderEpoch: 0, meta: meta}})
+				h.fetchFrom(tp0, 10, 8, epochRecords(tp0, 8, 10, tc.epoch)...)
+				require.Equal(t, tc.want, g.Get(MetricLostRecords, "t", 0))
+			})
+		})
+	}
+}
