@@ -250,7 +250,7 @@ func checkBrokers(path string, v any) error {
 	var errs []error
 	for _, a := range addrs {
 		if err := checkBrokerAddr(a); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %q %v", path, a, err))
+			errs = append(errs, fmt.Errorf("%s: %q %w", path, a, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -17,7 +18,8 @@ func TestDurationFlagSaysWhatItWants(t *testing.T) {
 		code := 0
 		app := &cli.App{Name: "watermark-connect", Writer: &out, ErrWriter: &out, Commands: []*cli.Command{Command()},
 			ExitErrHandler: func(_ *cli.Context, err error) {
-				if ec, ok := err.(cli.ExitCoder); ok {
+				var ec cli.ExitCoder
+				if errors.As(err, &ec) {
 					code = ec.ExitCode()
 				}
 			}}
