@@ -36,7 +36,7 @@ func BenchmarkAppendEncode100Ranges(b *testing.B) {
 	buf := make([]byte, 0, 4096)
 	b.ReportAllocs()
 	for b.Loop() {
-		buf, _ = AppendEncode(buf[:0], m, "", 4096)
+		buf, _ = appendEncode(buf[:0], m, "", 4096)
 	}
 }
 

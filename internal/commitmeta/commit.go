@@ -134,11 +134,11 @@ func EncodeCommitKept(c Commit, maxBytes int) (meta string, k Kept) {
 	return ownString(appendCommit(make([]byte, 0, lay.size), c, lay)), k
 }
 
-// AppendCommit is EncodeCommit that appends to dst and returns the extended
+// appendCommitTo is EncodeCommit that appends to dst and returns the extended
 // slice; maxBytes bounds what it appends. When nothing fits it returns dst
 // unchanged. It allocates nothing when dst has room for maxBytes more
 // bytes, so a caller that encodes every commit can reuse one buffer.
-func AppendCommit(dst []byte, c Commit, maxBytes int) (b []byte, cut int, keptTo int64) {
+func appendCommitTo(dst []byte, c Commit, maxBytes int) (b []byte, cut int, keptTo int64) {
 	lay := planCommit(c, maxBytes)
 	return appendCommit(dst, c, lay), len(c.Delivered) - lay.kept, lay.keptTo(c)
 }

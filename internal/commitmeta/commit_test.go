@@ -68,7 +68,7 @@ func attemptsField(base int64, as []Attempts) string {
 // promises of it:
 //   - the metadata is at most maxBytes, and "" only when the header does not
 //     fit, with every range cut;
-//   - AppendCommit and EncodeCommit write the same bytes and report the
+//   - appendCommitTo and EncodeCommit write the same bytes and report the
 //     same cut and To as EncodeCommitKept;
 //   - DecodeCommit reads back the header, exactly the ranges kept, the l=
 //     of the last one (EpochOf of its To-1, -1 for anything lower), exactly
@@ -109,9 +109,9 @@ func checkEncodeCommit(t testing.TB, name string, c Commit, epochs []int32, maxB
 	if keptTo != wantTo {
 		t.Fatalf("%s: EncodeCommit(%d) = %q, keptTo %d, want %d", name, maxBytes, s, keptTo, wantTo)
 	}
-	app, appCut, appTo := AppendCommit([]byte("x"), c, maxBytes)
+	app, appCut, appTo := appendCommitTo([]byte("x"), c, maxBytes)
 	if string(app) != "x"+s || appCut != cut || appTo != keptTo {
-		t.Fatalf("%s: AppendCommit(\"x\", %d) = %q, %d, %d, want %q, %d, %d", name, maxBytes, app, appCut, appTo, "x"+s, cut, keptTo)
+		t.Fatalf("%s: appendCommitTo(\"x\", %d) = %q, %d, %d, want %q, %d, %d", name, maxBytes, app, appCut, appTo, "x"+s, cut, keptTo)
 	}
 
 	// The least a commit says: its header, and the mark of its stall
@@ -501,7 +501,7 @@ func benchCommit(n int) (Commit, []int32) {
 }
 
 // TestEncodeCommitAllocs holds EncodeCommit to one allocation, the string
-// it returns, and AppendCommit into a buffer with room to none, with both
+// it returns, and appendCommitTo into a buffer with room to none, with both
 // reports written (the stall's text escaped) and ranges cut. Like
 // AllocsPerRun it counts the whole process, so it takes the least of a few
 // measurements.
@@ -525,8 +525,8 @@ func TestEncodeCommitAllocs(t *testing.T) {
 		t.Fatalf("EncodeCommit = %q, cut %d: want a stall written and ranges cut", s, cut)
 	}
 	buf := make([]byte, 0, 4096)
-	if n := least(func() { buf, _, _ = AppendCommit(buf[:0], c, 4096) }); n != 0 {
-		t.Errorf("AppendCommit into a buffer with room allocates %v times, want 0", n)
+	if n := least(func() { buf, _, _ = appendCommitTo(buf[:0], c, 4096) }); n != 0 {
+		t.Errorf("appendCommitTo into a buffer with room allocates %v times, want 0", n)
 	}
 }
 
@@ -573,6 +573,6 @@ func BenchmarkAppendCommit600RangesCut(b *testing.B) {
 	buf := make([]byte, 0, 4096)
 	b.ReportAllocs()
 	for b.Loop() {
-		buf, _, _ = AppendCommit(buf[:0], c, 4096)
+		buf, _, _ = appendCommitTo(buf[:0], c, 4096)
 	}
 }

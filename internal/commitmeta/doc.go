@@ -268,8 +268,8 @@
 // concurrent use by readers once built; its Delivered slice must not be
 // modified while others read it. Stall, Loss, DeadLetter, Attempts, Kept and
 // Decoded are values; a Commit is one too, but for what its pointers,
-// slices and EpochOf share. EncodeCommit, EncodeCommitKept, AppendCommit,
-// DecodeCommit, Encode, AppendEncode, Decode, DecodeFields, Stall.Fields,
+// slices and EpochOf share. EncodeCommit, EncodeCommitKept, DecodeCommit,
+// Encode, Decode, DecodeFields, Stall.Fields,
 // StallFromFields, Loss.Fields, LossFromFields, MergeLoss,
 // DeadLetter.Fields, DeadLetterFromFields and MergeDeadLetter are pure
 // functions (but for the EpochOf they call), safe to call from any

@@ -36,11 +36,11 @@ func Encode(m Meta, extra string, maxBytes int) (s string, cut int) {
 	return ownString(write(make([]byte, 0, size), m, kept, extra)), len(m.Delivered) - kept
 }
 
-// AppendEncode is Encode that appends to dst and returns the extended slice;
+// appendEncode is Encode that appends to dst and returns the extended slice;
 // maxBytes bounds what it appends. When nothing fits it returns dst unchanged
 // and cut = len(m.Delivered). It lets a caller that encodes every commit reuse
 // one buffer.
-func AppendEncode(dst []byte, m Meta, extra string, maxBytes int) ([]byte, int) {
+func appendEncode(dst []byte, m Meta, extra string, maxBytes int) ([]byte, int) {
 	kept, _ := plan(m, extra, maxBytes)
 	if kept < 0 {
 		return dst, len(m.Delivered)

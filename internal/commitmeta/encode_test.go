@@ -55,9 +55,9 @@ func TestEncode(t *testing.T) {
 			t.Errorf("Encode(%+v, %q, %d) = %q, longer than %d bytes", tc.m, tc.extra, tc.maxBytes, got, tc.maxBytes)
 		}
 		dst := []byte("keep:")
-		app, appCut := AppendEncode(dst, tc.m, tc.extra, tc.maxBytes)
+		app, appCut := appendEncode(dst, tc.m, tc.extra, tc.maxBytes)
 		if string(app) != "keep:"+tc.want || appCut != tc.cut {
-			t.Errorf("AppendEncode(%q, %+v, %q, %d) = %q, %d, want %q, %d", dst, tc.m, tc.extra, tc.maxBytes, app, appCut, "keep:"+tc.want, tc.cut)
+			t.Errorf("appendEncode(%q, %+v, %q, %d) = %q, %d, want %q, %d", dst, tc.m, tc.extra, tc.maxBytes, app, appCut, "keep:"+tc.want, tc.cut)
 		}
 	}
 }

@@ -119,9 +119,9 @@ func TestRoundTripProperty(t *testing.T) {
 				t.Fatalf("seed %d case %d: Encode(%+v, %q, %d) cut %d, but %q (%d bytes) with one more range fits", propertySeed, i, m, extra, maxBytes, cut, more, len(more))
 			}
 		}
-		app, appCut := AppendEncode([]byte("x"), m, extra, maxBytes)
+		app, appCut := appendEncode([]byte("x"), m, extra, maxBytes)
 		if string(app) != "x"+s || appCut != cut {
-			t.Fatalf("seed %d case %d: AppendEncode(\"x\", %+v, %q, %d) = %q, %d, want %q, %d", propertySeed, i, m, extra, maxBytes, app, appCut, "x"+s, cut)
+			t.Fatalf("seed %d case %d: appendEncode(\"x\", %+v, %q, %d) = %q, %d, want %q, %d", propertySeed, i, m, extra, maxBytes, app, appCut, "x"+s, cut)
 		}
 		for _, rg := range want.Delivered {
 			if !got.Covered(rg.From) || !got.Covered(rg.To-1) || got.Covered(rg.From-1) || got.Covered(rg.To) {
