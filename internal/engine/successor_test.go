@@ -193,7 +193,7 @@ func TestReplayTakesATruncationReportedInItsRewindWindow(t *testing.T) {
 		require.Equal(t, []int64{2, 3, 4}, firsts(bs))
 		h.ack(bs[0], errors.New("poison")) // the head fails: the partition stalls at 2
 		h.ack(bs[1], nil)
-		h.ack(bs[2], nil) // 3-4 delivered above the watermark, from the log of leader epoch 0
+		h.ack(bs[2], nil)           // 3-4 delivered above the watermark, from the log of leader epoch 0
 		time.Sleep(4 * time.Second) // stall_replay_after: nothing in the pipeline, the replay is made
 		synctest.Wait()
 		require.Equal(t, int64(1), g.Get(MetricStallReplays, "t", 0))
