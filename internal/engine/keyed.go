@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"time"
-
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/watermark-connect/watermark-connect/internal/keyorder"
@@ -33,7 +31,7 @@ import (
 // of one carried count only (Scheduler.PickClass by their segment's prior),
 // so a record tried before never takes a fresh one to the dead-letter topic
 // with it. A batch error frees the keys of the records it did not name at
-// once (splitKeyed).
+// once (keyPart.split, keyed_ack.go).
 
 // keyPart is an epoch's part in key-ordered delivery. Invariants: sched and
 // offs hold every record added and not done (sched with its kgo record and
@@ -46,7 +44,7 @@ type keyPart struct {
 	out, retrying int
 	// offs knows which of the records added to sched are done, whatever
 	// hand-outs they went in: the commit's base and delivered ranges
-	// (keyedBase, keyedDelivered) come from it, exact to the record, not
+	// (commitBase, delivered, keyed_commit.go) come from it, exact to the record, not
 	// from whole segments. nil until the first record is added.
 	offs *keyorder.Offsets
 	// live holds the hand-outs not delivered: those out, and those failed
@@ -73,16 +71,6 @@ func newKeyPart() *keyPart {
 	return &keyPart{sched: keyorder.NewScheduler[keyRec](), live: map[*Batch]struct{}{}}
 }
 
-// newEpoch returns a new epoch of tp, made at now, with the parts the
-// configuration asks for.
-func (o *owner) newEpoch(tp topicPartition, now time.Time) *partState {
-	p := newPartState(tp, now)
-	if o.conf.OrderingKey {
-		p.keys = newKeyPart()
-	}
-	return p
-}
-
 // admit registers the segments at the front of p's ready queue and adds
 // their records to the scheduler, while fewer than max_pending_batches
 // segments are registered and not behind the watermark, fewer than
@@ -96,8 +84,8 @@ func (o *owner) newEpoch(tp topicPartition, now time.Time) *partState {
 // limit. A segment only waits for records of earlier segments, so those
 // registered always finish, unless a failure stalls the partition. Skip
 // batches are passed as under none.
-func (o *owner) admit(p *partState) {
-	for len(p.queue.ready) > 0 && p.led.pending() < o.conf.MaxPending && p.keys.sched.Blocked() < o.conf.MaxHeldRecords && p.keys.sched.Ready() < o.readAhead() {
+func (k *keyPart) admit(o *owner, p *partState) {
+	for len(p.queue.ready) > 0 && p.led.pending() < o.conf.MaxPending && k.sched.Blocked() < o.conf.MaxHeldRecords && k.sched.Ready() < o.readAhead() {
 		if p.queue.ready[0].skip {
 			o.passSkipped(p)
 			continue
@@ -105,88 +93,72 @@ func (o *owner) admit(p *partState) {
 		rb := p.queue.popReady()
 		seg := p.led.register(p, rb)
 		seg.key = &keyBatch{remaining: len(rb.records)}
-		if p.keys.offs == nil {
-			p.keys.offs = keyorder.NewOffsets(rb.first)
+		if k.offs == nil {
+			k.offs = keyorder.NewOffsets(rb.first)
 		}
 		for _, r := range rb.records {
-			p.keys.offs.Add(r.Offset)
-			p.keys.sched.Add(keyorder.Record[keyRec]{Offset: r.Offset, Key: string(r.Key), Keyed: r.Key != nil, Val: keyRec{rec: r, seg: seg}})
+			k.offs.Add(r.Offset)
+			k.sched.Add(keyorder.Record[keyRec]{Offset: r.Offset, Key: string(r.Key), Keyed: r.Key != nil, Val: keyRec{rec: r, seg: seg}})
 		}
 		o.lists.gauges.add(p)
 	}
 	o.pauseAtLimit(p)
 }
 
-// pickKeyed makes the next hand-out of p from the records whose keys are
-// free, or returns nil when none is.
-func (o *owner) pickKeyed(p *partState) *Batch {
-	o.admit(p) // keys freed since may let more in
+// next makes the next hand-out of p from the records whose keys are free,
+// or returns nil when none is.
+func (k *keyPart) next(o *owner, p *partState) *Batch {
+	k.admit(o, p) // keys freed since may let more in
 	var class func(keyorder.Record[keyRec]) int
 	if len(p.att.carried) > 0 {
 		class = func(r keyorder.Record[keyRec]) int { return r.Val.seg.prior }
 	}
-	picked := p.keys.sched.PickClass(o.conf.BatchMaxRecords, class)
+	picked := k.sched.PickClass(o.conf.BatchMaxRecords, class)
 	if len(picked) == 0 {
 		return nil
 	}
 	records := make([]*kgo.Record, len(picked))
-	for i, k := range picked {
-		records[i] = k.Val.rec
+	for i, r := range picked {
+		records[i] = r.Val.rec
 	}
 	b := &Batch{part: p, key: &keyBatch{set: picked}, raw: rawBatch{
 		records: records, first: records[0].Offset, last: records[len(records)-1].Offset, logEnd: p.queue.highWatermark,
 	}}
 	b.prior = picked[0].Val.seg.prior
-	p.keys.out++
-	p.keys.live[b] = struct{}{}
+	k.out++
+	k.live[b] = struct{}{}
 	p.commits.handedOut(int64(len(records)))
 	return b
 }
 
-// waitRetry counts a hand-out that leaves the pipeline to go out again
-// later; retryOut counts it back in when it goes out.
-func (p *partState) waitRetry() {
-	if p.keys != nil {
-		p.keys.retrying++
-		return
-	}
-	p.led.waitRetry()
+// canHandOut: fewer than maxPending hand-outs out, and records free to go
+// out or fetched batches that admit may let in.
+func (k *keyPart) canHandOut(p *partState, maxPending int) bool {
+	return k.out < maxPending && (k.sched.Ready() > 0 || len(p.queue.ready) > 0)
 }
 
-func (p *partState) retryOut() {
-	if p.keys != nil {
-		p.keys.retrying--
-		return
-	}
-	p.led.retryOut()
+// atLimit: p's hand-outs out reached max_pending_batches, or its records
+// waiting for their key reached max_held_records.
+func (k *keyPart) atLimit(o *owner, _ *partState) bool {
+	return k.out >= o.conf.MaxPending || k.sched.Blocked() >= o.conf.MaxHeldRecords
 }
 
-// inPipeline is the number of hand-outs out and not acknowledged: what a
-// drain waits for. Under key, held records are not out: a drain does not
-// wait for them.
-func (p *partState) inPipeline() int {
-	if p.keys != nil {
-		return p.keys.out - p.keys.retrying
-	}
-	return p.led.inPipeline()
-}
+// pickable is the number of records in the scheduler that may go out now;
+// held, the number waiting for their key: an earlier record of it is out.
+func (k *keyPart) pickable() int { return k.sched.Ready() }
+func (k *keyPart) held() int     { return k.sched.Blocked() }
 
-// held is the number of records fetched and waiting for their key: an
-// earlier record of it is out (kafka_watermark_held_records).
-func (p *partState) held() int {
-	if p.keys == nil {
-		return 0
-	}
-	return p.keys.sched.Blocked()
-}
+// waitRetry and retryOut count a hand-out that leaves the pipeline to go
+// out again later, and back in; inPipeline is what is out, not retrying.
+// Held records are not out: a drain does not wait for them.
+func (k *keyPart) waitRetry(*partState)      { k.retrying++ }
+func (k *keyPart) retryOut(*partState)       { k.retrying-- }
+func (k *keyPart) inPipeline(*partState) int { return k.out - k.retrying }
 
-// pickable is the number of records in p's scheduler that may go out now.
-func (p *partState) pickable() int {
-	if p.keys == nil {
-		return 0
-	}
-	return p.keys.sched.Ready()
-}
+// drainsBeforeSuccessor: the successor hands out a key's records again from
+// its base, and one of them must not reach the sink while an older record
+// of its key is still in the pipeline (successor.go).
+func (k *keyPart) drainsBeforeSuccessor() bool { return true }
 
 // readAhead is how many records, free to go out, admit keeps in the
 // scheduler: the batches the owner keeps ready under none (pollLowWater).

@@ -9,13 +9,26 @@ import (
 // verdict frees the keys of a delivered hand-out, or keeps those of a
 // failed one out until the epoch ends.
 
-// splitKeyed takes a hand-out's batch error, which named its failed
+// nacked puts a nack on b's segments, after a batch error (failed) split
+// it (split). It returns nil: under key, b.only stays nil.
+func (k *keyPart) nacked(o *owner, b *Batch, failed []int) []int {
+	p := b.part
+	if failed != nil {
+		failed = k.split(o, b, failed)
+	}
+	k.noteNack(b) // the segment at the watermark may hold it
+	o.markDirty(p)
+	o.lists.gauges.add(p)
+	return failed
+}
+
+// split takes a hand-out's batch error, which named its failed
 // records (indices into b's records): the others were delivered, so they
 // are done now, their keys free and their segments resolved once whole,
 // and b keeps the failed records only, to retry or to fail as a whole. It
 // returns nil, for the ack to go on as a nack of the whole (new) b: under
 // key, b.only stays nil.
-func (o *owner) splitKeyed(b *Batch, failed []int) []int {
+func (k *keyPart) split(o *owner, b *Batch, failed []int) []int {
 	p := b.part
 	failedAt, named := make([]bool, len(b.raw.records)), 0
 	for _, i := range failed {
@@ -36,22 +49,22 @@ func (o *owner) splitKeyed(b *Batch, failed []int) []int {
 			continue
 		}
 		done = append(done, b.key.set[i])
-		o.doneKeyedRecord(p, b.key.set[i])
+		k.done(p, b.key.set[i])
 	}
 	clear(b.raw.records[keep:])
 	b.raw.records, b.key.set = b.raw.records[:keep], b.key.set[:keep]
 	b.raw.first, b.raw.last = b.raw.records[0].Offset, b.raw.records[keep-1].Offset
-	p.keys.sched.Done(done)
+	k.sched.Done(done)
 	o.markDirty(p)
 	o.advance(p)
 	o.schedule(p)
 	return nil
 }
 
-// doneKeyedRecord marks a delivered record of p done, once, and resolves
-// its segment Delivered when it was the segment's last record not done.
-func (o *owner) doneKeyedRecord(p *partState, r keyorder.Record[keyRec]) {
-	if !p.keys.offs.Done(r.Offset) {
+// done marks a delivered record of p done, once, and resolves its segment
+// Delivered when it was the segment's last record not done.
+func (k *keyPart) done(p *partState, r keyorder.Record[keyRec]) {
+	if !k.offs.Done(r.Offset) {
 		return // done already: nothing to count twice
 	}
 	seg := r.Val.seg
@@ -60,9 +73,9 @@ func (o *owner) doneKeyedRecord(p *partState, r keyorder.Record[keyRec]) {
 	}
 }
 
-// noteKeyedNack puts a hand-out's nack on its segments: the partition is
+// noteNack puts a hand-out's nack on its segments: the partition is
 // stalled when the segment at its watermark holds a nacked record.
-func (p *partState) noteKeyedNack(b *Batch) {
+func (k *keyPart) noteNack(b *Batch) {
 	for _, r := range b.key.set {
 		seg := r.Val.seg
 		if seg.nackedAt.IsZero() {
@@ -73,18 +86,29 @@ func (p *partState) noteKeyedNack(b *Batch) {
 	}
 }
 
-// resolveKeyed records the final verdict on a hand-out: delivered, its
+// resolve records the final verdict on b: a hand-out, by resolveHandOut;
+// any other batch (a segment is resolved by its records, in done) in the
+// ledger, as under none.
+func (k *keyPart) resolve(o *owner, b *Batch, err error) {
+	if b.key != nil && b.key.set != nil {
+		k.resolveHandOut(o, b, err)
+		return
+	}
+	o.resolveBatch(b, err)
+}
+
+// resolveHandOut records the final verdict on a hand-out: delivered, its
 // records are done, their keys free, and each segment whose last record it
 // was resolves Delivered; failed for good, its segments resolve Failed and
 // its keys stay out.
-func (o *owner) resolveKeyed(b *Batch, err error) {
+func (k *keyPart) resolveHandOut(o *owner, b *Batch, err error) {
 	p := b.part
-	p.keys.out--
+	k.out--
 	if err == nil {
-		delete(p.keys.live, b)
-		p.keys.sched.Done(b.key.set)
+		delete(k.live, b)
+		k.sched.Done(b.key.set)
 		for _, r := range b.key.set {
-			o.doneKeyedRecord(p, r)
+			k.done(p, r)
 		}
 		o.markDirty(p)
 	} else {

@@ -14,25 +14,31 @@ import (
 // goes with it, the done records of segments not resolved as delivered
 // ranges, and the attempts of the hand-outs, by runs of adjacent offsets.
 
-// keyedAttemptRanges is attemptRanges under key: the carried counts of the
-// segments not resolved, from base on, raised by the counted hand-outs'
-// runs within them, then the carried ranges beyond what is registered.
-// Hand-outs not delivered hold records not done: at or above base.
-func (p *partState) keyedAttemptRanges(base int64) []commitmeta.Attempts {
+// attemptRanges: the carried counts of the segments not resolved, from base
+// on, raised by the counted hand-outs' runs within them, then the carried
+// ranges beyond what is registered. Hand-outs not delivered hold records
+// not done: at or above base.
+func (k *keyPart) attemptRanges(p *partState, base int64) []commitmeta.Attempts {
 	var segs, outs []commitmeta.Attempts
 	for _, w := range p.led.window.batches {
 		if w.b != nil && !w.delivered && w.b.prior > 0 && w.b.raw.last >= base {
-			// base may lie inside the segment at the watermark (keyedBase)
+			// base may lie inside the segment at the watermark (commitBase)
 			segs = append(segs, commitmeta.Attempts{From: max(w.b.raw.first, base), To: w.b.raw.last + 1, N: int32(min(w.b.prior, 1<<31-1))})
 		}
 	}
-	for b := range p.keys.live {
+	for b := range k.live {
 		if b.counted() {
 			outs = b.appendRanges(outs)
 		}
 	}
 	slices.SortFunc(outs, func(x, y commitmeta.Attempts) int { return cmp.Compare(x.From, y.From) })
 	return p.carriedBeyond(base, mergeMax(segs, outs))
+}
+
+// appendAttempts: b is a hand-out, a set of offsets, each run of adjacent
+// ones a range.
+func (k *keyPart) appendAttempts(dst []commitmeta.Attempts, b *Batch, n int32) []commitmeta.Attempts {
+	return appendRuns(dst, b.raw.records, n)
 }
 
 // appendRuns appends a range for each run of adjacent offsets of records
@@ -94,7 +100,7 @@ func mergeMax(a, b []commitmeta.Attempts) []commitmeta.Attempts {
 	return out
 }
 
-// keyedBase is where a commit of p under key may go, given the first offset
+// commitBase is where a commit of p under key may go, given the first offset
 // wm of the segment at its watermark: past the records done at its head.
 // A segment resolves only when its last record is done, so without this a
 // commit stopped at the first record of a segment whose later record waits
@@ -104,15 +110,26 @@ func mergeMax(a, b []commitmeta.Attempts) []commitmeta.Attempts {
 // Only inside that segment, and only when the watermark is its first
 // offset: the base never jumps a gap the epoch did not fetch (records lost
 // below it), whose leader epoch it does not know.
-func (p *partState) keyedBase(wm int64) int64 {
+func (k *keyPart) commitBase(p *partState, wm int64) int64 {
 	w, ok := p.led.head()
-	if p.keys.offs == nil || !ok || w.b == nil || w.delivered || w.b.raw.first != wm {
+	if k.offs == nil || !ok || w.b == nil || w.delivered || w.b.raw.first != wm {
 		return wm
 	}
-	return max(wm, min(p.keys.offs.Base(), w.last))
+	return max(wm, min(k.offs.Base(), w.last))
 }
 
-// keyedLeaderEpoch is, when keyedBase passed done records of the segment at
+// baseMoved: the base also moves inside the segment at the watermark, past
+// where p would resume.
+func (k *keyPart) baseMoved(p *partState, base int64) bool {
+	rp, ok := p.resumePoint()
+	return ok && base > rp
+}
+
+// stallFirst: the base may lie inside the nacked segment at the watermark
+// (commitBase), and a restart knows the stall by the base.
+func (k *keyPart) stallFirst(first, base int64) int64 { return max(first, base) }
+
+// leaderEpochBefore is, when commitBase passed done records of the segment at
 // the watermark to base, a record of it, the leader epoch that goes with
 // base (leaderEpochBefore): that of the record at base-1 when the segment
 // holds it, the one consumed last before base; across a gap, that of the
@@ -124,7 +141,7 @@ func (p *partState) keyedBase(wm int64) int64 {
 // still answers below it (plan.go, positionLeaderEpoch). ok is false when
 // base is not past the first record of that segment: the ledger's leader
 // epochs answer then.
-func (p *partState) keyedLeaderEpoch(base int64) (int32, bool) {
+func (k *keyPart) leaderEpochBefore(p *partState, base int64) (int32, bool) {
 	w, ok := p.led.head()
 	if !ok || w.b == nil || w.delivered || base <= w.b.raw.first || base > w.last {
 		return -1, false
@@ -140,9 +157,9 @@ func (p *partState) keyedLeaderEpoch(base int64) (int32, bool) {
 	return recs[i].LeaderEpoch, true
 }
 
-// keyedDelivered adds to ranges, the window's delivered segments above base,
-// the runs of done records above base in segments not resolved.
-func (k *keyPart) keyedDelivered(base int64, ranges []commitmeta.Range) []commitmeta.Range {
+// delivered adds to ranges, the window's delivered segments above base, the
+// runs of done records above base in segments not resolved.
+func (k *keyPart) delivered(base int64, ranges []commitmeta.Range) []commitmeta.Range {
 	if k.offs == nil {
 		return ranges
 	}

@@ -66,12 +66,10 @@ func (p *partState) stallInfo() (s commitmeta.Stall, b *Batch, ok bool) {
 		s = *p.att.stall
 	}
 	if nacked {
-		s.First, s.Last, s.Reason = b.raw.first, b.raw.last, b.lastErr
-		if p.keys != nil {
-			// the base may lie inside the segment (keyedBase): a restart
-			// knows the stall by its offset
-			s.First = max(s.First, base)
-		}
+		s.Last, s.Reason = b.raw.last, b.lastErr
+		// under key the base may lie inside the segment
+		// (keyPart.stallFirst): a restart knows the stall by its offset
+		s.First = p.dlv.stallFirst(b.raw.first, base)
 		if b.deadLetterErr != "" {
 			s.Reason = cutReason("dead_letter_write: " + b.deadLetterErr)
 		}
