@@ -628,7 +628,7 @@ func TestKeyOrderSurvivesKillAndRebalance(t *testing.T) {
 // while the segments past it, newer records of the same keys among them,
 // were in the commit's ranges and skipped, and an upserting sink ended with
 // the older value. The commit now carries the done records exactly
-// (internal/engine keyedBase, keyedDelivered).
+// (internal/engine keyPart.commitBase, keyPart.delivered).
 func TestKeyOrderHandover(t *testing.T) {
 	env := needBroker(t)
 	k := newKafka(t, env)

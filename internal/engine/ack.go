@@ -29,14 +29,7 @@ func (o *owner) onAck(a ackMsg) {
 		if a.failed != nil {
 			o.noteAccepted(p, b, a.failed)
 		}
-		if p.keys != nil {
-			if a.failed != nil {
-				a.failed = o.splitKeyed(b, a.failed)
-			}
-			p.noteKeyedNack(b) // the segment at the watermark may hold it
-			o.markDirty(p)
-			o.lists.gauges.add(p)
-		}
+		a.failed = p.dlv.nacked(o, b, a.failed)
 		if _, head, _ := p.stallInfo(); head == b {
 			o.markDirty(p) // the stall provenance changed: commit it
 			o.lists.gauges.add(p)
@@ -94,12 +87,14 @@ func (o *owner) attemptsAllowed() string {
 	return strconv.Itoa(o.conf.NackRetries + 1)
 }
 
-// resolve records the final verdict on a batch and advances its partition.
-func (o *owner) resolve(b *Batch, err error) {
-	if b.key != nil && b.key.set != nil {
-		o.resolveKeyed(b, err)
-		return
-	}
+// resolve records the final verdict on a batch and advances its partition,
+// as its partition's delivery does it (delivery).
+func (o *owner) resolve(b *Batch, err error) { b.part.dlv.resolve(o, b, err) }
+
+// resolveBatch records the final verdict on a batch in its partition's
+// ledger and advances the partition: a batch of ordering: none, and any
+// registered batch that is not a hand-out of records picked by key.
+func (o *owner) resolveBatch(b *Batch, err error) {
 	p := b.part
 	switch out := p.led.resolve(b, err == nil); out {
 	case tracker.Applied:

@@ -35,8 +35,10 @@ type topicPartition struct {
 //   - att (attempts.go, deadletter.go): the attempts carried from before
 //     it, the batches waiting for the gate, the dead-letter writes in
 //     flight and the dead-letter report its commits carry.
-//   - keys (keyed.go), under ordering: key only: the key scheduler, the
-//     done offsets above the watermark and the hand-outs out.
+//   - dlv (delivery.go): the ordering mode, which every difference between
+//     ordering: none and ordering: key goes through; under key a keyPart
+//     (keyed.go): the key scheduler, the done offsets above the watermark
+//     and the hand-outs out.
 //
 // Owned by the owner goroutine: no other goroutine reads or writes it,
 // except the immutable tp and labels.
@@ -68,8 +70,9 @@ type partState struct {
 	replay  replayPart
 	loss    lossPart
 	att     attemptPart
-	// keys is the key order's part (keyed.go), nil under ordering: none.
-	keys *keyPart
+	// dlv is the ordering mode's part (delivery.go), chosen once, in
+	// newEpoch: unordered, or under ordering: key a keyPart (keyed.go).
+	dlv delivery
 
 	// labels are the topic and partition labels of its metrics.
 	labels [2]string
@@ -109,10 +112,7 @@ func (p *partState) canHandOut(maxPending int) bool {
 	if p.draining {
 		return false
 	}
-	if p.keys != nil {
-		return len(p.queue.retry) > 0 || (p.keys.out < maxPending && (p.keys.sched.Ready() > 0 || len(p.queue.ready) > 0))
-	}
-	return len(p.queue.retry) > 0 || (len(p.queue.ready) > 0 && p.led.pending() < maxPending)
+	return len(p.queue.retry) > 0 || p.dlv.canHandOut(p, maxPending)
 }
 
 // watermarkAge is how long the watermark has not moved while batches are
@@ -141,11 +141,12 @@ func (p *partState) resumePoint() (int64, bool) {
 
 // commitBase is the offset a commit would carry now: the watermark, or,
 // before the watermark ever moved, the offset this epoch started at; under
-// key, past the records done at the head of the segment there (keyedBase).
+// key, past the records done at the head of the segment there
+// (keyPart.commitBase, keyed_commit.go).
 func (p *partState) commitBase() (int64, bool) {
 	base, ok := p.segmentBase()
-	if ok && p.keys != nil {
-		base = p.keyedBase(base)
+	if ok {
+		base = p.dlv.commitBase(p, base)
 	}
 	return base, ok
 }

@@ -97,8 +97,9 @@ func (b *Batch) DeliveryAttempt() int { return b.tried() }
 func (b *Batch) counted() bool { return !b.nackedAt.IsZero() || b.gated || b.prior > 0 }
 
 // appendRanges appends the offset ranges of b's records that its attempts
-// count for: the records a batch error named when it named some (b.only),
-// else all of them, each run of adjacent records one range. The count is
+// count for, as its partition's delivery draws them (appendAttempts: under
+// none the records a batch error named, b.only, or else the whole batch;
+// under key each run of adjacent offsets of the hand-out). The count is
 // tried(), the hand-out b waits for included, except once b's epoch drains
 // toward its end: then only the hand-outs made.
 func (b *Batch) appendRanges(dst []commitmeta.Attempts) []commitmeta.Attempts {
@@ -116,22 +117,7 @@ func (b *Batch) appendRanges(dst []commitmeta.Attempts) []commitmeta.Attempts {
 	if n == 0 {
 		return dst // gated as an epoch's first batch, never handed out
 	}
-	n32 := int32(min(n, 1<<31-1))
-	if b.key != nil && b.key.set != nil {
-		return appendRuns(dst, b.raw.records, n32) // a set of offsets (keyed.go)
-	}
-	if b.only == nil {
-		return append(dst, commitmeta.Attempts{From: b.raw.first, To: b.raw.last + 1, N: n32})
-	}
-	for i := 0; i < len(b.only); {
-		j := i
-		for j+1 < len(b.only) && b.only[j+1] == b.only[j]+1 {
-			j++
-		}
-		dst = append(dst, commitmeta.Attempts{From: b.raw.records[b.only[i]].Offset, To: b.raw.records[b.only[j]].Offset + 1, N: n32})
-		i = j + 1
-	}
-	return dst
+	return b.part.dlv.appendAttempts(dst, b, int32(min(n, 1<<31-1)))
 }
 
 // attemptRanges returns the attempts a commit of p at base carries: those
@@ -141,16 +127,7 @@ func (p *partState) attemptRanges(base int64) []commitmeta.Attempts {
 	// The window's batches start at or above base (the watermark, or before
 	// it moved the offset the epoch started at), and the frontier is at
 	// least base: every range is at or above it, as EncodeCommit requires.
-	if p.keys != nil {
-		return p.keyedAttemptRanges(base)
-	}
-	var out []commitmeta.Attempts
-	for _, w := range p.led.window.batches {
-		if w.b != nil && !w.delivered && w.b.counted() {
-			out = w.b.appendRanges(out)
-		}
-	}
-	return p.carriedBeyond(base, out)
+	return p.dlv.attemptRanges(p, base)
 }
 
 // carriedBeyond appends to out the carried attempts beyond what p has

@@ -198,7 +198,7 @@ func TestDeadLetterOnlyTheFailedRecords(t *testing.T) {
 // held. The bug: under none the plain nack reset the narrowing, so the next
 // retry held the whole batch again, delivering twice the records the sink
 // had accepted, and dead-lettering them. Under key the batch error takes the
-// accepted records out of the hand-out itself (splitKeyed).
+// accepted records out of the hand-out itself (keyPart.split, keyed_ack.go).
 func TestPlainNackKeepsTheRetryNarrowed(t *testing.T) {
 	for _, ordering := range []string{"none", "key"} {
 		t.Run(ordering, func(t *testing.T) {

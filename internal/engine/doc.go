@@ -49,8 +49,9 @@
 // out), resume (resume.go: the commit the epoch started from), commits
 // (commit.go: what the broker holds), replay (replay.go), loss (loss.go),
 // att (attempts.go: the attempts carried, the gate, the dead-letter writes)
-// and, under ordering: key only, keys (keyed.go: the key scheduler, the
-// done offsets and the hand-outs out). The owner's own state is in parts
+// and dlv (delivery.go: the ordering mode; under ordering: key a keyPart,
+// keyed.go: the key scheduler, the done offsets and the hand-outs out).
+// The owner's own state is in parts
 // too: inbox (owner.go), lists (lists.go), polls (replay.go), commits
 // (commitLoop, commit.go), queries (lag.go), lost (lossBook, loss.go),
 // fence (fence.go).
@@ -59,9 +60,9 @@
 //
 //  1. Engine.Read (api.go) asks the owner for a batch; serve (handout.go)
 //     registers it in its partition's ledger (register, ledger.go) and
-//     hands it out. Under ordering: key, admit (keyed.go) registers
-//     fetched segments as they arrive, and serve hands out a set of their
-//     records that pickKeyed (keyed.go) chose.
+//     hands it out. Under ordering: key, keyPart.admit (keyed.go)
+//     registers fetched segments as they arrive, and serve hands out a set
+//     of their records that keyPart.next (keyed.go) chose.
 //     The plugin converts its records to fresh messages and makes an ack
 //     function bound to that batch and hand-out (plugin/input.go).
 //  2. The sink calls the ack function, from any goroutine, in any order. A
@@ -100,6 +101,20 @@
 // what the old one delivered. So does a truncation (truncate.go). Either way
 // the new epoch is the old one's successor, made by succeed
 // (successor.go), the one place that says what survives an epoch's end.
+//
+// # Ordering
+//
+// ordering: none and ordering: key differ in one seam: each epoch's
+// delivery (delivery.go), an interface chosen once, in newEpoch, from the
+// configuration, with one implementation per mode: unordered
+// (delivery_none.go) and keyPart (keyed.go, keyed_ack.go,
+// keyed_commit.go). What differs is asked of it, and only of it: what is
+// registered when (admit, next), when a partition may hand out and must
+// pause (canHandOut, atLimit), what is in the pipeline (inPipeline), what
+// a nack and a final verdict do (nacked, resolve), and what a commit
+// carries (commitBase, leaderEpochBefore, delivered, attemptRanges, the
+// stall's first offset). No other file asks which mode a partition is
+// in: a new mode is a new delivery, a case in newEpoch and its config.
 //
 // # Goroutines
 //

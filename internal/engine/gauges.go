@@ -40,10 +40,7 @@ func (p *partState) values(now time.Time) gaugeValues {
 		exposure:  p.commits.exposure,
 		headroom:  p.headroom(now),
 		retention: noHeadroom,
-		held:      -1,
-	}
-	if p.keys != nil {
-		v.held = int64(p.held())
+		held:      int64(p.dlv.held()),
 	}
 	if p.loss.retentionMs >= 0 {
 		v.retention = p.loss.retentionMs / 1000
@@ -64,7 +61,7 @@ func (o *owner) publishGauges(now time.Time) {
 			return false
 		}
 		o.m.show(p, p.values(now))
-		return p.led.pending() > 0 || p.stalled() || p.held() > 0
+		return p.led.pending() > 0 || p.stalled() || p.dlv.held() > 0
 	})
 }
 
@@ -111,7 +108,7 @@ func (m *Metrics) retire(p *partState) {
 	for _, g := range []*service.MetricGauge{m.pending, m.stalled, m.paused, m.age, m.lag, m.exposure, m.committed, m.headroom, m.retention} {
 		g.Set(0, p.labels[:]...)
 	}
-	if p.keys != nil {
+	if p.dlv.held() >= 0 {
 		m.held.Set(0, p.labels[:]...)
 	}
 	p.shown = gaugeValues{}

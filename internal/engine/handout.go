@@ -39,15 +39,10 @@ func (o *owner) serve() {
 				b.attempt++
 			}
 			b.unread = false
-		} else if p.keys != nil {
-			if b = o.pickKeyed(p); b == nil {
-				continue // nothing free to go out: a Done schedules p again
-			}
-			o.pauseAtLimit(p)
-			o.lists.gauges.add(p)
 		} else {
-			b = p.led.register(p, p.queue.popReady())
-			p.commits.handedOut(int64(len(b.raw.records)))
+			if b = p.dlv.next(o, p); b == nil {
+				continue // nothing free to go out: an ack schedules p again
+			}
 			o.pauseAtLimit(p)
 			o.lists.gauges.add(p)
 		}
@@ -65,11 +60,7 @@ func (o *owner) serve() {
 		}
 		// The skip batches now at the front of the ready queue must be
 		// registered before the next hand-out pops one.
-		if p.keys != nil {
-			o.admit(p)
-		} else {
-			o.passSkipped(p)
-		}
+		p.dlv.admit(o, p)
 		o.resumeBelowLimits(p)
 		o.schedule(p)
 	}
@@ -101,14 +92,10 @@ func (o *owner) resumeBelowLimits(p *partState) {
 }
 
 // atLimit reports whether p's fetching must pause: its registered batches
-// (under ordering: key, segments) reached max_pending_batches, or, under
-// ordering: key, its hand-outs out did, or its records waiting for their key
-// reached max_held_records.
+// (under ordering: key, segments) reached max_pending_batches, or a bound of
+// its ordering mode was reached (under key, keyPart.atLimit, keyed.go).
 func (o *owner) atLimit(p *partState) bool {
-	if p.keys != nil && (p.keys.out >= o.conf.MaxPending || p.keys.sched.Blocked() >= o.conf.MaxHeldRecords) {
-		return true
-	}
-	return p.led.pending() >= o.conf.MaxPending
+	return p.dlv.atLimit(o, p) || p.led.pending() >= o.conf.MaxPending
 }
 
 // popParked removes and returns the oldest parked read.
@@ -164,7 +151,7 @@ func (o *owner) askPoll() {
 		if !p.canHandOut(o.conf.MaxPending) {
 			continue
 		}
-		if ready += len(p.queue.ready) + len(p.queue.retry) + p.pickable()/o.conf.BatchMaxRecords; ready >= pollLowWater {
+		if ready += len(p.queue.ready) + len(p.queue.retry) + p.dlv.pickable()/o.conf.BatchMaxRecords; ready >= pollLowWater {
 			return
 		}
 	}
@@ -223,11 +210,7 @@ func (o *owner) onPoll(seq uint64, fetches kgo.Fetches) {
 		if len(fp.Records) > 0 {
 			p.enqueue(fp.Records, o.conf.BatchMaxRecords, o.conf.BatchMaxBytes)
 			p.loss.expect = max(p.loss.expect, p.queue.lastQueued+1)
-			if p.keys != nil {
-				o.admit(p)
-			} else {
-				o.passSkipped(p)
-			}
+			p.dlv.admit(o, p)
 			o.schedule(p)
 		}
 	})

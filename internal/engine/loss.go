@@ -194,7 +194,7 @@ func (o *owner) lose(p *partState, from, to, logStart int64, after int32, cause 
 		})
 	}
 	accepted := o.lost.accepted[p.tp]
-	if after >= 0 && len(accepted) > 0 && p.leaderEpochOf(accepted[len(accepted)-1].To-1) < after {
+	if after >= 0 && o.lost.acceptedEpoch[p.tp] < after {
 		accepted = nil
 	}
 	gone := subtractRanges(commitmeta.Range{From: from, To: to}, claims, o.lost.lossReported[p.tp], accepted)
@@ -344,6 +344,9 @@ type lossBook struct {
 	// assignment ends (forget): a truncation this member does not see may
 	// rewrite them meanwhile, and a loss must never go unreported.
 	accepted map[topicPartition][]commitmeta.Range
+	// acceptedEpoch is, per partition, the newest leader epoch of the
+	// records in accepted (lose compares it with the log's).
+	acceptedEpoch map[topicPartition]int32
 }
 
 // noteAccepted records the offsets of the records of b's hand-out that the
@@ -351,9 +354,11 @@ type lossBook struct {
 // error named as failed.
 func (o *owner) noteAccepted(p *partState, b *Batch, failed []int) {
 	var offs []int64
+	epoch := o.lost.acceptedEpoch[p.tp]
 	take := func(i int) {
 		if !slices.Contains(failed, i) {
 			offs = append(offs, b.raw.records[i].Offset)
+			epoch = max(epoch, b.raw.records[i].LeaderEpoch)
 		}
 	}
 	if b.only == nil {
@@ -381,4 +386,5 @@ func (o *owner) noteAccepted(p *partState, b *Batch, failed []int) {
 	base, _ := p.commitBase()
 	kept := slices.DeleteFunc(o.lost.accepted[p.tp], func(r commitmeta.Range) bool { return r.To <= base })
 	o.lost.accepted[p.tp] = mergeRanges(kept, rs)
+	o.lost.acceptedEpoch[p.tp] = epoch
 }

@@ -795,7 +795,8 @@ func (m *ownerModel) poll() {
 			}
 			// Under ordering: key, records wait for their key in the
 			// scheduler, registered in segments (keyed.go).
-			held := func(r *kgo.Record) bool { return p.keys != nil && p.keys.offs != nil && p.keys.offs.NotDone(r.Offset) }
+			k, _ := p.dlv.(*keyPart)
+			held := func(r *kgo.Record) bool { return k != nil && k.offs != nil && k.offs.NotDone(r.Offset) }
 			for _, r := range recs {
 				if r.Offset > lq && r.Offset <= p.queue.lastQueued && !queued[r] && !held(r) && !r.Attrs.IsControl() {
 					skipped = append(skipped, r)

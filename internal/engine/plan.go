@@ -83,12 +83,8 @@ func (o *owner) plan(p *partState, maxBytes int) (c planned, ok bool) {
 		return c, false
 	}
 	_, moved := p.led.watermark()
-	if p.keys != nil {
-		// under key the base also moves inside the segment at the watermark
-		if rp, ok := p.resumePoint(); ok && base > rp {
-			moved = true
-		}
-	}
+	// under key the base also moves inside the segment at the watermark
+	moved = moved || p.dlv.baseMoved(p, base)
 	c.eo = kgo.EpochOffset{Epoch: p.positionLeaderEpoch(base), Offset: base}
 	keptTo := base
 	if o.conf.CommitMetadata {
@@ -172,13 +168,9 @@ func (p *partState) knownDelivered(base int64) []commitmeta.Range {
 
 // delivered returns what p delivered above base in this epoch: the window's
 // delivered batches, and under key the done records of segments not
-// resolved (keyedDelivered).
+// resolved (keyPart.delivered, keyed_commit.go).
 func (p *partState) delivered(base int64) []commitmeta.Range {
-	ranges := p.led.delivered(base)
-	if p.keys != nil {
-		ranges = p.keys.keyedDelivered(base, ranges)
-	}
-	return ranges
+	return p.dlv.delivered(base, p.led.delivered(base))
 }
 
 // positionLeaderEpoch is the leader epoch that goes with base as a position, in
@@ -208,13 +200,12 @@ func (p *partState) positionLeaderEpoch(base int64) int32 {
 // EndOffset), and kgo reports data loss when that is below N (consumer.go:
 // 2847-2849). The record before base validates at base when it is at
 // base-1, or when the gap between them lies inside its epoch; but where a
-// commit under key passes a gap (keyedBase), the next epoch may have begun
-// in the gap: then the record at base stands in (keyedLeaderEpoch).
+// commit under key passes a gap (keyPart.commitBase), the next epoch may
+// have begun in the gap: then the record at base stands in
+// (keyPart.leaderEpochBefore, keyed_commit.go).
 func (p *partState) leaderEpochBefore(base int64) int32 {
-	if p.keys != nil {
-		if e, ok := p.keyedLeaderEpoch(base); ok {
-			return e
-		}
+	if e, ok := p.dlv.leaderEpochBefore(p, base); ok {
+		return e
 	}
 	return p.led.leaderEpochAt(base - 1)
 }

@@ -10,8 +10,8 @@ import "github.com/twmb/franz-go/pkg/kgo"
 // at or below lastQueued, in offset order; skipQueued counts the skip
 // batches of ready that are not transaction markers. Owned by the owner
 // goroutine, inside its partState; enqueue (below) fills it, and the
-// hand-out (serve, handout.go) or, under ordering: key, admit (keyed.go)
-// empties it.
+// hand-out (serve, handout.go) or, under ordering: key, the admission of
+// segments (keyPart.admit, keyed.go) empties it.
 type queue struct {
 	ready []rawBatch
 	retry []*Batch

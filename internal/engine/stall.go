@@ -68,12 +68,10 @@ func (p *partState) stallInfo() (s commitmeta.Stall, b *Batch, ok bool) {
 	if nacked {
 		// Seen failing here: the whole provenance, even when the commit
 		// carried only its mark.
-		s.First, s.Last, s.Reason, s.MarkOnly = b.raw.first, b.raw.last, b.lastErr, false
-		if p.keys != nil {
-			// the base may lie inside the segment (keyedBase): a restart
-			// knows the stall by its offset
-			s.First = max(s.First, base)
-		}
+		s.Last, s.Reason, s.MarkOnly = b.raw.last, b.lastErr, false
+		// under key the base may lie inside the segment
+		// (keyPart.stallFirst): a restart knows the stall by its offset
+		s.First = p.dlv.stallFirst(b.raw.first, base)
 		if b.deadLetterErr != "" {
 			s.Reason = cutReason("dead_letter_write: " + b.deadLetterErr)
 		}

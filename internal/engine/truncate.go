@@ -24,7 +24,7 @@ import (
 // record of that key is still out. The fetch is dropped (p is draining),
 // and so are later ones until the rewind.
 func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partState {
-	if p.keys != nil && p.inPipeline() > 0 {
+	if p.dlv.drainsBeforeSuccessor() && p.inPipeline() > 0 {
 		o.log.Debugf("kafka_watermark: %s/%d: truncated at offset %d: draining %d hand-out(s) before going on",
 			p.tp.topic, p.tp.partition, at, p.inPipeline())
 		o.drainThen(p, func(old *partState) {
