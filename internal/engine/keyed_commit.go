@@ -169,5 +169,5 @@ func (k *keyPart) delivered(base int64, ranges []commitmeta.Range) []commitmeta.
 			runs = append(runs, commitmeta.Range{From: r.From, To: r.To})
 		}
 	}
-	return mergeRanges(ranges, runs)
+	return commitmeta.MergeRanges(ranges, runs)
 }

@@ -197,9 +197,9 @@ func (o *owner) lose(p *partState, from, to, logStart int64, after int32, cause 
 	if after >= 0 && o.lost.acceptedEpoch[p.tp] < after {
 		accepted = nil
 	}
-	gone := subtractRanges(commitmeta.Range{From: from, To: to}, claims, o.lost.lossReported[p.tp], accepted)
+	gone := commitmeta.SubtractRanges(commitmeta.Range{From: from, To: to}, claims, o.lost.lossReported[p.tp], accepted)
 	if n := o.sayLost(p, gone, logStart, cause); n > 0 {
-		o.lost.lossReported[p.tp] = mergeRanges(o.lost.lossReported[p.tp], gone)
+		o.lost.lossReported[p.tp] = commitmeta.MergeRanges(o.lost.lossReported[p.tp], gone)
 		o.carryLoss(p, commitmeta.Loss{First: gone[0].From, Last: gone[len(gone)-1].To - 1, Count: n, Since: o.now(), Cause: cause})
 	}
 }
@@ -237,7 +237,7 @@ func (o *owner) inheritLoss(p *partState, loss *commitmeta.Loss) {
 		// A truncation's offsets are of the old log: the new log's
 		// records there are others, which may be lost in their turn
 		// (and a report that merged one is named after it: carryLoss).
-		o.lost.lossReported[p.tp] = mergeRanges(o.lost.lossReported[p.tp], []commitmeta.Range{{From: l.First, To: l.Last + 1}})
+		o.lost.lossReported[p.tp] = commitmeta.MergeRanges(o.lost.lossReported[p.tp], []commitmeta.Range{{From: l.First, To: l.Last + 1}})
 	}
 	if o.conf.LostReportFor > 0 && o.now().Sub(l.Since) < o.conf.LostReportFor {
 		p.loss.carried = l
@@ -385,6 +385,6 @@ func (o *owner) noteAccepted(p *partState, b *Batch, failed []int) {
 	// What is below the watermark is never lost: kept, it would only grow.
 	base, _ := p.commitBase()
 	kept := slices.DeleteFunc(o.lost.accepted[p.tp], func(r commitmeta.Range) bool { return r.To <= base })
-	o.lost.accepted[p.tp] = mergeRanges(kept, rs)
+	o.lost.accepted[p.tp] = commitmeta.MergeRanges(kept, rs)
 	o.lost.acceptedEpoch[p.tp] = epoch
 }

@@ -163,7 +163,7 @@ func (p *partState) knownDelivered(base int64) []commitmeta.Range {
 			above = append(above, commitmeta.Range{From: max(r.From, base+1), To: r.To})
 		}
 	}
-	return mergeRanges(p.delivered(base), above)
+	return commitmeta.MergeRanges(p.delivered(base), above)
 }
 
 // delivered returns what p delivered above base in this epoch: the window's

@@ -58,7 +58,7 @@ func (o *owner) truncated(p *partState, at int64, epoch int32, seq uint64) *part
 		}
 	}
 	if from := max(wm, at); end > from {
-		lostRanges = subtractRanges(commitmeta.Range{From: from, To: end}, ranges, o.lost.lossReported[p.tp])
+		lostRanges = commitmeta.SubtractRanges(commitmeta.Range{From: from, To: end}, ranges, o.lost.lossReported[p.tp])
 	}
 	// The leader epoch in force before base is the old log's, which the
 	// new one holds unchanged below at; with none known, the new log's

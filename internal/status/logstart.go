@@ -39,14 +39,11 @@ func (p *Partition) goneBelowStart() *GoneBelowStart {
 	if p.Committed < 0 || p.Committed >= p.LogStart {
 		return nil
 	}
-	skip := p.delivered
+	var reported []commitmeta.Range
 	if l := p.Loss; l != nil && l.Cause == commitmeta.CauseRetention && l.Count == l.Last-l.First+1 {
-		skip = append(skip[:len(skip):len(skip)], commitmeta.Range{From: l.First, To: l.Last + 1})
+		reported = []commitmeta.Range{{From: l.First, To: l.Last + 1}}
 	}
-	gone := []commitmeta.Range{{From: p.Committed, To: p.LogStart}}
-	for _, s := range skip {
-		gone = subtract(gone, s)
-	}
+	gone := commitmeta.SubtractRanges(commitmeta.Range{From: p.Committed, To: p.LogStart}, p.delivered, reported)
 	if len(gone) == 0 {
 		return nil
 	}
@@ -55,23 +52,4 @@ func (p *Partition) goneBelowStart() *GoneBelowStart {
 		g.Count += r.To - r.From
 	}
 	return g
-}
-
-// subtract returns the ranges of rs (sorted, disjoint) that s does not
-// cover, sorted and disjoint.
-func subtract(rs []commitmeta.Range, s commitmeta.Range) []commitmeta.Range {
-	var out []commitmeta.Range
-	for _, r := range rs {
-		if s.To <= r.From || s.From >= r.To || s.To <= s.From {
-			out = append(out, r)
-			continue
-		}
-		if s.From > r.From {
-			out = append(out, commitmeta.Range{From: r.From, To: s.From})
-		}
-		if s.To < r.To {
-			out = append(out, commitmeta.Range{From: s.To, To: r.To})
-		}
-	}
-	return out
 }
