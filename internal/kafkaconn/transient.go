@@ -66,10 +66,12 @@ func (r Retries) String() string {
 // Retry calls fn until it returns nil or an error that is not Transient,
 // waiting a growing time between tries (100 ms doubling to 1 s), for as long
 // as ctx lasts: a command's --timeout bounds its retries as it bounds one
-// try. It returns fn's last error, and says so when it gave up after
-// retrying: "gave up after <n> tries over <d>: <error>", where the error is
-// the last transient one when the last try ended only because ctx did (its
-// own error would say nothing but "context deadline exceeded").
+// try. It returns fn's last error as it is, an answer such as an unknown
+// group being no reason to retry; when ctx ends while the broker still
+// answers a transient error, it gives up with "gave up after <n> tries over
+// <d>: <the last transient error>" (the last try's own error would say
+// nothing but "context deadline exceeded"), which is itself Transient. The
+// caller says what was retried (Retries.String) unless it gave up.
 //
 // Retry keeps no state; fn is called from the caller's goroutine.
 func Retry(ctx context.Context, fn func(context.Context) error) (Retries, error) {
@@ -87,9 +89,6 @@ func Retry(ctx context.Context, fn func(context.Context) error) (Retries, error)
 			return r, r.gaveUp(r.Last)
 		}
 		if !Transient(err) {
-			if r.Last != nil {
-				return r, r.gaveUp(err)
-			}
 			return r, err
 		}
 		r.Last = err

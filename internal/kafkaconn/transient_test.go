@@ -44,6 +44,18 @@ func TestRetry(t *testing.T) {
 	assert.Equal(t, 3, r.Tries)
 	assert.Regexp(t, `^retried 2 time\(s\) over .*: find coordinator: COORDINATOR_NOT_AVAILABLE`, r.String())
 
+	// Any other error ends it, as it is, after retries too.
+	calls = 0
+	r, err = Retry(t.Context(), func(context.Context) error {
+		if calls++; calls < 2 {
+			return kerr.NotCoordinator
+		}
+		return kerr.GroupIDNotFound
+	})
+	assert.Equal(t, kerr.GroupIDNotFound, err)
+	assert.False(t, Transient(err))
+	assert.Regexp(t, `^retried 1 time\(s\) over .*: NOT_COORDINATOR`, r.String())
+
 	// Any other error ends it at once; a first-try success says nothing.
 	r, err = Retry(t.Context(), func(context.Context) error { return kerr.UnknownTopicOrPartition })
 	assert.ErrorIs(t, err, kerr.UnknownTopicOrPartition)
@@ -68,4 +80,5 @@ func TestRetry(t *testing.T) {
 	assert.ErrorIs(t, err, kerr.CoordinatorLoadInProgress)
 	assert.Greater(t, r.Tries, 1)
 	assert.Regexp(t, `^gave up after \d+ tries over .*: COORDINATOR_LOAD_IN_PROGRESS`, err.Error())
+	assert.True(t, Transient(err), "a give-up is still the broker's transient answer")
 }

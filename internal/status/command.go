@@ -124,11 +124,11 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 		r, err = Collect(ctx, kadm.NewClient(cl), Query{Group: t.Group, Topics: t.Topics, RegexpTopics: t.RegexpTopics})
 		return err
 	})
+	if s := retries.String(); s != "" && !kafkaconn.Transient(err) {
+		fmt.Fprintf(stderr, "status: %s\n", Scrub(s, secrets))
+	}
 	if err != nil {
 		return fail(timedOut(err))
-	}
-	if s := retries.String(); s != "" {
-		fmt.Fprintf(stderr, "status: %s\n", Scrub(s, secrets))
 	}
 
 	var out bytes.Buffer
