@@ -2,9 +2,7 @@ package plugin
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -35,8 +33,8 @@ func (in *Input) clientOpts(e *engine.Engine) []kgo.Opt {
 		// offsets (they are never handed out): otherwise a partition that
 		// ends in a marker is committed one short of its end for ever.
 		kgo.KeepControlRecords(),
-		kgo.WithLogger(&kgoLogger{log: in.log}),
 	)
+	opts = append(opts, logOpts(in.log)...)
 	if c.readCommitted {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
@@ -108,27 +106,4 @@ func (in *Input) onOffsetsFetched(ctx context.Context, e *engine.Engine, cl *kgo
 			fieldStartOffset, startCommitted, in.conf.group, missing)
 	}
 	return nil
-}
-
-// kgoLogger forwards franz-go's log lines to Benthos's logger, one level
-// down for info and debug: the client is chatty at info.
-type kgoLogger struct{ log *service.Logger }
-
-func (l *kgoLogger) Level() kgo.LogLevel { return kgo.LogLevelInfo }
-
-func (l *kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	line := msg
-	for i := 0; i+1 < len(keyvals); i += 2 {
-		line += fmt.Sprintf(" %v=%v", keyvals[i], keyvals[i+1])
-	}
-	switch level {
-	case kgo.LogLevelError:
-		l.log.Errorf("kgo: %s", line)
-	case kgo.LogLevelWarn:
-		l.log.Warnf("kgo: %s", line)
-	case kgo.LogLevelInfo:
-		l.log.Debugf("kgo: %s", line)
-	default:
-		l.log.Tracef("kgo: %s", line)
-	}
 }

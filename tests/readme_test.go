@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -201,8 +200,8 @@ func readmeCommands() []readmeCommand {
 		{cmd: "bin/watermark-connect --version", kind: runToEnd, timeout: time.Minute, out: []string{"Version: v0.1."}},
 		{cmd: `go build -ldflags "-X main.version=v0.1.0-custom" -o bin/watermark-connect ./cmd/watermark-connect`,
 			kind: runToEnd, timeout: 5 * time.Minute},
-		{cmd: "go get github.com/watermark-connect/watermark-connect@v0.1.0", kind: covered,
-			why: "TestReadmeCustomBuild runs it, and the next, in a module of its own"},
+		{cmd: "go mod edit -replace github.com/watermark-connect/watermark-connect=../watermark-connect", kind: covered,
+			why: "TestReadmeCustomBuild runs it, and the next, as written, in a module of its own"},
 		{cmd: "go mod tidy", kind: covered, why: "TestReadmeCustomBuild runs it in a module of its own"},
 		// Running a pipeline: from the demo to a real broker.
 		{cmd: "make broker-start", kind: covered,
@@ -317,34 +316,36 @@ func TestReadmeShellCommandsParsing(t *testing.T) {
 }
 
 // TestReadmeCustomBuild builds the README's custom-build recipe as a user
-// would: in a module of its own, `go get` of this module (replaced by this
-// checkout, as no proxy serves it here) at the version the README names,
-// the README's main.go, `go mod tidy`, `go build`; the binary must list
-// kafka_watermark.
+// would: in a module of its own (go mod init stands for the user's build),
+// beside a ../watermark-connect that is this checkout (a symlink: the
+// README's path for "your checkout"), the README's main.go, then every
+// command of the section's shell block exactly as written, then `go build`;
+// the binary must list kafka_watermark.
+//
+// Issue 30: the README said `go get ...@v0.1.0`, which the module proxy
+// refuses (nothing is published), and this test passed only because it
+// added a replace the README never showed. Nothing is added here between
+// the README's commands.
 func TestReadmeCustomBuild(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a Benthos binary: skipped with -short")
 	}
 	raw, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
 	require.NoError(t, err)
-	readme := string(raw)
-	section, ok := between(readme, "### Adding the input to your own build", "\n## ")
+	section, ok := between(string(raw), "### Adding the input to your own build", "\n## ")
 	require.True(t, ok, "README.md has the custom-build section")
-	goGet := regexp.MustCompile(`(?m)^(go get github.com/watermark-connect/watermark-connect@\S+)`).FindStringSubmatch(section)
-	require.NotNil(t, goGet, "the section says how to go get the module")
+	recipe := readmeShellCommands(section)
+	require.NotEmpty(t, recipe, "the section says how to add the module")
 	mainGo, ok := between(section, "```go\n", "```")
 	require.True(t, ok, "the section has the program")
 
-	dir := t.TempDir()
+	root := t.TempDir()
+	require.NoError(t, os.Symlink(repoRoot, filepath.Join(root, "watermark-connect")))
+	dir := filepath.Join(root, "mybuild")
+	require.NoError(t, os.Mkdir(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), []byte(mainGo), 0o644))
-	for _, step := range []string{
-		"go mod init example.com/mybuild",
-		"go mod edit -replace github.com/watermark-connect/watermark-connect=" + repoRoot,
-		goGet[1],
-		"go mod tidy",
-		"go build -o mybuild .",
-		"./mybuild list inputs",
-	} {
+	steps := append([]string{"go mod init example.com/mybuild"}, recipe...)
+	for _, step := range append(steps, "go build -o mybuild .", "./mybuild list inputs") {
 		out, code := runShellIn(t, dir, step, os.Environ(), 5*time.Minute)
 		require.Equalf(t, 0, code, "%s\n%s", step, tail(out, 40))
 		if strings.HasPrefix(step, "./mybuild") {

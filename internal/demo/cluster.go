@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/kafkaconn"
 )
 
 // demoCluster is the broker the demo runs against: an in-process kfake
@@ -23,6 +26,9 @@ type demoCluster struct {
 	brokers []string
 	cl      *kgo.Client
 	adm     *kadm.Client
+	// log is where retry says what it retried (the demo's output); nil
+	// says nothing. Set once, before the cluster is used.
+	log io.Writer
 }
 
 // startCluster connects to brokers, or starts kfake on a random free
@@ -49,6 +55,19 @@ func startCluster(ctx context.Context, brokers []string) (*demoCluster, error) {
 	return c, nil
 }
 
+// retry runs fn, a read of the broker or a write it may repeat, again while
+// the broker answers what it answers only for a while (kafkaconn.Transient:
+// a broker that has just started says COORDINATOR_NOT_AVAILABLE for
+// seconds), within ctx, and says on c.log what it retried, unless it gave
+// up, which its error says.
+func (c *demoCluster) retry(ctx context.Context, fn func(context.Context) error) error {
+	r, err := kafkaconn.Retry(ctx, fn)
+	if s := r.String(); s != "" && !kafkaconn.Transient(err) && c.log != nil {
+		fmt.Fprintf(c.log, "kafka at %s: %s\n", strings.Join(c.brokers, ","), s)
+	}
+	return err
+}
+
 func (c *demoCluster) close() {
 	if c.cl != nil {
 		c.cl.Close()
@@ -62,16 +81,22 @@ func (c *demoCluster) close() {
 // the given partitions when it does not exist. An existing topic keeps its
 // own partition count.
 func (c *demoCluster) ensureTopic(ctx context.Context, topic string, partitions int32) (n int32, created bool, err error) {
-	details, err := c.adm.ListTopics(ctx, topic)
+	var details kadm.TopicDetails
+	err = c.retry(ctx, func(ctx context.Context) error {
+		var err error
+		if details, err = c.adm.ListTopics(ctx, topic); err != nil {
+			return fmt.Errorf("describing topic %q: %w", topic, err)
+		}
+		if d := details[topic]; details.Has(topic) && d.Err != nil {
+			return fmt.Errorf("describing topic %q: %w", topic, d.Err)
+		}
+		return nil
+	})
 	if err != nil {
-		return 0, false, fmt.Errorf("describing topic %q: %w", topic, err)
+		return 0, false, err
 	}
 	if details.Has(topic) {
-		d := details[topic]
-		if d.Err != nil {
-			return 0, false, fmt.Errorf("describing topic %q: %w", topic, d.Err)
-		}
-		return int32(len(d.Partitions)), false, nil
+		return int32(len(details[topic].Partitions)), false, nil
 	}
 	if _, err := c.adm.CreateTopic(ctx, partitions, -1, nil, topic); err != nil {
 		return 0, false, fmt.Errorf("creating topic %q with %d partitions: %w", topic, partitions, err)
@@ -117,12 +142,19 @@ func (c *demoCluster) produce(ctx context.Context, topic string, partitions int3
 
 // endOffsets returns every partition's log end offset.
 func (c *demoCluster) endOffsets(ctx context.Context, topic string) (map[int32]int64, error) {
-	l, err := c.adm.ListEndOffsets(ctx, topic)
-	if err == nil {
-		err = l.Error()
-	}
+	var l kadm.ListedOffsets
+	err := c.retry(ctx, func(ctx context.Context) error {
+		var err error
+		if l, err = c.adm.ListEndOffsets(ctx, topic); err == nil {
+			err = l.Error()
+		}
+		if err != nil {
+			return fmt.Errorf("listing end offsets of %q: %w", topic, err)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("listing end offsets of %q: %w", topic, err)
+		return nil, err
 	}
 	out := map[int32]int64{}
 	l.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
@@ -132,15 +164,22 @@ func (c *demoCluster) endOffsets(ctx context.Context, topic string) (map[int32]i
 // committed returns the group's committed offset of every partition of the
 // topic that has one.
 func (c *demoCluster) committed(ctx context.Context, group, topic string) (map[int32]int64, error) {
-	rs, err := c.adm.FetchOffsetsForTopics(ctx, group, topic)
-	if err == nil {
-		err = rs.Error()
-	}
+	var rs kadm.OffsetResponses
+	err := c.retry(ctx, func(ctx context.Context) error {
+		var err error
+		if rs, err = c.adm.FetchOffsetsForTopics(ctx, group, topic); err == nil {
+			err = rs.Error()
+		}
+		if err != nil {
+			return fmt.Errorf("fetching the offsets of group %q: %w", group, err)
+		}
+		return nil
+	})
 	if errors.Is(err, kerr.GroupIDNotFound) {
 		return map[int32]int64{}, nil // a group that never committed
 	}
 	if err != nil {
-		return nil, fmt.Errorf("fetching the offsets of group %q: %w", group, err)
+		return nil, err
 	}
 	out := map[int32]int64{}
 	rs.Each(func(o kadm.OffsetResponse) {
@@ -159,12 +198,15 @@ func (c *demoCluster) commit(ctx context.Context, group, topic string, offsets m
 	for p, at := range offsets {
 		offs.Add(kadm.Offset{Topic: topic, Partition: p, At: at, LeaderEpoch: -1})
 	}
-	rs, err := c.adm.CommitOffsets(ctx, group, offs)
-	if err == nil {
-		err = rs.Error()
-	}
-	if err != nil {
-		return fmt.Errorf("committing the start offsets of group %q: %w", group, err)
-	}
-	return nil
+	// The same offsets again: a retry commits nothing new.
+	return c.retry(ctx, func(ctx context.Context) error {
+		rs, err := c.adm.CommitOffsets(ctx, group, offs)
+		if err == nil {
+			err = rs.Error()
+		}
+		if err != nil {
+			return fmt.Errorf("committing the start offsets of group %q: %w", group, err)
+		}
+		return nil
+	})
 }

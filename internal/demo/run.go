@@ -78,6 +78,7 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer, live bool) (*demoR
 		return nil, err
 	}
 	defer cluster.close()
+	cluster.log = w
 
 	ranges, err := prepareTopic(setupCtx, cluster, o, rng, w)
 	if err != nil {
@@ -105,6 +106,11 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer, live bool) (*demoR
 
 	obs := observer{cluster: cluster, o: o, ranges: ranges, sink: sink, gauges: gauges}
 	head := fmt.Sprintf("topic %s, group %s, brokers %s", o.Topic, o.Group, strings.Join(cluster.brokers, ","))
+	if live {
+		// A line between two redraws of the table would leave it garbled:
+		// the live view says nothing of its reads' retries.
+		cluster.log = nil
+	}
 	seen, runErr := watch(ctx, obs, o, w, live, head, began, runDone)
 
 	stopCtx, stopCancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -19,15 +19,19 @@
 //     heartbeat (refused.go).
 //   - How often and for how long kgo retries a request follows the group's
 //     session timeout (retry.go).
+//   - A command (status, demo) retries answers a broker gives only for a
+//     while, such as a fresh broker's COORDINATOR_NOT_AVAILABLE, which kgo
+//     does not retry for it, within the command's deadline (transient.go).
 //
 // Files: conn.go (Config and Opts), parse.go (Parse), sasl.go (SASL
 // mechanisms, ValidateSASL), dialer.go (the tcp block and TLS), refused.go,
-// retry.go.
+// retry.go, transient.go (Transient, Retry).
 //
 // # Concurrency
 //
-// Parse and ValidateSASL keep no state. Config, SASL and
-// UnknownMechanismError are values, safe for concurrent reads; Opts neither
+// Parse, ValidateSASL, Transient and Retry keep no state. Config, SASL,
+// Retries and UnknownMechanismError are values, safe for concurrent reads;
+// Opts neither
 // keeps nor modifies its Config. The options share the Config's *tls.Config
 // and *net.Dialer, which must not be modified once Opts has been called. The
 // dial function in the options is safe for concurrent use, as kgo needs (it

@@ -18,6 +18,7 @@ import (
 // testCluster is an in-process kfake cluster with an admin client, for
 // writing the commits a report is read from.
 type testCluster struct {
+	kc   *kfake.Cluster
 	addr string
 	cl   *kgo.Client
 	adm  *kadm.Client
@@ -41,7 +42,7 @@ func newClusterWith(t *testing.T, clientOpts []kgo.Opt, opts ...kfake.Opt) *test
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner())}, clientOpts...)...)
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
-	return &testCluster{addr: addr, cl: cl, adm: kadm.NewClient(cl)}
+	return &testCluster{kc: c, addr: addr, cl: cl, adm: kadm.NewClient(cl)}
 }
 
 func testContext(t *testing.T) context.Context {

@@ -11,6 +11,8 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/urfave/cli/v2"
+
+	"github.com/watermark-connect/watermark-connect/internal/kafkaconn"
 )
 
 // Exit statuses of the status command. For a readiness probe, 1, 2 and 4
@@ -114,7 +116,17 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 		return fail(timedOut(err))
 	}
 	defer cl.Close()
-	r, err := Collect(ctx, kadm.NewClient(cl), Query{Group: t.Group, Topics: t.Topics, RegexpTopics: t.RegexpTopics})
+	// A broker that has just started answers COORDINATOR_NOT_AVAILABLE for
+	// seconds: Collect reads only, so it is tried again within --timeout.
+	var r *Report
+	retries, err := kafkaconn.Retry(ctx, func(ctx context.Context) error {
+		var err error
+		r, err = Collect(ctx, kadm.NewClient(cl), Query{Group: t.Group, Topics: t.Topics, RegexpTopics: t.RegexpTopics})
+		return err
+	})
+	if s := retries.String(); s != "" && !kafkaconn.Transient(err) {
+		fmt.Fprintf(stderr, "status: %s\n", Scrub(s, secrets))
+	}
 	if err != nil {
 		return fail(timedOut(err))
 	}
