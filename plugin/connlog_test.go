@@ -79,7 +79,7 @@ func TestClientLogsFailedDialsWithBackoff(t *testing.T) {
 	var out syncBuf
 	log := service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(&out, nil)))
 	// Connecting as the input does: a refused dial is retriable
-	// (kafkaconn's refused.go), so kgo dials again every 250 ms to 5 s.
+	// (internal/kafkaconn/refused.go), so kgo dials again every 250 ms to 5 s.
 	conn := kafkaconn.Config{SeedBrokers: []string{addr}, ClientID: "t", SessionTimeout: 10 * time.Second}
 	opts := append(conn.Opts(), logOpts(log)...)
 	cl, err := kgo.NewClient(append(opts, kgo.ConsumerGroup("g"), kgo.ConsumeTopics("orders"))...)
