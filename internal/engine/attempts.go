@@ -197,7 +197,7 @@ func (o *owner) ungate(p *partState, noRoom []*Batch, all bool) {
 			o.log.Warnf("kafka_watermark: %s/%d offsets %d-%d go out as attempt %d before a commit carried it: the commit metadata had no room for it (%s)",
 				p.tp.topic, p.tp.partition, b.raw.first, b.raw.last, b.tried(), FieldCommitMetadataMaxBytes)
 		}
-		p.queue.retry = append(p.queue.retry, b)
+		p.queue.addRetry(b)
 	}
 	clear(p.att.gated[len(kept):])
 	p.att.gated = kept

@@ -145,7 +145,7 @@ func (o *owner) checkFetch(p *partState, fp *kgo.FetchPartition, seq uint64) *pa
 	if p.loss.expect >= 0 && first.Offset > p.loss.expect {
 		if fp.LogStartOffset > p.loss.expect {
 			o.lose(p, p.loss.expect, min(fp.LogStartOffset, first.Offset), fp.LogStartOffset, first.LeaderEpoch, causeRetention)
-		} else if p.replay.firstAtMost >= 0 && p.queue.firstFetched < 0 && first.Offset > p.replay.firstAtMost {
+		} else if p.replay.firstAtMost >= 0 && !p.queue.fetched() && first.Offset > p.replay.firstAtMost {
 			o.log.Infof("kafka_watermark: %s/%d: the records of the replayed batch from offset %d are gone from the log though its start (%d) did not pass them (compaction): going on from offset %d",
 				p.tp.topic, p.tp.partition, p.loss.expect, fp.LogStartOffset, first.Offset)
 		}
@@ -156,7 +156,7 @@ func (o *owner) checkFetch(p *partState, fp *kgo.FetchPartition, seq uint64) *pa
 // onLogStart takes a log start listed for p (lag.go): the offsets above what
 // p queued, and below the log start, can no longer be fetched.
 func (o *owner) onLogStart(p *partState, logStart int64) {
-	from := max(p.queue.lastQueued+1, p.loss.expect)
+	from := max(p.queue.queuedTo(), p.loss.expect)
 	if from < 0 || logStart <= from {
 		return
 	}

@@ -90,11 +90,10 @@ func (p *partState) skipping(r *kgo.Record) bool {
 // the next commit's ranges still cover them.
 func (o *owner) passSkipped(p *partState) {
 	passed := false
-	for len(p.queue.ready) > 0 && p.queue.ready[0].skip {
-		rb := p.queue.popReady()
+	for p.queue.skipAtFront() {
+		rb := p.queue.passSkip()
 		p.led.registerDelivered(rb)
 		if !rb.control {
-			p.queue.skipQueued--
 			p.resume.skippedRecords += len(rb.records)
 			o.m.skipped.Incr(int64(len(rb.records)), p.labels[:]...)
 		}
@@ -112,7 +111,7 @@ func (o *owner) passSkipped(p *partState) {
 	}
 	// Once every range is passed and every skip batch registered, say
 	// what was skipped, once.
-	if !p.resume.skipLogged && p.resume.skippedRanges > 0 && len(p.resume.skip) == 0 && p.queue.skipQueued == 0 {
+	if !p.resume.skipLogged && p.resume.skippedRanges > 0 && len(p.resume.skip) == 0 && !p.queue.skipsQueued() {
 		p.resume.skipLogged = true
 		o.log.Infof("kafka_watermark: %s/%d: skipped %d record(s) in %d range(s) that the last commit showed delivered",
 			p.tp.topic, p.tp.partition, p.resume.skippedRecords, p.resume.skippedRanges)

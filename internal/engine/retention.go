@@ -128,10 +128,7 @@ func (p *partState) watermarkRecordTime() (time.Time, bool) {
 		}
 		return time.Time{}, false
 	}
-	if len(p.queue.ready) > 0 && len(p.queue.ready[0].records) > 0 {
-		return p.queue.ready[0].records[0].Timestamp, true
-	}
-	return time.Time{}, false
+	return p.queue.frontTimestamp()
 }
 
 // headroom is p's retention headroom in seconds now, or noHeadroom.

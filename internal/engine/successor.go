@@ -87,7 +87,7 @@ func (o *owner) succeed(old *partState, s succession) *partState {
 		np.commits.hasCommitted, np.commits.committedMeta = false, ""
 	}
 	np.resume.fetched, np.resume.fetchedLeaderEpoch = s.base, s.leaderEpoch
-	np.queue.highWatermark = old.queue.highWatermark
+	np.queue.setLogEnd(old.queue.logEnd())
 	np.loss.expect = s.base
 	np.loss.retentionMs = old.loss.retentionMs
 	np.loss.truncatedAt, np.loss.truncatedFrom = old.loss.truncatedAt, old.loss.truncatedFrom

@@ -42,7 +42,7 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 // takes the fetch of poll seq (noPollWindow: outside one).
 func (o *owner) truncated(p *partState, at int64, epoch int32, seq uint64) *partState {
 	wm, _ := p.commitBase()
-	end := max(p.queue.lastQueued+1, p.loss.expect, wm)
+	end := max(p.queue.queuedTo(), p.loss.expect, wm)
 	o.lost.accepted[p.tp] = cutRanges(o.lost.accepted[p.tp], at)
 	// Delivered from the old log at or above at: below the watermark all
 	// of it, above it the delivered ranges.
