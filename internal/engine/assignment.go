@@ -133,8 +133,8 @@ func (p *partState) resumePoint() (int64, bool) {
 	if p.commits.hasCommitted {
 		return p.commits.committed, true
 	}
-	if p.resume.fetched >= 0 {
-		return p.resume.fetched, true
+	if start, ok := p.resume.start(); ok {
+		return start, true
 	}
 	return p.queue.first()
 }
@@ -158,8 +158,8 @@ func (p *partState) segmentBase() (int64, bool) {
 		return wm, true
 	}
 	first, fetched := p.queue.first()
-	if p.resume.fetched >= 0 && (!fetched || p.resume.fetched <= first) {
-		return p.resume.fetched, true
+	if start, ok := p.resume.start(); ok && (!fetched || start <= first) {
+		return start, true
 	}
 	return first, fetched
 }

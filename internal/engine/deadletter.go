@@ -77,7 +77,7 @@ func (o *owner) deadLetter(p *partState, b *Batch, attempts int) {
 	}
 	// The batch at the offset this epoch started from failed before it
 	// (a replay in place, a restart): its first failure is that stall's.
-	if since := p.att.since; b.prior > 0 && b.raw.first == p.resume.fetched && !since.IsZero() &&
+	if since := p.att.since; b.prior > 0 && p.resume.startsAt(b.raw.first) && !since.IsZero() &&
 		(l.FirstFailed.IsZero() || since.Before(l.FirstFailed)) {
 		l.FirstFailed = since
 	}

@@ -128,7 +128,7 @@ func (p *partState) knownLeaderEpoch() int32 {
 	if e, ok := p.led.lastLeaderEpoch(); ok {
 		return e
 	}
-	return p.resume.fetchedLeaderEpoch
+	return p.resume.committedLeaderEpoch()
 }
 
 // checkFetch looks at the records of one fetch of p before they are queued,

@@ -130,23 +130,7 @@ func (o *owner) plan(p *partState, maxBytes int) (c planned, ok bool) {
 // then would deliver them again.
 func (p *partState) deliveredRanges(base int64) []commitmeta.Range {
 	ranges := p.delivered(base)
-	frontier := base
-	frontier = p.led.frontier(frontier)
-	for _, r := range p.resume.inherited {
-		if r.To <= frontier {
-			continue
-		}
-		from := max(r.From, frontier, base+1)
-		if from >= r.To {
-			continue
-		}
-		if n := len(ranges); n > 0 && ranges[n-1].To >= from {
-			ranges[n-1].To = max(ranges[n-1].To, r.To)
-			continue
-		}
-		ranges = append(ranges, commitmeta.Range{From: from, To: r.To})
-	}
-	return ranges
+	return p.resume.beyond(base, p.led.frontier(base), ranges)
 }
 
 // knownDelivered returns every offset range above base that p knows was
@@ -157,13 +141,7 @@ func (p *partState) deliveredRanges(base int64) []commitmeta.Range {
 // range that a deletion made the epoch jump over: a second replay would
 // count its offsets lost.
 func (p *partState) knownDelivered(base int64) []commitmeta.Range {
-	var above []commitmeta.Range
-	for _, r := range p.resume.inherited {
-		if r.To > base+1 {
-			above = append(above, commitmeta.Range{From: max(r.From, base+1), To: r.To})
-		}
-	}
-	return commitmeta.MergeRanges(p.delivered(base), above)
+	return commitmeta.MergeRanges(p.delivered(base), p.resume.above(base))
 }
 
 // delivered returns what p delivered above base in this epoch: the window's
@@ -186,8 +164,8 @@ func (p *partState) positionLeaderEpoch(base int64) int32 {
 	if e := p.leaderEpochBefore(base); e >= 0 {
 		return e
 	}
-	if base == p.resume.fetched && p.resume.fetchedLeaderEpoch >= 0 {
-		return p.resume.fetchedLeaderEpoch
+	if e, ok := p.resume.startLeaderEpoch(base); ok {
+		return e
 	}
 	return p.led.leaderEpochAt(base)
 }
@@ -215,8 +193,8 @@ func (p *partState) leaderEpochBefore(base int64) int32 {
 // the epoch the ranges were written under.
 func (p *partState) leaderEpochOf(offset int64) int32 {
 	e := p.led.leaderEpochAt(offset)
-	if len(p.resume.inherited) > 0 && offset >= p.resume.inherited[0].From {
-		e = max(e, p.resume.skipLeaderEpoch)
+	if ie, ok := p.resume.inheritedEpoch(offset); ok {
+		e = max(e, ie)
 	}
 	return e
 }

@@ -192,7 +192,7 @@ func (p *partState) enqueue(records []*kgo.Record, maxRecords int, maxBytes int6
 		// skipping must see it all the same: its leader epoch can prove
 		// the delivered ranges stale as a record's does, and a marker
 		// may be all a fetch holds below them.
-		covered := p.skipping(r) && !isControl
+		covered := p.resume.skips(r) && !isControl
 		if start >= 0 && (i-start >= maxRecords || size+n > maxBytes || covered != skip || isControl != control ||
 			(len(p.att.carried) > 0 && p.att.cutsAt(r.Offset))) {
 			flush(i)

@@ -86,7 +86,7 @@ func (o *owner) succeed(old *partState, s succession) *partState {
 		// The one commit that goes back: to where the logs diverged.
 		np.commits.hasCommitted, np.commits.committedMeta = false, ""
 	}
-	np.resume.fetched, np.resume.fetchedLeaderEpoch = s.base, s.leaderEpoch
+	np.resume.startAt(s.base, s.leaderEpoch)
 	np.queue.setLogEnd(old.queue.logEnd())
 	np.loss.expect = s.base
 	np.loss.retentionMs = old.loss.retentionMs
@@ -180,7 +180,7 @@ func (o *owner) cancelSuccession(p *partState) {
 // is the poll being handled, in onPoll); np takes records from the polls
 // after it.
 func (o *owner) rewindNow(np *partState, seq uint64) {
-	np.replay.rewindTo = kgo.EpochOffset{Epoch: np.resume.fetchedLeaderEpoch, Offset: np.resume.fetched}
+	np.replay.rewindTo = np.resume.rewindPoint()
 	o.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{np.tp.topic: {np.tp.partition: np.replay.rewindTo}})
 	np.replay.minPoll = seq + 1
 }
@@ -190,7 +190,7 @@ func (o *owner) rewindNow(np *partState, seq uint64) {
 // successor made outside a poll window (a drain's end).
 func (o *owner) rewindLater(np *partState) {
 	np.replay.minPoll = noPoll
-	np.replay.rewindTo = kgo.EpochOffset{Epoch: np.resume.fetchedLeaderEpoch, Offset: np.resume.fetched}
+	np.replay.rewindTo = np.resume.rewindPoint()
 	o.polls.rewinds = append(o.polls.rewinds, np)
 	o.polls.wakePoll()
 }

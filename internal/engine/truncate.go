@@ -65,8 +65,8 @@ func (o *owner) truncated(p *partState, at int64, epoch int32, seq uint64) *part
 	// epoch at at (a rewind below at) stands in.
 	base := min(wm, at)
 	leaderEpoch := p.leaderEpochBefore(base)
-	if leaderEpoch < 0 && base == p.resume.fetched {
-		leaderEpoch = p.resume.fetchedLeaderEpoch
+	if e, ok := p.resume.startLeaderEpoch(base); leaderEpoch < 0 && ok {
+		leaderEpoch = e
 	}
 	if leaderEpoch < 0 {
 		leaderEpoch = epoch
