@@ -46,8 +46,7 @@ func (o *owner) serve() {
 			o.pauseAtLimit(p)
 			o.lists.gauges.add(p)
 		}
-		first := !p.att.firstOut // the epoch's first batch to go out
-		p.att.firstOut = true
+		first := p.att.serveFirst() // the epoch's first batch to go out
 		switch {
 		case b.attempt == 0 && o.deadLetters() && b.prior >= o.conf.MaxAttempts:
 			// Tried max_attempts times before this epoch: it goes to the

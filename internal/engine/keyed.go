@@ -110,7 +110,7 @@ func (k *keyPart) admit(o *owner, p *partState) {
 func (k *keyPart) next(o *owner, p *partState) *Batch {
 	k.admit(o, p) // keys freed since may let more in
 	var class func(keyorder.Record[keyRec]) int
-	if len(p.att.carried) > 0 {
+	if p.att.hasCarried() {
 		class = func(r keyorder.Record[keyRec]) int { return r.Val.seg.prior }
 	}
 	picked := k.sched.PickClass(o.conf.BatchMaxRecords, class)

@@ -277,15 +277,14 @@ func (o *owner) expireLosses(now time.Time) {
 		if !p.live() {
 			return false
 		}
-		if p.att.report.Count > 0 && now.Sub(p.att.report.Since) >= o.conf.DeadLetterReportFor {
-			p.att.report = commitmeta.DeadLetter{} // dead_letter.report_for
+		if p.att.expireReport(now, o.conf.DeadLetterReportFor) { // dead_letter.report_for
 			o.markDirty(p)
 		}
 		if p.loss.carried.Count > 0 && now.Sub(p.loss.carried.Since) >= o.conf.LostReportFor {
 			p.loss.carried = commitmeta.Loss{}
 			o.markDirty(p)
 		}
-		return p.loss.carried.Count > 0 || p.att.report.Count > 0
+		return p.loss.carried.Count > 0 || p.att.reporting()
 	})
 }
 

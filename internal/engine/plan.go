@@ -97,8 +97,7 @@ func (o *owner) plan(p *partState, maxBytes int) (c planned, ok bool) {
 			c.loss = &loss
 		}
 		attempts := p.attemptRanges(base)
-		if p.att.report.Count > 0 {
-			dead := p.att.report
+		if dead, ok := p.att.deadReport(); ok {
 			c.dead = &dead
 		}
 		var k commitmeta.Kept

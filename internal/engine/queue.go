@@ -194,7 +194,7 @@ func (p *partState) enqueue(records []*kgo.Record, maxRecords int, maxBytes int6
 		// may be all a fetch holds below them.
 		covered := p.resume.skips(r) && !isControl
 		if start >= 0 && (i-start >= maxRecords || size+n > maxBytes || covered != skip || isControl != control ||
-			(len(p.att.carried) > 0 && p.att.cutsAt(r.Offset))) {
+			(p.att.hasCarried() && p.att.cutsAt(r.Offset))) {
 			flush(i)
 		}
 		skip, control = covered, isControl

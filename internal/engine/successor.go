@@ -100,20 +100,13 @@ func (o *owner) succeed(old *partState, s succession) *partState {
 	if ranges := cutRanges(old.knownDelivered(base), s.holdsTo); len(ranges) > 0 {
 		np.resume.inherit(ranges, old.leaderEpochOf(ranges[len(ranges)-1].To-1))
 	}
-	np.att.carried = cutAttempts(old.attemptRanges(base), s.base, s.holdsTo)
-	np.att.reason, np.att.since = old.att.reason, old.att.since
-	if stalled, _, ok := old.stallInfo(); ok && stalled.First < s.holdsTo {
-		np.att.reason, np.att.since = stalled.Reason, stalled.Since
-	}
-	if st := old.att.stall; st != nil && st.First == s.base && st.First < s.holdsTo {
-		np.att.stall = st
-	}
+	stalled, _, hasStalled := old.stallInfo()
+	np.att.follow(&old.att, cutAttempts(old.attemptRanges(base), s.base, s.holdsTo), s.base, s.holdsTo, stalled, hasStalled)
 	np.replay.state = old.replay.state
 
 	// Reports, listed for expiry.
 	np.loss.carried = old.loss.carried
-	np.att.report = old.att.report
-	if np.loss.carried.Count > 0 || np.att.report.Count > 0 {
+	if np.loss.carried.Count > 0 || np.att.reporting() {
 		o.lists.losses.add(np)
 	}
 
