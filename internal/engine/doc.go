@@ -53,7 +53,7 @@
 // keyed.go: the key scheduler, the done offsets and the hand-outs out).
 // The owner's own state is in parts
 // too: inbox (owner.go), lists (lists.go), polls (replay.go), commits
-// (commitLoop, commit.go), queries (lag.go), lost (lossBook, loss.go),
+// (commitLoop, commit.go), queries (lag.go), lost (lossBook, lossbook.go),
 // fence (fence.go).
 //
 // # The life of an ack

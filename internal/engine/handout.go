@@ -208,7 +208,7 @@ func (o *owner) onPoll(seq uint64, fetches kgo.Fetches) {
 		}
 		if len(fp.Records) > 0 {
 			p.enqueue(fp.Records, o.conf.BatchMaxRecords, o.conf.BatchMaxBytes)
-			p.loss.expect = max(p.loss.expect, p.queue.queuedTo())
+			p.loss.expectPast(p.queue.queuedTo())
 			p.dlv.admit(o, p)
 			o.schedule(p)
 		}

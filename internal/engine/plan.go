@@ -92,8 +92,7 @@ func (o *owner) plan(p *partState, maxBytes int) (c planned, ok bool) {
 		if stall, stalled := o.stall(p); stalled {
 			c.stall = &stall
 		}
-		if p.loss.carried.Count > 0 {
-			loss := p.loss.carried
+		if loss, ok := p.loss.report(); ok {
 			c.loss = &loss
 		}
 		attempts := p.attemptRanges(base)

@@ -250,7 +250,7 @@ func (o *owner) onFetched(commits map[topicPartition]fetchedCommit) {
 		}
 		p.resume.startAt(fc.offset, fc.leaderEpoch)
 		if fc.offset >= 0 {
-			p.loss.expect = fc.offset
+			p.loss.expectFrom(fc.offset)
 		}
 		if !o.conf.CommitMetadata || fc.offset < 0 || fc.meta == "" {
 			continue

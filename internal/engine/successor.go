@@ -88,12 +88,7 @@ func (o *owner) succeed(old *partState, s succession) *partState {
 	}
 	np.resume.startAt(s.base, s.leaderEpoch)
 	np.queue.setLogEnd(old.queue.logEnd())
-	np.loss.expect = s.base
-	np.loss.retentionMs = old.loss.retentionMs
-	np.loss.truncatedAt, np.loss.truncatedFrom = old.loss.truncatedAt, old.loss.truncatedFrom
-	if s.holdsTo != noTruncation {
-		np.loss.truncatedAt, np.loss.truncatedFrom = s.holdsTo, s.truncatedFrom
-	}
+	np.loss.follow(&old.loss, s.base, s.holdsTo, s.truncatedFrom)
 
 	// Delivered ranges and attempts, of the records the new log holds.
 	base, _ := old.commitBase()
@@ -105,8 +100,7 @@ func (o *owner) succeed(old *partState, s succession) *partState {
 	np.replay.state = old.replay.state
 
 	// Reports, listed for expiry.
-	np.loss.carried = old.loss.carried
-	if np.loss.carried.Count > 0 || np.att.reporting() {
+	if np.loss.reporting() || np.att.reporting() {
 		o.lists.losses.add(np)
 	}
 

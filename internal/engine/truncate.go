@@ -42,7 +42,7 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 // takes the fetch of poll seq (noPollWindow: outside one).
 func (o *owner) truncated(p *partState, at int64, epoch int32, seq uint64) *partState {
 	wm, _ := p.commitBase()
-	end := max(p.queue.queuedTo(), p.loss.expect, wm)
+	end := max(p.queue.queuedTo(), p.loss.expected(), wm)
 	o.lost.accepted[p.tp] = cutRanges(o.lost.accepted[p.tp], at)
 	// Delivered from the old log at or above at: below the watermark all
 	// of it, above it the delivered ranges.
@@ -73,7 +73,7 @@ func (o *owner) truncated(p *partState, at int64, epoch int32, seq uint64) *part
 	}
 	np := o.succeed(p, succession{base: base, leaderEpoch: leaderEpoch, holdsTo: at, truncatedFrom: p.knownLeaderEpoch()})
 
-	if dl := p.loss.dataLoss; dl != nil {
+	if dl := p.loss.lastDataLoss(); dl != nil {
 		o.log.Debugf("kafka_watermark: %s/%d: kgo reported the truncation: %v", np.tp.topic, np.tp.partition, dl)
 	}
 	if seen := o.lost.truncations[np.tp]; slices.Contains(seen, at) {
