@@ -170,6 +170,6 @@ func (o *owner) onRetryDue(b *Batch) {
 	if p.draining {
 		return // a drain does not wait for retries: the batch stays unresolved
 	}
-	p.queue.retry = append(p.queue.retry, b)
+	p.queue.addRetry(b)
 	o.schedule(p)
 }

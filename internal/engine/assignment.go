@@ -85,7 +85,7 @@ func newPartState(tp topicPartition, now time.Time) *partState {
 	return &partState{
 		tp:      tp,
 		led:     newLedger(now),
-		queue:   queue{lastQueued: -1, firstFetched: -1, highWatermark: -1},
+		queue:   newQueue(),
 		resume:  resume{fetched: -1, fetchedLeaderEpoch: -1},
 		commits: commitState{committing: -1},
 		replay:  replayPart{firstAtMost: -1},
@@ -112,7 +112,7 @@ func (p *partState) canHandOut(maxPending int) bool {
 	if p.draining {
 		return false
 	}
-	return len(p.queue.retry) > 0 || p.dlv.canHandOut(p, maxPending)
+	return p.queue.retryLen() > 0 || p.dlv.canHandOut(p, maxPending)
 }
 
 // watermarkAge is how long the watermark has not moved while batches are
@@ -133,10 +133,10 @@ func (p *partState) resumePoint() (int64, bool) {
 	if p.commits.hasCommitted {
 		return p.commits.committed, true
 	}
-	if p.resume.fetched >= 0 {
-		return p.resume.fetched, true
+	if start, ok := p.resume.start(); ok {
+		return start, true
 	}
-	return p.queue.firstFetched, p.queue.firstFetched >= 0
+	return p.queue.first()
 }
 
 // commitBase is the offset a commit would carry now: the watermark, or,
@@ -157,8 +157,9 @@ func (p *partState) segmentBase() (int64, bool) {
 	if wm, ok := p.led.watermark(); ok {
 		return wm, true
 	}
-	if p.resume.fetched >= 0 && (p.queue.firstFetched < 0 || p.resume.fetched <= p.queue.firstFetched) {
-		return p.resume.fetched, true
+	first, fetched := p.queue.first()
+	if start, ok := p.resume.start(); ok && (!fetched || start <= first) {
+		return start, true
 	}
-	return p.queue.firstFetched, p.queue.firstFetched >= 0
+	return first, fetched
 }

@@ -27,11 +27,22 @@ import (
 // hand-out is not counted.
 
 // attemptPart is an epoch's part in counting attempts and dead-lettering.
-// Invariants: carried is sorted and disjoint, its ranges may touch; every
-// batch of gated is registered, unresolved and counted retrying in the
-// ledger (not in the pipeline); writes holds a cancel for every batch whose
-// dead-letter write is in flight. Owned by the owner goroutine, inside its
-// partState.
+//
+// Invariants, kept by its methods (here and in deadletter.go), the only
+// writers of its fields:
+//   - carried, reason, since and stall are what the epoch inherited
+//     (inherit, follow), and do not change after;
+//   - carried is sorted and disjoint, its ranges may touch;
+//   - every batch of gated is registered, unresolved and counted retrying
+//     in the ledger (not in the pipeline): hold adds one the caller has
+//     counted so, release takes out those it lets go;
+//   - firstOut only turns true (serveFirst);
+//   - report only grows (addReport) until it expires whole (expireReport);
+//   - writes holds a cancel for every batch whose dead-letter write is in
+//     flight (startWrite), until it lands (endWrite) or the epoch ends
+//     (cancelWrites).
+//
+// Owned by the owner goroutine, inside its partState.
 type attemptPart struct {
 	// carried holds the attempts made before this epoch, by offset range.
 	// The queue cuts batches at its boundaries (enqueue), so a batch lies
@@ -58,6 +69,102 @@ type attemptPart struct {
 	// writes are the dead-letter writes in flight, each cancelled when the
 	// epoch ends.
 	writes map[*Batch]func()
+}
+
+// hasCarried reports whether attempts were carried from before the epoch.
+func (a *attemptPart) hasCarried() bool { return len(a.carried) > 0 }
+
+// provenance is the error class and first failure the carried attempts
+// came with (zero: none).
+func (a *attemptPart) provenance() (reason string, since time.Time) { return a.reason, a.since }
+
+// stallAt is the stall provenance the epoch started from, if it names the
+// batch at base.
+func (a *attemptPart) stallAt(base int64) (commitmeta.Stall, bool) {
+	if a.stall != nil && a.stall.First == base {
+		return *a.stall, true
+	}
+	return commitmeta.Stall{}, false
+}
+
+// inherit takes the attempts and the stall provenance of d, the commit the
+// epoch starts from, and its dead-letter report when report says it is
+// still to be carried.
+func (a *attemptPart) inherit(d commitmeta.Decoded, report bool) {
+	if report {
+		a.report = *d.DeadLetter
+	}
+	a.carried = d.Attempts
+	if d.Stall != nil {
+		a.reason, a.since = d.Stall.Reason, d.Stall.Since
+		if d.Stall.First == d.Base {
+			s := *d.Stall
+			a.stall = &s
+		}
+	}
+}
+
+// follow makes a the part of old's successor, which starts at base and
+// whose log holds old's records below holdsTo: carried are old's attempts
+// the new log holds (cutAttempts); the provenance goes on, that of stalled
+// when old's head failed below holdsTo (hasStalled), and so does old's stall
+// when it names base below holdsTo; the dead-letter report goes on whole.
+func (a *attemptPart) follow(old *attemptPart, carried []commitmeta.Attempts, base, holdsTo int64, stalled commitmeta.Stall, hasStalled bool) {
+	a.carried = carried
+	a.reason, a.since = old.reason, old.since
+	if hasStalled && stalled.First < holdsTo {
+		a.reason, a.since = stalled.Reason, stalled.Since
+	}
+	if st := old.stall; st != nil && st.First == base && st.First < holdsTo {
+		a.stall = st
+	}
+	a.report = old.report
+}
+
+// serveFirst reports whether the epoch's first batch is being served now
+// (handed out, gated or dead-lettered), and marks it served.
+func (a *attemptPart) serveFirst() bool {
+	first := !a.firstOut
+	a.firstOut = true
+	return first
+}
+
+// hold adds b to gated; the caller counted it retrying (waitRetry).
+func (a *attemptPart) hold(b *Batch) { a.gated = append(a.gated, b) }
+
+// holding reports whether a batch waits for the gate.
+func (a *attemptPart) holding() bool { return len(a.gated) > 0 }
+
+// gatedNow returns a copy of gated, for a plan to remember.
+func (a *attemptPart) gatedNow() []*Batch { return slices.Clone(a.gated) }
+
+// release takes out of gated, in order, the batches let returns true for,
+// and keeps the others in their order.
+func (a *attemptPart) release(let func(*Batch) bool) {
+	kept := a.gated[:0]
+	for _, b := range a.gated {
+		if !let(b) {
+			kept = append(kept, b)
+		}
+	}
+	clear(a.gated[len(kept):])
+	a.gated = kept
+}
+
+// reporting reports whether commits carry a dead-letter report.
+func (a *attemptPart) reporting() bool { return a.report.Count > 0 }
+
+// deadReport is the dead-letter report commits carry, if any.
+func (a *attemptPart) deadReport() (commitmeta.DeadLetter, bool) { return a.report, a.report.Count > 0 }
+
+// expireReport drops the dead-letter report once it is reportFor old at now,
+// and reports whether it did.
+func (a *attemptPart) expireReport(now time.Time, reportFor time.Duration) bool {
+	if a.report.Count > 0 && now.Sub(a.report.Since) >= reportFor {
+		a.report = commitmeta.DeadLetter{}
+		return true
+	}
+	return false
 }
 
 // priorAttempts returns the attempts carried for the records first..last:
@@ -169,7 +276,7 @@ func (o *owner) gate(p *partState, b *Batch) {
 	b.gated = true
 	b.unread = true // the hand-out it waits for is counted already
 	p.waitRetry()
-	p.att.gated = append(p.att.gated, b)
+	p.att.hold(b)
 	o.markDirty(p)
 	o.commitSoon()
 }
@@ -184,23 +291,20 @@ func (o *owner) gate(p *partState, b *Batch) {
 // holds: the room was too small before, and only a landed commit let the
 // gate open, so the retry waited for good and the partition's head with it.
 func (o *owner) ungate(p *partState, noRoom []*Batch, all bool) {
-	if len(p.att.gated) == 0 || p.draining {
+	if !p.att.holding() || p.draining {
 		return
 	}
-	kept := p.att.gated[:0]
-	for _, b := range p.att.gated {
+	p.att.release(func(b *Batch) bool {
 		if !p.commits.carries(b) {
 			if !all && !slices.Contains(noRoom, b) {
-				kept = append(kept, b) // gated since: the next plan may carry it
-				continue
+				return false // gated since: the next plan may carry it
 			}
 			o.log.Warnf("kafka_watermark: %s/%d offsets %d-%d go out as attempt %d before a commit carried it: the commit metadata had no room for it (%s)",
 				p.tp.topic, p.tp.partition, b.raw.first, b.raw.last, b.tried(), FieldCommitMetadataMaxBytes)
 		}
-		p.queue.retry = append(p.queue.retry, b)
-	}
-	clear(p.att.gated[len(kept):])
-	p.att.gated = kept
+		p.queue.addRetry(b)
+		return true
+	})
 	o.schedule(p)
 }
 
@@ -225,16 +329,9 @@ func (c *commitState) carries(b *Batch) bool {
 // inheritAttempts takes the attempts and the dead-letter report that the
 // commit p starts from carries.
 func (o *owner) inheritAttempts(p *partState, d commitmeta.Decoded) {
-	p.att.carried = d.Attempts
-	if d.Stall != nil {
-		p.att.reason, p.att.since = d.Stall.Reason, d.Stall.Since
-		if d.Stall.First == d.Base {
-			s := *d.Stall
-			p.att.stall = &s
-		}
-	}
-	if d.DeadLetter != nil && o.conf.DeadLetterReportFor > 0 && time.Since(d.DeadLetter.Since) < o.conf.DeadLetterReportFor {
-		p.att.report = *d.DeadLetter
+	report := d.DeadLetter != nil && o.conf.DeadLetterReportFor > 0 && time.Since(d.DeadLetter.Since) < o.conf.DeadLetterReportFor
+	p.att.inherit(d, report)
+	if report {
 		o.lists.losses.add(p)
 	}
 }

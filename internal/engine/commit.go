@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -53,7 +52,7 @@ func (o *owner) commit() {
 			o.ungate(p, nil, true)
 			return false
 		}
-		c.gated = slices.Clone(p.att.gated)
+		c.gated = p.att.gatedNow()
 		job.parts = append(job.parts, jobPart{p: p, plan: c})
 		metaBytes += len(c.meta)
 		return false

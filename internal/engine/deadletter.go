@@ -73,11 +73,11 @@ func (o *owner) deadLetter(p *partState, b *Batch, attempts int) {
 	records, _ := b.Records()
 	l := Letter{Records: records, Attempts: attempts, Error: b.lastErr, FirstFailed: b.nackedAt, Member: o.commits.member}
 	if l.Error == "" {
-		l.Error = p.att.reason
+		l.Error, _ = p.att.provenance()
 	}
 	// The batch at the offset this epoch started from failed before it
 	// (a replay in place, a restart): its first failure is that stall's.
-	if since := p.att.since; b.prior > 0 && b.raw.first == p.resume.fetched && !since.IsZero() &&
+	if _, since := p.att.provenance(); b.prior > 0 && p.resume.startsAt(b.raw.first) && !since.IsZero() &&
 		(l.FirstFailed.IsZero() || since.Before(l.FirstFailed)) {
 		l.FirstFailed = since
 	}
@@ -92,10 +92,7 @@ func (o *owner) deadLetter(p *partState, b *Batch, attempts int) {
 		o.lists.gauges.add(p)
 	}
 	ctx, cancel := context.WithCancel(o.ioCtx)
-	if p.att.writes == nil {
-		p.att.writes = map[*Batch]func(){}
-	}
-	p.att.writes[b] = cancel
+	p.att.startWrite(b, cancel)
 	b.deadLettering, b.letterAttempts = true, attempts
 	go o.writeDeadLetter(ctx, b, l, p.labels)
 }
@@ -148,10 +145,7 @@ func (o *owner) onDeadLetterDone(d deadLetterDone) {
 			p.tp.topic, p.tp.partition, b.raw.first, b.raw.last, d.wait, d.err)
 		return
 	}
-	if cancel := p.att.writes[b]; cancel != nil {
-		cancel()
-		delete(p.att.writes, b)
-	}
+	p.att.endWrite(b)
 	records, _ := b.Records()
 	n := int64(len(records))
 	first, last := records[0].Offset, records[len(records)-1].Offset
@@ -169,17 +163,43 @@ func (o *owner) carryDeadLetter(p *partState, d commitmeta.DeadLetter) {
 	if o.conf.DeadLetterReportFor <= 0 || !o.conf.CommitMetadata {
 		return
 	}
-	p.att.report = commitmeta.MergeDeadLetter(p.att.report, d)
+	p.att.addReport(d)
 	o.lists.losses.add(p)
 	o.markDirty(p)
 }
 
 // cancelDeadLetters stops the dead-letter writes of an epoch that ends.
-func (p *partState) cancelDeadLetters() {
-	for b, cancel := range p.att.writes {
-		cancel()
-		delete(p.att.writes, b)
+func (p *partState) cancelDeadLetters() { p.att.cancelWrites() }
+
+// startWrite records cancel, which stops the dead-letter write of b now
+// in flight.
+func (a *attemptPart) startWrite(b *Batch, cancel func()) {
+	if a.writes == nil {
+		a.writes = map[*Batch]func(){}
 	}
+	a.writes[b] = cancel
+}
+
+// endWrite forgets the dead-letter write of b, which landed, releasing its
+// context.
+func (a *attemptPart) endWrite(b *Batch) {
+	if cancel := a.writes[b]; cancel != nil {
+		cancel()
+		delete(a.writes, b)
+	}
+}
+
+// cancelWrites stops every dead-letter write in flight.
+func (a *attemptPart) cancelWrites() {
+	for b, cancel := range a.writes {
+		cancel()
+		delete(a.writes, b)
+	}
+}
+
+// addReport adds d to the dead-letter report commits carry.
+func (a *attemptPart) addReport(d commitmeta.DeadLetter) {
+	a.report = commitmeta.MergeDeadLetter(a.report, d)
 }
 
 // letterError is the error class a dead letter of b carries: its last failure's, or
@@ -188,7 +208,8 @@ func letterError(b *Batch) string {
 	if b.lastErr != "" {
 		return b.lastErr
 	}
-	return b.part.att.reason
+	reason, _ := b.part.att.provenance()
+	return reason
 }
 
 // cutReason cuts an error class to what the metadata's reasons hold, after

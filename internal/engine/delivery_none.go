@@ -21,7 +21,7 @@ func (unordered) next(o *owner, p *partState) *Batch {
 }
 
 func (unordered) canHandOut(p *partState, maxPending int) bool {
-	return len(p.queue.ready) > 0 && p.led.pending() < maxPending
+	return p.queue.readyLen() > 0 && p.led.pending() < maxPending
 }
 
 func (unordered) atLimit(*owner, *partState) bool { return false }

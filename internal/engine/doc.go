@@ -51,9 +51,14 @@
 // att (attempts.go: the attempts carried, the gate, the dead-letter writes)
 // and dlv (delivery.go: the ordering mode; under ordering: key a keyPart,
 // keyed.go: the key scheduler, the done offsets and the hand-outs out).
+// led, queue, resume, att and loss change only through their own methods,
+// declared in their files; each type's comment lists the invariants those
+// methods keep, as ledger's does. No part is plain data by design: commits
+// and replay are still read and written from other files (issue 28), and
+// led's lastMoved and window are read outside ledger.go.
 // The owner's own state is in parts
 // too: inbox (owner.go), lists (lists.go), polls (replay.go), commits
-// (commitLoop, commit.go), queries (lag.go), lost (lossBook, loss.go),
+// (commitLoop, commit.go), queries (lag.go), lost (lossBook, lossbook.go),
 // fence (fence.go).
 //
 // # The life of an ack

@@ -42,11 +42,11 @@ func (p *partState) values(now time.Time) gaugeValues {
 		retention: noHeadroom,
 		held:      int64(p.dlv.held()),
 	}
-	if p.loss.retentionMs >= 0 {
-		v.retention = p.loss.retentionMs / 1000
+	if ms, ok := p.loss.retention(); ok {
+		v.retention = ms / 1000
 	}
-	if base, ok := p.resumePoint(); ok && p.queue.highWatermark >= 0 {
-		v.lag = max(p.queue.highWatermark-base, 0)
+	if base, ok := p.resumePoint(); ok && p.queue.logEnd() >= 0 {
+		v.lag = max(p.queue.logEnd()-base, 0)
 	}
 	return v
 }

@@ -31,7 +31,7 @@ func (o *owner) serve() {
 		// gate already, and gating it again would wait for a commit that
 		// may never come (one with no room for its attempts).
 		counted := false
-		if len(p.queue.retry) > 0 {
+		if p.queue.retryLen() > 0 {
 			b = p.queue.popRetry()
 			p.retryOut()
 			counted = b.unread
@@ -46,8 +46,7 @@ func (o *owner) serve() {
 			o.pauseAtLimit(p)
 			o.lists.gauges.add(p)
 		}
-		first := !p.att.firstOut // the epoch's first batch to go out
-		p.att.firstOut = true
+		first := p.att.serveFirst() // the epoch's first batch to go out
 		switch {
 		case b.attempt == 0 && o.deadLetters() && b.prior >= o.conf.MaxAttempts:
 			// Tried max_attempts times before this epoch: it goes to the
@@ -84,7 +83,7 @@ func (o *owner) pauseAtLimit(p *partState) {
 // a partition resumed at once could take a poll asked for while it was
 // paused, on top of a full queue, every time it pauses and resumes.
 func (o *owner) resumeBelowLimits(p *partState) {
-	if p.paused && !o.atLimit(p) && len(p.queue.ready) < pollLowWater && !p.draining {
+	if p.paused && !o.atLimit(p) && p.queue.readyLen() < pollLowWater && !p.draining {
 		p.paused = false
 		o.lists.gauges.add(p)
 		o.cl.ResumeFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
@@ -151,7 +150,7 @@ func (o *owner) askPoll() {
 		if !p.canHandOut(o.conf.MaxPending) {
 			continue
 		}
-		if ready += len(p.queue.ready) + len(p.queue.retry) + p.dlv.pickable()/o.conf.BatchMaxRecords; ready >= pollLowWater {
+		if ready += p.queue.readyLen() + p.queue.retryLen() + p.dlv.pickable()/o.conf.BatchMaxRecords; ready >= pollLowWater {
 			return
 		}
 	}
@@ -204,12 +203,12 @@ func (o *owner) onPoll(seq uint64, fetches kgo.Fetches) {
 			if o.conf.ReadCommitted && fp.LastStableOffset >= 0 {
 				end = fp.LastStableOffset
 			}
-			p.queue.highWatermark = end
+			p.queue.setLogEnd(end)
 			o.dropSkipsPastEnd(p, fp.HighWatermark)
 		}
 		if len(fp.Records) > 0 {
 			p.enqueue(fp.Records, o.conf.BatchMaxRecords, o.conf.BatchMaxBytes)
-			p.loss.expect = max(p.loss.expect, p.queue.lastQueued+1)
+			p.loss.expectPast(p.queue.queuedTo())
 			p.dlv.admit(o, p)
 			o.schedule(p)
 		}
@@ -252,6 +251,6 @@ func (o *owner) onWithdraw(w withdrawReq) {
 		return
 	}
 	given.unread = true
-	p.queue.retry = append([]*Batch{given}, p.queue.retry...)
+	p.queue.giveBack(given)
 	o.schedule(p)
 }

@@ -85,8 +85,8 @@ func newKeyPart() *keyPart {
 // registered always finish, unless a failure stalls the partition. Skip
 // batches are passed as under none.
 func (k *keyPart) admit(o *owner, p *partState) {
-	for len(p.queue.ready) > 0 && p.led.pending() < o.conf.MaxPending && k.sched.Blocked() < o.conf.MaxHeldRecords && k.sched.Ready() < o.readAhead() {
-		if p.queue.ready[0].skip {
+	for p.queue.readyLen() > 0 && p.led.pending() < o.conf.MaxPending && k.sched.Blocked() < o.conf.MaxHeldRecords && k.sched.Ready() < o.readAhead() {
+		if p.queue.skipAtFront() {
 			o.passSkipped(p)
 			continue
 		}
@@ -110,7 +110,7 @@ func (k *keyPart) admit(o *owner, p *partState) {
 func (k *keyPart) next(o *owner, p *partState) *Batch {
 	k.admit(o, p) // keys freed since may let more in
 	var class func(keyorder.Record[keyRec]) int
-	if len(p.att.carried) > 0 {
+	if p.att.hasCarried() {
 		class = func(r keyorder.Record[keyRec]) int { return r.Val.seg.prior }
 	}
 	picked := k.sched.PickClass(o.conf.BatchMaxRecords, class)
@@ -122,7 +122,7 @@ func (k *keyPart) next(o *owner, p *partState) *Batch {
 		records[i] = r.Val.rec
 	}
 	b := &Batch{part: p, key: &keyBatch{set: picked}, raw: rawBatch{
-		records: records, first: records[0].Offset, last: records[len(records)-1].Offset, logEnd: p.queue.highWatermark,
+		records: records, first: records[0].Offset, last: records[len(records)-1].Offset, logEnd: p.queue.logEnd(),
 	}}
 	b.prior = picked[0].Val.seg.prior
 	k.out++
@@ -134,7 +134,7 @@ func (k *keyPart) next(o *owner, p *partState) *Batch {
 // canHandOut: fewer than maxPending hand-outs out, and records free to go
 // out or fetched batches that admit may let in.
 func (k *keyPart) canHandOut(p *partState, maxPending int) bool {
-	return k.out < maxPending && (k.sched.Ready() > 0 || len(p.queue.ready) > 0)
+	return k.out < maxPending && (k.sched.Ready() > 0 || p.queue.readyLen() > 0)
 }
 
 // atLimit: p's hand-outs out reached max_pending_batches, or its records

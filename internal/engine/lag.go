@@ -69,8 +69,7 @@ func (o *owner) onEnds(r endsResult) {
 	now := time.Now()
 	r.ends.Each(func(l kadm.ListedOffset) {
 		p := o.parts[topicPartition{l.Topic, l.Partition}]
-		if l.Err == nil && p != nil && l.Offset > p.queue.highWatermark {
-			p.queue.highWatermark = l.Offset
+		if l.Err == nil && p != nil && p.queue.raiseLogEnd(l.Offset) {
 			o.m.show(p, p.values(now))
 		}
 	})

@@ -66,7 +66,7 @@ func (l *ledger) register(p *partState, rb rawBatch) *Batch {
 	l.tracker.Register(seq, rb.last)
 	l.unresolved++
 	b := &Batch{part: p, seq: seq, raw: rb}
-	if len(p.att.carried) > 0 {
+	if p.att.hasCarried() {
 		b.prior = p.att.priorAttempts(rb.first, rb.last)
 	}
 	l.window.add(seq, rb.last, len(rb.records), b)

@@ -26,7 +26,7 @@ import (
 // How a loss is learnt (each the first to see it reports it, never twice):
 //
 //   - A fetch that resumes past the offset this epoch expects next
-//     (partState.expect: the commit it started from, the rewind of a replay
+//     (lossPart.expect: the commit it started from, the rewind of a replay
 //     in place, one past the last record queued) while its log start is past
 //     that offset too: kgo found the position below the log start and reset
 //     it there (offsetOpts, plugin/client.go). This catches a restart whose commit
@@ -82,8 +82,8 @@ func (o *owner) onFetchErr(p *partState, err error, seq uint64) *partState {
 	if !errors.As(err, &dl) {
 		return p
 	}
-	p.loss.dataLoss = dl
-	if p.loss.expect < 0 || dl.ResetTo >= p.loss.expect || p.loss.sameTruncation(dl) {
+	p.loss.noteDataLoss(dl)
+	if p.loss.expected() < 0 || dl.ResetTo >= p.loss.expected() || p.loss.sameTruncation(dl) {
 		return p
 	}
 	return o.truncate(p, dl.ResetTo, dl.ResetToEpoch, seq)
@@ -112,7 +112,7 @@ func (o *owner) onFetchErrBeforeRewind(p *partState, err error, seq uint64) {
 	if dl.ResetTo >= end {
 		return // above everything p holds of the old log
 	}
-	p.loss.dataLoss = dl
+	p.loss.noteDataLoss(dl)
 	if np := o.truncate(p, dl.ResetTo, dl.ResetToEpoch, seq); np != nil {
 		// The successor would take this poll's records, which are
 		// dropped, and p's rewind moved kgo's position in this window:
@@ -128,7 +128,7 @@ func (p *partState) knownLeaderEpoch() int32 {
 	if e, ok := p.led.lastLeaderEpoch(); ok {
 		return e
 	}
-	return p.resume.fetchedLeaderEpoch
+	return p.resume.committedLeaderEpoch()
 }
 
 // checkFetch looks at the records of one fetch of p before they are queued,
@@ -136,18 +136,18 @@ func (p *partState) knownLeaderEpoch() int32 {
 // or nil when the fetch is dropped (a truncation that rewinds).
 func (o *owner) checkFetch(p *partState, fp *kgo.FetchPartition, seq uint64) *partState {
 	first := fp.Records[0]
-	if p.loss.expect >= 0 && first.Offset < p.loss.expect {
+	if p.loss.expected() >= 0 && first.Offset < p.loss.expected() {
 		if known := p.knownLeaderEpoch(); known >= 0 && first.LeaderEpoch > known {
 			return o.truncate(p, first.Offset, first.LeaderEpoch, seq)
 		}
 		return p // a re-delivery of records queued already: enqueue drops them
 	}
-	if p.loss.expect >= 0 && first.Offset > p.loss.expect {
-		if fp.LogStartOffset > p.loss.expect {
-			o.lose(p, p.loss.expect, min(fp.LogStartOffset, first.Offset), fp.LogStartOffset, first.LeaderEpoch, causeRetention)
-		} else if p.replay.firstAtMost >= 0 && p.queue.firstFetched < 0 && first.Offset > p.replay.firstAtMost {
+	if p.loss.expected() >= 0 && first.Offset > p.loss.expected() {
+		if fp.LogStartOffset > p.loss.expected() {
+			o.lose(p, p.loss.expected(), min(fp.LogStartOffset, first.Offset), fp.LogStartOffset, first.LeaderEpoch, causeRetention)
+		} else if p.replay.firstAtMost >= 0 && !p.queue.fetched() && first.Offset > p.replay.firstAtMost {
 			o.log.Infof("kafka_watermark: %s/%d: the records of the replayed batch from offset %d are gone from the log though its start (%d) did not pass them (compaction): going on from offset %d",
-				p.tp.topic, p.tp.partition, p.loss.expect, fp.LogStartOffset, first.Offset)
+				p.tp.topic, p.tp.partition, p.loss.expected(), fp.LogStartOffset, first.Offset)
 		}
 	}
 	return p
@@ -156,7 +156,7 @@ func (o *owner) checkFetch(p *partState, fp *kgo.FetchPartition, seq uint64) *pa
 // onLogStart takes a log start listed for p (lag.go): the offsets above what
 // p queued, and below the log start, can no longer be fetched.
 func (o *owner) onLogStart(p *partState, logStart int64) {
-	from := max(p.queue.lastQueued+1, p.loss.expect)
+	from := max(p.queue.queuedTo(), p.loss.expected())
 	if from < 0 || logStart <= from {
 		return
 	}
@@ -240,7 +240,7 @@ func (o *owner) inheritLoss(p *partState, loss *commitmeta.Loss) {
 		o.lost.lossReported[p.tp] = commitmeta.MergeRanges(o.lost.lossReported[p.tp], []commitmeta.Range{{From: l.First, To: l.Last + 1}})
 	}
 	if o.conf.LostReportFor > 0 && o.now().Sub(l.Since) < o.conf.LostReportFor {
-		p.loss.carried = l
+		p.loss.inheritReport(l)
 		o.lists.losses.add(p)
 	}
 }
@@ -250,19 +250,7 @@ func (o *owner) carryLoss(p *partState, l commitmeta.Loss) {
 	if o.conf.LostReportFor <= 0 || !o.conf.CommitMetadata {
 		return
 	}
-	if p.loss.carried.Count > 0 {
-		truncation := p.loss.carried.Cause == causeTruncation || l.Cause == causeTruncation
-		l = commitmeta.MergeLoss(p.loss.carried, l)
-		if truncation {
-			// A truncation's count holds offsets delivered from the old
-			// log, not lost: a report that merged one, named after a
-			// retention loss met first, would say that every offset of
-			// its span was deleted, and inheritLoss would take the new
-			// log's records there as reported.
-			l.Cause = causeTruncation
-		}
-	}
-	p.loss.carried = l
+	p.loss.carry(l)
 	o.lists.losses.add(p)
 	o.markDirty(p)
 	o.lists.gauges.add(p)
@@ -277,20 +265,28 @@ func (o *owner) expireLosses(now time.Time) {
 		if !p.live() {
 			return false
 		}
-		if p.att.report.Count > 0 && now.Sub(p.att.report.Since) >= o.conf.DeadLetterReportFor {
-			p.att.report = commitmeta.DeadLetter{} // dead_letter.report_for
+		if p.att.expireReport(now, o.conf.DeadLetterReportFor) { // dead_letter.report_for
 			o.markDirty(p)
 		}
-		if p.loss.carried.Count > 0 && now.Sub(p.loss.carried.Since) >= o.conf.LostReportFor {
-			p.loss.carried = commitmeta.Loss{}
+		if p.loss.expireReport(now, o.conf.LostReportFor) {
 			o.markDirty(p)
 		}
-		return p.loss.carried.Count > 0 || p.att.report.Count > 0
+		return p.loss.reporting() || p.att.reporting()
 	})
 }
 
 // lossPart is what an epoch knows of the records Kafka may take away before
-// delivery. Owned by the owner goroutine, inside its partState.
+// delivery.
+//
+// Invariants, kept by its methods below, the only writers of its fields:
+//   - expect is set where the epoch starts (expectFrom) and from then on
+//     only grows with what is queued (expectPast);
+//   - truncatedAt and truncatedFrom are set once, when the epoch is made
+//     (follow), as is carried, which then only grows (carry) until it
+//     expires whole (expireReport);
+//   - retentionMs is the topic's as last described (setRetention).
+//
+// Owned by the owner goroutine, inside its partState.
 type lossPart struct {
 	// expect is the next offset this epoch expects to fetch: the commit it
 	// started from, the rewind of a replay, one past the last record queued;
@@ -314,6 +310,83 @@ type lossPart struct {
 	truncatedFrom int32
 }
 
+// expectFrom makes offset, where the epoch starts (a commit, a rewind), the
+// next offset it expects.
+func (l *lossPart) expectFrom(offset int64) { l.expect = offset }
+
+// expectPast raises the next offset expected to next, one past the last
+// record queued: what was queued is never expected again.
+func (l *lossPart) expectPast(next int64) { l.expect = max(l.expect, next) }
+
+// expected is the next offset the epoch expects to fetch, or -1.
+func (l *lossPart) expected() int64 { return l.expect }
+
+// retention is the topic's time retention in milliseconds, if known.
+func (l *lossPart) retention() (int64, bool) { return l.retentionMs, l.retentionMs >= 0 }
+
+// setRetention takes the topic's time retention in milliseconds (-1:
+// none), and reports whether it changed.
+func (l *lossPart) setRetention(ms int64) bool {
+	changed := l.retentionMs != ms
+	l.retentionMs = ms
+	return changed
+}
+
+// noteDataLoss keeps dl, kgo's last report of a data loss, for the log;
+// lastDataLoss returns it (nil: none).
+func (l *lossPart) noteDataLoss(dl *kgo.ErrDataLoss) { l.dataLoss = dl }
+func (l *lossPart) lastDataLoss() *kgo.ErrDataLoss   { return l.dataLoss }
+
+// report is the loss commits carry, if any.
+func (l *lossPart) report() (commitmeta.Loss, bool) { return l.carried, l.carried.Count > 0 }
+
+// reporting reports whether commits carry a loss.
+func (l *lossPart) reporting() bool { return l.carried.Count > 0 }
+
+// inheritReport makes loss, read from the commit the epoch starts from, the
+// one its commits carry.
+func (l *lossPart) inheritReport(loss commitmeta.Loss) { l.carried = loss }
+
+// carry adds loss to what commits carry. A truncation's count holds
+// offsets delivered from the old log, not lost: a report that merged one,
+// named after a retention loss met first, would say that every offset of
+// its span was deleted, and inheritLoss would take the new log's records
+// there as reported; so a merge with one is named after the truncation.
+func (l *lossPart) carry(loss commitmeta.Loss) {
+	if l.carried.Count > 0 {
+		truncation := l.carried.Cause == causeTruncation || loss.Cause == causeTruncation
+		loss = commitmeta.MergeLoss(l.carried, loss)
+		if truncation {
+			loss.Cause = causeTruncation
+		}
+	}
+	l.carried = loss
+}
+
+// expireReport drops the loss commits carry once it is reportFor old at
+// now, and reports whether it did.
+func (l *lossPart) expireReport(now time.Time, reportFor time.Duration) bool {
+	if l.carried.Count > 0 && now.Sub(l.carried.Since) >= reportFor {
+		l.carried = commitmeta.Loss{}
+		return true
+	}
+	return false
+}
+
+// follow makes l the part of old's successor, which starts at base: it
+// expects base, knows old's retention, carries old's loss, and follows
+// old's truncation, or the one at holdsTo from a log whose newest leader
+// epoch was truncatedFrom (holdsTo noTruncation: none).
+func (l *lossPart) follow(old *lossPart, base, holdsTo int64, truncatedFrom int32) {
+	l.expect = base
+	l.retentionMs = old.retentionMs
+	l.truncatedAt, l.truncatedFrom = old.truncatedAt, old.truncatedFrom
+	if holdsTo != noTruncation {
+		l.truncatedAt, l.truncatedFrom = holdsTo, truncatedFrom
+	}
+	l.carried = old.carried
+}
+
 // sameTruncation reports whether kgo's data loss dl is its report of the
 // truncation that made this epoch: at the same offset, found while kgo was
 // still consuming the log that truncation replaced. A data loss at the same
@@ -321,70 +394,4 @@ type lossPart struct {
 // another unclean election rewriting the log there again.
 func (l *lossPart) sameTruncation(dl *kgo.ErrDataLoss) bool {
 	return dl.ResetTo == l.truncatedAt && dl.ConsumedToEpoch <= l.truncatedFrom
-}
-
-// lossBook is what this process reported lost, per partition and across its
-// epochs. Owned by the owner goroutine.
-type lossBook struct {
-	// lossReported holds, per partition, the offsets reported lost in
-	// this process or by a commit an epoch started from (inheritLoss):
-	// sorted, disjoint ranges, kept across epochs so that a revoke and a
-	// reassignment report nothing twice.
-	lossReported map[topicPartition][]commitmeta.Range
-	// truncations holds, per partition, the offsets at which truncations
-	// were reported in this process, each once.
-	truncations map[topicPartition][]int64
-	// accepted holds, per partition, the offsets of records the sink
-	// accepted in a hand-out whose batch error named other records of it
-	// (noteAccepted): the batch is not delivered as a whole, so no
-	// delivered range says so, and a deletion of them is not a loss
-	// before delivery (issue 29: 9 of "10 lost" had reached the sink 3
-	// times). Sorted, disjoint. Cut at a truncation's divergence point
-	// (the offsets hold other records from there), and dropped when the
-	// assignment ends (forget): a truncation this member does not see may
-	// rewrite them meanwhile, and a loss must never go unreported.
-	accepted map[topicPartition][]commitmeta.Range
-	// acceptedEpoch is, per partition, the newest leader epoch of the
-	// records in accepted (lose compares it with the log's).
-	acceptedEpoch map[topicPartition]int32
-}
-
-// noteAccepted records the offsets of the records of b's hand-out that the
-// sink accepted, given the indices (in b.raw.records) of those a batch
-// error named as failed.
-func (o *owner) noteAccepted(p *partState, b *Batch, failed []int) {
-	var offs []int64
-	epoch := o.lost.acceptedEpoch[p.tp]
-	take := func(i int) {
-		if !slices.Contains(failed, i) {
-			offs = append(offs, b.raw.records[i].Offset)
-			epoch = max(epoch, b.raw.records[i].LeaderEpoch)
-		}
-	}
-	if b.only == nil {
-		for i := range b.raw.records {
-			take(i)
-		}
-	} else {
-		for _, i := range b.only {
-			take(i)
-		}
-	}
-	if len(offs) == 0 {
-		return
-	}
-	slices.Sort(offs)
-	var rs []commitmeta.Range
-	for _, off := range offs {
-		if n := len(rs); n > 0 && rs[n-1].To == off {
-			rs[n-1].To++
-		} else {
-			rs = append(rs, commitmeta.Range{From: off, To: off + 1})
-		}
-	}
-	// What is below the watermark is never lost: kept, it would only grow.
-	base, _ := p.commitBase()
-	kept := slices.DeleteFunc(o.lost.accepted[p.tp], func(r commitmeta.Range) bool { return r.To <= base })
-	o.lost.accepted[p.tp] = commitmeta.MergeRanges(kept, rs)
-	o.lost.acceptedEpoch[p.tp] = epoch
 }

@@ -95,7 +95,7 @@ type (
 // the run queue (handout.go), the walks over what changed (lists,
 // lists.go), the poll window's bookkeeping (polls, replay.go), the periodic
 // commit (commits, commit.go), the log-end and retention queries
-// (queries, lag.go), what was reported lost (lost, loss.go), the drains
+// (queries, lag.go), what was reported lost (lost, lossbook.go), the drains
 // (drain.go) and the heartbeat fence (fence.go).
 type owner struct {
 	conf *Config

@@ -92,13 +92,11 @@ func (o *owner) plan(p *partState, maxBytes int) (c planned, ok bool) {
 		if stall, stalled := o.stall(p); stalled {
 			c.stall = &stall
 		}
-		if p.loss.carried.Count > 0 {
-			loss := p.loss.carried
+		if loss, ok := p.loss.report(); ok {
 			c.loss = &loss
 		}
 		attempts := p.attemptRanges(base)
-		if p.att.report.Count > 0 {
-			dead := p.att.report
+		if dead, ok := p.att.deadReport(); ok {
 			c.dead = &dead
 		}
 		var k commitmeta.Kept
@@ -130,23 +128,7 @@ func (o *owner) plan(p *partState, maxBytes int) (c planned, ok bool) {
 // then would deliver them again.
 func (p *partState) deliveredRanges(base int64) []commitmeta.Range {
 	ranges := p.delivered(base)
-	frontier := base
-	frontier = p.led.frontier(frontier)
-	for _, r := range p.resume.inherited {
-		if r.To <= frontier {
-			continue
-		}
-		from := max(r.From, frontier, base+1)
-		if from >= r.To {
-			continue
-		}
-		if n := len(ranges); n > 0 && ranges[n-1].To >= from {
-			ranges[n-1].To = max(ranges[n-1].To, r.To)
-			continue
-		}
-		ranges = append(ranges, commitmeta.Range{From: from, To: r.To})
-	}
-	return ranges
+	return p.resume.beyond(base, p.led.frontier(base), ranges)
 }
 
 // knownDelivered returns every offset range above base that p knows was
@@ -157,13 +139,7 @@ func (p *partState) deliveredRanges(base int64) []commitmeta.Range {
 // range that a deletion made the epoch jump over: a second replay would
 // count its offsets lost.
 func (p *partState) knownDelivered(base int64) []commitmeta.Range {
-	var above []commitmeta.Range
-	for _, r := range p.resume.inherited {
-		if r.To > base+1 {
-			above = append(above, commitmeta.Range{From: max(r.From, base+1), To: r.To})
-		}
-	}
-	return commitmeta.MergeRanges(p.delivered(base), above)
+	return commitmeta.MergeRanges(p.delivered(base), p.resume.above(base))
 }
 
 // delivered returns what p delivered above base in this epoch: the window's
@@ -186,8 +162,8 @@ func (p *partState) positionLeaderEpoch(base int64) int32 {
 	if e := p.leaderEpochBefore(base); e >= 0 {
 		return e
 	}
-	if base == p.resume.fetched && p.resume.fetchedLeaderEpoch >= 0 {
-		return p.resume.fetchedLeaderEpoch
+	if e, ok := p.resume.startLeaderEpoch(base); ok {
+		return e
 	}
 	return p.led.leaderEpochAt(base)
 }
@@ -215,8 +191,8 @@ func (p *partState) leaderEpochBefore(base int64) int32 {
 // the epoch the ranges were written under.
 func (p *partState) leaderEpochOf(offset int64) int32 {
 	e := p.led.leaderEpochAt(offset)
-	if len(p.resume.inherited) > 0 && offset >= p.resume.inherited[0].From {
-		e = max(e, p.resume.skipLeaderEpoch)
+	if ie, ok := p.resume.inheritedEpoch(offset); ok {
+		e = max(e, ie)
 	}
 	return e
 }

@@ -127,7 +127,7 @@ func (o *owner) onAssign(tps []topicPartition) {
 		}
 		p := o.newEpoch(tp, now)
 		if ms, ok := o.queries.retention[tp.topic]; ok {
-			p.loss.retentionMs = ms
+			p.loss.setRetention(ms)
 		}
 		o.parts[tp] = p
 		o.log.Debugf("kafka_watermark: assigned %s/%d", tp.topic, tp.partition)

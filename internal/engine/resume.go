@@ -15,12 +15,20 @@ import (
 // resume is where an epoch started: the group's commit when it was
 // assigned (or the rewind of a replay in place, or the divergence point of
 // a truncation), and the delivered ranges that commit's metadata carried,
-// which the epoch skips as it fetches them (onFetched, skipping).
+// which the epoch skips as it fetches them (onFetched, skips).
 //
-// Invariants: skip is a suffix of inherited, sorted and disjoint, strictly
-// above fetched; once a record proves the ranges stale (a newer leader
-// epoch than skipLeaderEpoch), both are dropped for good (skipTruncated). Owned
-// by the owner goroutine, inside its partState.
+// Invariants, kept by its methods below, the only writers of its fields:
+//   - fetched and fetchedLeaderEpoch are set once, when the epoch starts
+//     (startAt), and stay;
+//   - skip is a suffix of inherited, sorted and disjoint, strictly above
+//     fetched, and only shrinks (skips); once a record proves the ranges
+//     stale (a newer leader epoch than skipLeaderEpoch), both are dropped
+//     for good (skipTruncated), as they are when they cannot describe the
+//     log (distrust);
+//   - skippedRecords counts the records of the skip batches passed
+//     (passed), and the log line is written once (skipReport).
+//
+// Owned by the owner goroutine, inside its partState.
 type resume struct {
 	// fetched is the offset the group had committed when this epoch was
 	// assigned (OffsetFetch), or -1, with the leader epoch it was
@@ -43,6 +51,37 @@ type resume struct {
 	skipLogged                    bool
 }
 
+// startAt records the commit the epoch starts from: offset, or -1 for none,
+// committed with leaderEpoch (-1: none).
+func (r *resume) startAt(offset int64, leaderEpoch int32) {
+	r.fetched, r.fetchedLeaderEpoch = offset, leaderEpoch
+}
+
+// start is the offset the epoch started from, if it had one.
+func (r *resume) start() (int64, bool) { return r.fetched, r.fetched >= 0 }
+
+// startsAt reports whether offset is the one the epoch started from.
+func (r *resume) startsAt(offset int64) bool { return offset == r.fetched }
+
+// startLeaderEpoch is the leader epoch the commit at base was made with,
+// when base is where the epoch started and that commit carried one.
+func (r *resume) startLeaderEpoch(base int64) (int32, bool) {
+	if base == r.fetched && r.fetchedLeaderEpoch >= 0 {
+		return r.fetchedLeaderEpoch, true
+	}
+	return -1, false
+}
+
+// committedLeaderEpoch is the leader epoch of the commit the epoch started
+// from, or -1.
+func (r *resume) committedLeaderEpoch() int32 { return r.fetchedLeaderEpoch }
+
+// rewindPoint is the fetch position of the epoch's start, with the leader
+// epoch kgo validates it by.
+func (r *resume) rewindPoint() kgo.EpochOffset {
+	return kgo.EpochOffset{Epoch: r.fetchedLeaderEpoch, Offset: r.fetched}
+}
+
 // inherit makes ranges, whose last record has leader epoch epoch, the
 // delivered ranges this epoch skips and carries.
 func (r *resume) inherit(ranges []commitmeta.Range, epoch int32) {
@@ -56,9 +95,9 @@ func (r *resume) distrust() {
 	r.skip, r.inherited, r.skippedRanges = nil, nil, 0
 }
 
-// skipping reports whether record r lies in a delivered range of the commit
+// skips reports whether record rec lies in a delivered range of the commit
 // this epoch started from. Records arrive in offset order, so ranges wholly
-// below r are passed for good. A record at or below the ranges with a
+// below rec are passed for good. A record at or below the ranges with a
 // leader epoch above the one they were written under proves them stale: the
 // log was rewritten below their end after they were written (see
 // l= in commitmeta's Format), so none of them is skipped, in or past a range. Checking
@@ -69,19 +108,83 @@ func (r *resume) distrust() {
 // holds below the ranges, and kept, the ranges would be restated under its
 // leader epoch (leaderEpochOf), so that the next epoch skips the new log's
 // records they cover (issue 28).
-func (p *partState) skipping(r *kgo.Record) bool {
-	for len(p.resume.skip) > 0 && p.resume.skip[0].To <= r.Offset {
-		p.resume.skip = p.resume.skip[1:]
+func (r *resume) skips(rec *kgo.Record) bool {
+	for len(r.skip) > 0 && r.skip[0].To <= rec.Offset {
+		r.skip = r.skip[1:]
 	}
-	if len(p.resume.skip) == 0 {
+	if len(r.skip) == 0 {
 		return false
 	}
-	if r.LeaderEpoch > p.resume.skipLeaderEpoch {
-		p.resume.skipTruncated = true
-		p.resume.skip, p.resume.inherited = nil, nil
+	if rec.LeaderEpoch > r.skipLeaderEpoch {
+		r.skipTruncated = true
+		r.skip, r.inherited = nil, nil
 		return false
 	}
-	return p.resume.skip[0].From <= r.Offset
+	return r.skip[0].From <= rec.Offset
+}
+
+// passed counts n records of a skip batch as skipped.
+func (r *resume) passed(n int) { r.skippedRecords += n }
+
+// skipReport returns, once, when every range is passed and no skip batch
+// is queued (queuedSkips), what the epoch skipped: its records and ranges,
+// and whether a newer leader epoch met in them dropped the rest.
+func (r *resume) skipReport(queuedSkips bool) (records, ranges int, truncated, ok bool) {
+	if r.skipLogged || r.skippedRanges == 0 || len(r.skip) > 0 || queuedSkips {
+		return 0, 0, false, false
+	}
+	r.skipLogged = true
+	return r.skippedRecords, r.skippedRanges, r.skipTruncated, true
+}
+
+// reachesPast reports whether the skip ranges reach past logEnd, and to
+// where.
+func (r *resume) reachesPast(logEnd int64) (int64, bool) {
+	if len(r.skip) == 0 || r.skip[len(r.skip)-1].To <= logEnd {
+		return 0, false
+	}
+	return r.skip[len(r.skip)-1].To, true
+}
+
+// beyond appends to ranges, the delivered ranges above base through
+// frontier (what the epoch registered), the inherited ranges above
+// frontier, merging those that touch.
+func (r *resume) beyond(base, frontier int64, ranges []commitmeta.Range) []commitmeta.Range {
+	for _, in := range r.inherited {
+		if in.To <= frontier {
+			continue
+		}
+		from := max(in.From, frontier, base+1)
+		if from >= in.To {
+			continue
+		}
+		if n := len(ranges); n > 0 && ranges[n-1].To >= from {
+			ranges[n-1].To = max(ranges[n-1].To, in.To)
+			continue
+		}
+		ranges = append(ranges, commitmeta.Range{From: from, To: in.To})
+	}
+	return ranges
+}
+
+// above returns the parts of the inherited ranges above base.
+func (r *resume) above(base int64) []commitmeta.Range {
+	var out []commitmeta.Range
+	for _, in := range r.inherited {
+		if in.To > base+1 {
+			out = append(out, commitmeta.Range{From: max(in.From, base+1), To: in.To})
+		}
+	}
+	return out
+}
+
+// inheritedEpoch is the leader epoch the inherited ranges were written
+// under, when offset is at or above their start.
+func (r *resume) inheritedEpoch(offset int64) (int32, bool) {
+	if len(r.inherited) > 0 && offset >= r.inherited[0].From {
+		return r.skipLeaderEpoch, true
+	}
+	return -1, false
 }
 
 // passSkipped registers the skip batches at the front of p's ready queue and
@@ -90,12 +193,11 @@ func (p *partState) skipping(r *kgo.Record) bool {
 // the next commit's ranges still cover them.
 func (o *owner) passSkipped(p *partState) {
 	passed := false
-	for len(p.queue.ready) > 0 && p.queue.ready[0].skip {
-		rb := p.queue.popReady()
+	for p.queue.skipAtFront() {
+		rb := p.queue.passSkip()
 		p.led.registerDelivered(rb)
 		if !rb.control {
-			p.queue.skipQueued--
-			p.resume.skippedRecords += len(rb.records)
+			p.resume.passed(len(rb.records))
 			o.m.skipped.Incr(int64(len(rb.records)), p.labels[:]...)
 		}
 		passed = true
@@ -112,11 +214,10 @@ func (o *owner) passSkipped(p *partState) {
 	}
 	// Once every range is passed and every skip batch registered, say
 	// what was skipped, once.
-	if !p.resume.skipLogged && p.resume.skippedRanges > 0 && len(p.resume.skip) == 0 && p.queue.skipQueued == 0 {
-		p.resume.skipLogged = true
+	if records, ranges, truncated, ok := p.resume.skipReport(p.queue.skipsQueued()); ok {
 		o.log.Infof("kafka_watermark: %s/%d: skipped %d record(s) in %d range(s) that the last commit showed delivered",
-			p.tp.topic, p.tp.partition, p.resume.skippedRecords, p.resume.skippedRanges)
-		if p.resume.skipTruncated {
+			p.tp.topic, p.tp.partition, records, ranges)
+		if truncated {
 			o.log.Warnf("kafka_watermark: %s/%d: a record in the delivered ranges has a newer leader epoch than they were written under (the log was truncated by an unclean leader election): from there on nothing is skipped",
 				p.tp.topic, p.tp.partition)
 		}
@@ -147,9 +248,9 @@ func (o *owner) onFetched(commits map[topicPartition]fetchedCommit) {
 		if p == nil {
 			continue
 		}
-		p.resume.fetched, p.resume.fetchedLeaderEpoch = fc.offset, fc.leaderEpoch
+		p.resume.startAt(fc.offset, fc.leaderEpoch)
 		if fc.offset >= 0 {
-			p.loss.expect = fc.offset
+			p.loss.expectFrom(fc.offset)
 		}
 		if !o.conf.CommitMetadata || fc.offset < 0 || fc.meta == "" {
 			continue
@@ -185,10 +286,11 @@ func (o *owner) onFetched(commits map[topicPartition]fetchedCommit) {
 // end: they cannot describe this log (a topic deleted and made again), so
 // none of them is trusted.
 func (o *owner) dropSkipsPastEnd(p *partState, logEnd int64) {
-	if len(p.resume.skip) == 0 || p.resume.skip[len(p.resume.skip)-1].To <= logEnd {
+	to, ok := p.resume.reachesPast(logEnd)
+	if !ok {
 		return
 	}
 	o.log.Warnf("kafka_watermark: ignored the delivered ranges of %s/%d: they reach offset %d, past the log end %d; everything above the committed offset is replayed",
-		p.tp.topic, p.tp.partition, p.resume.skip[len(p.resume.skip)-1].To, logEnd)
+		p.tp.topic, p.tp.partition, to, logEnd)
 	p.resume.distrust()
 }

@@ -100,8 +100,7 @@ func (o *owner) onRetention(r retentionResult) {
 		o.queries.retention[topic] = ms
 	}
 	for tp, p := range o.parts {
-		if ms, ok := r.retention[tp.topic]; ok && p.loss.retentionMs != ms {
-			p.loss.retentionMs = ms
+		if ms, ok := r.retention[tp.topic]; ok && p.loss.setRetention(ms) {
 			o.lists.gauges.add(p)
 		}
 	}
@@ -128,22 +127,20 @@ func (p *partState) watermarkRecordTime() (time.Time, bool) {
 		}
 		return time.Time{}, false
 	}
-	if len(p.queue.ready) > 0 && len(p.queue.ready[0].records) > 0 {
-		return p.queue.ready[0].records[0].Timestamp, true
-	}
-	return time.Time{}, false
+	return p.queue.frontTimestamp()
 }
 
 // headroom is p's retention headroom in seconds now, or noHeadroom.
 func (p *partState) headroom(now time.Time) int64 {
-	if p.loss.retentionMs < 0 {
+	ms, known := p.loss.retention()
+	if !known {
 		return noHeadroom
 	}
 	ts, ok := p.watermarkRecordTime()
 	if !ok {
 		return noHeadroom
 	}
-	return (p.loss.retentionMs - now.Sub(ts).Milliseconds()) / 1000
+	return (ms - now.Sub(ts).Milliseconds()) / 1000
 }
 
 // noHeadroom marks a headroom that is not shown.

@@ -51,7 +51,7 @@ func (p *partState) stallInfo() (s commitmeta.Stall, b *Batch, ok bool) {
 	}
 	base, _ := p.commitBase()
 	replayed := p.replay.state.count > 0 && p.replay.state.offset == base
-	carried := p.att.stall != nil && p.att.stall.First == base
+	carriedStall, carried := p.att.stallAt(base)
 	nacked := b != nil && !b.nackedAt.IsZero()
 	if !nacked && !replayed && !carried {
 		return s, nil, false
@@ -63,7 +63,7 @@ func (p *partState) stallInfo() (s commitmeta.Stall, b *Batch, ok bool) {
 	case carried:
 		// The stall of the commit this epoch started from (a restart, a
 		// rebalance): its attempts are the batch's prior ones.
-		s = *p.att.stall
+		s = carriedStall
 	}
 	if nacked {
 		// Seen failing here: the whole provenance, even when the commit

@@ -86,34 +86,21 @@ func (o *owner) succeed(old *partState, s succession) *partState {
 		// The one commit that goes back: to where the logs diverged.
 		np.commits.hasCommitted, np.commits.committedMeta = false, ""
 	}
-	np.resume.fetched, np.resume.fetchedLeaderEpoch = s.base, s.leaderEpoch
-	np.queue.highWatermark = old.queue.highWatermark
-	np.loss.expect = s.base
-	np.loss.retentionMs = old.loss.retentionMs
-	np.loss.truncatedAt, np.loss.truncatedFrom = old.loss.truncatedAt, old.loss.truncatedFrom
-	if s.holdsTo != noTruncation {
-		np.loss.truncatedAt, np.loss.truncatedFrom = s.holdsTo, s.truncatedFrom
-	}
+	np.resume.startAt(s.base, s.leaderEpoch)
+	np.queue.setLogEnd(old.queue.logEnd())
+	np.loss.follow(&old.loss, s.base, s.holdsTo, s.truncatedFrom)
 
 	// Delivered ranges and attempts, of the records the new log holds.
 	base, _ := old.commitBase()
 	if ranges := cutRanges(old.knownDelivered(base), s.holdsTo); len(ranges) > 0 {
 		np.resume.inherit(ranges, old.leaderEpochOf(ranges[len(ranges)-1].To-1))
 	}
-	np.att.carried = cutAttempts(old.attemptRanges(base), s.base, s.holdsTo)
-	np.att.reason, np.att.since = old.att.reason, old.att.since
-	if stalled, _, ok := old.stallInfo(); ok && stalled.First < s.holdsTo {
-		np.att.reason, np.att.since = stalled.Reason, stalled.Since
-	}
-	if st := old.att.stall; st != nil && st.First == s.base && st.First < s.holdsTo {
-		np.att.stall = st
-	}
+	stalled, _, hasStalled := old.stallInfo()
+	np.att.follow(&old.att, cutAttempts(old.attemptRanges(base), s.base, s.holdsTo), s.base, s.holdsTo, stalled, hasStalled)
 	np.replay.state = old.replay.state
 
 	// Reports, listed for expiry.
-	np.loss.carried = old.loss.carried
-	np.att.report = old.att.report
-	if np.loss.carried.Count > 0 || np.att.report.Count > 0 {
+	if np.loss.reporting() || np.att.reporting() {
 		o.lists.losses.add(np)
 	}
 
@@ -180,7 +167,7 @@ func (o *owner) cancelSuccession(p *partState) {
 // is the poll being handled, in onPoll); np takes records from the polls
 // after it.
 func (o *owner) rewindNow(np *partState, seq uint64) {
-	np.replay.rewindTo = kgo.EpochOffset{Epoch: np.resume.fetchedLeaderEpoch, Offset: np.resume.fetched}
+	np.replay.rewindTo = np.resume.rewindPoint()
 	o.cl.SetOffsets(map[string]map[int32]kgo.EpochOffset{np.tp.topic: {np.tp.partition: np.replay.rewindTo}})
 	np.replay.minPoll = seq + 1
 }
@@ -190,7 +177,7 @@ func (o *owner) rewindNow(np *partState, seq uint64) {
 // successor made outside a poll window (a drain's end).
 func (o *owner) rewindLater(np *partState) {
 	np.replay.minPoll = noPoll
-	np.replay.rewindTo = kgo.EpochOffset{Epoch: np.resume.fetchedLeaderEpoch, Offset: np.resume.fetched}
+	np.replay.rewindTo = np.resume.rewindPoint()
 	o.polls.rewinds = append(o.polls.rewinds, np)
 	o.polls.wakePoll()
 }

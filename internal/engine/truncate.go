@@ -42,7 +42,7 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 // takes the fetch of poll seq (noPollWindow: outside one).
 func (o *owner) truncated(p *partState, at int64, epoch int32, seq uint64) *partState {
 	wm, _ := p.commitBase()
-	end := max(p.queue.lastQueued+1, p.loss.expect, wm)
+	end := max(p.queue.queuedTo(), p.loss.expected(), wm)
 	o.lost.accepted[p.tp] = cutRanges(o.lost.accepted[p.tp], at)
 	// Delivered from the old log at or above at: below the watermark all
 	// of it, above it the delivered ranges.
@@ -65,15 +65,15 @@ func (o *owner) truncated(p *partState, at int64, epoch int32, seq uint64) *part
 	// epoch at at (a rewind below at) stands in.
 	base := min(wm, at)
 	leaderEpoch := p.leaderEpochBefore(base)
-	if leaderEpoch < 0 && base == p.resume.fetched {
-		leaderEpoch = p.resume.fetchedLeaderEpoch
+	if e, ok := p.resume.startLeaderEpoch(base); leaderEpoch < 0 && ok {
+		leaderEpoch = e
 	}
 	if leaderEpoch < 0 {
 		leaderEpoch = epoch
 	}
 	np := o.succeed(p, succession{base: base, leaderEpoch: leaderEpoch, holdsTo: at, truncatedFrom: p.knownLeaderEpoch()})
 
-	if dl := p.loss.dataLoss; dl != nil {
+	if dl := p.loss.lastDataLoss(); dl != nil {
 		o.log.Debugf("kafka_watermark: %s/%d: kgo reported the truncation: %v", np.tp.topic, np.tp.partition, dl)
 	}
 	if seen := o.lost.truncations[np.tp]; slices.Contains(seen, at) {
