@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -145,6 +146,7 @@ func (o *owner) onCommitDone(c commitDone) {
 		o.lists.gauges.add(p) // the exposure, the lag's resume point
 	}
 	if len(failed) > 0 {
+		slices.Sort(failed) // the results come from maps
 		o.log.Warnf("kafka_watermark: commit failed for %d partition(s), retrying next period: %s", len(failed), strings.Join(failed, "; "))
 	}
 	if o.commits.again {
@@ -200,7 +202,8 @@ func (o *owner) finalCommit(ctx context.Context, set commitSet, why string) erro
 	})
 	if len(failed) > 0 {
 		// Nothing is lost: the next owner resumes from the last successful
-		// commit and replays the rest.
+		// commit and replays the rest. Sorted: the results come from maps.
+		slices.Sort(failed)
 		return fmt.Errorf("kafka_watermark: %s commit failed for %d partition(s), they will be replayed from their last commit: %s",
 			why, len(failed), strings.Join(failed, "; "))
 	}

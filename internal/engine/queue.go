@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -149,9 +150,18 @@ func (q *queue) drop() {
 	q.retry = nil
 }
 
-// addRetry queues b, registered and unresolved, to go out again after the
-// retries queued before it.
-func (q *queue) addRetry(b *Batch) { q.retry = append(q.retry, b) }
+// addRetry queues b, registered and unresolved, to go out again: after the
+// batches given back (giveBack) and the retries of earlier batches, before
+// those of later ones. Offset order, not the order the retries came due
+// in: retries due at one instant (their backoff timers fire in any order)
+// go out in one order, and the model's schedules replay by their seed.
+func (q *queue) addRetry(b *Batch) {
+	i := len(q.retry)
+	for i > 0 && !q.retry[i-1].unread && q.retry[i-1].seq > b.seq {
+		i--
+	}
+	q.retry = slices.Insert(q.retry, i, b)
+}
 
 // giveBack queues b, registered and handed out to a read that could not
 // return it, to go out before every other retry: the pipeline never saw it.
