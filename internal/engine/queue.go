@@ -157,10 +157,20 @@ func (q *queue) drop() {
 // go out in one order, and the model's schedules replay by their seed.
 func (q *queue) addRetry(b *Batch) {
 	i := len(q.retry)
-	for i > 0 && !q.retry[i-1].unread && q.retry[i-1].seq > b.seq {
+	for i > 0 && !q.retry[i-1].unread && retryAfter(q.retry[i-1], b) {
 		i--
 	}
 	q.retry = slices.Insert(q.retry, i, b)
+}
+
+// retryAfter reports whether a goes out after b: a later batch, or under
+// ordering: key a later hand-out of the same segment (one a batch error
+// split), by its first record.
+func retryAfter(a, b *Batch) bool {
+	if a.seq != b.seq {
+		return a.seq > b.seq
+	}
+	return len(a.raw.records) > 0 && len(b.raw.records) > 0 && a.raw.records[0].Offset > b.raw.records[0].Offset
 }
 
 // giveBack queues b, registered and handed out to a read that could not
