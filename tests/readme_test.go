@@ -242,7 +242,7 @@ func readmeCommands() []readmeCommand {
 		{cmd: "make unit", kind: covered, why: "make test runs the same tests with -race, and without -short"},
 		{cmd: "make lint", kind: covered, why: "make test runs it (resources/test.sh)"},
 		{cmd: "make chaos", kind: covered, why: "make test's last step runs it (resources/test.sh)"},
-		{cmd: "make bench", kind: covered, why: "15 to 20 minutes; not run by CI, as the README says"},
+		{cmd: "make bench", kind: covered, why: "30 to 35 minutes; not run by CI, as the README says"},
 		{cmd: "make fuzz", kind: runToEnd, timeout: 5 * time.Minute, env: []string{"FUZZTIME=10s"}},
 		{cmd: "go test ./plugin -run '^$' -bench Throughput -benchtime 5x -v", kind: runToEnd, timeout: 5 * time.Minute,
 			out: []string{"BenchmarkThroughput"}},
