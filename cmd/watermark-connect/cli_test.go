@@ -209,7 +209,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"dead-letter", "inspect", "--nope"}, "watermark-connect dead-letter inspect: no flag --nope"},
 		{[]string{"dead-letter", "redrive", "--timeout", "1x"}, `watermark-connect dead-letter redrive: --timeout "1x" is not a duration`},
 		{[]string{"dead-letter", "redrive", "--batch-size", "many"}, `watermark-connect dead-letter redrive: --batch-size "many" is not a whole number`},
-		{[]string{"demo", "--stall-replay-after", "2"}, `watermark-connect demo: --stall-replay-after "2": want a duration with its unit, such as 2s`},
+		{[]string{"demo", "--stall-replay-after", "2"}, `watermark-connect demo: --stall-replay-after "2" is not a duration with its unit, e.g. "5s", "2s"`},
 	} {
 		stdout, stderr, code := runBinarySplit(t, nil, tc.args...)
 		assert.Equal(t, 2, code, "%v: exit status; stderr: %s", tc.args, stderr)

@@ -64,7 +64,7 @@ func usageMessage(cmd *cli.Command, err error) string {
 		}
 		switch f.(type) {
 		case *cli.DurationFlag:
-			form = `a duration with its unit, e.g. "5s", "1m30s" or "250ms"`
+			form = `a duration with its unit, e.g. "5s", "2s", "250ms" or "1m30s"`
 		case *cli.IntFlag, *cli.Int64Flag:
 			form = "a whole number"
 		case *cli.UintFlag, *cli.Uint64Flag:

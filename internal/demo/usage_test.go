@@ -11,7 +11,8 @@ import (
 
 // Regression: `demo --stall-replay-after 2` answered only "parse error" (the
 // flag package's word for any bad duration), which says neither which flag
-// nor what form it wants. Every duration flag now says both.
+// nor what form it wants. Every duration flag now says both
+// (status.OnUsageError, which every command uses).
 func TestDurationFlagSaysWhatItWants(t *testing.T) {
 	for _, flag := range []string{"--stall-replay-after", "--fail-for", "--duration", "--max-latency"} {
 		var out bytes.Buffer
