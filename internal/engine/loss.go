@@ -194,10 +194,10 @@ func (o *owner) lose(p *partState, from, to, logStart int64, after int32, cause 
 		})
 	}
 	accepted := o.lost.accepted[p.tp]
-	if after >= 0 && o.lost.acceptedEpoch[p.tp] < after {
-		accepted = nil
+	if after >= 0 && accepted.epoch < after {
+		accepted.ranges = nil
 	}
-	gone := commitmeta.SubtractRanges(commitmeta.Range{From: from, To: to}, claims, o.lost.lossReported[p.tp], accepted)
+	gone := commitmeta.SubtractRanges(commitmeta.Range{From: from, To: to}, claims, o.lost.lossReported[p.tp], accepted.ranges)
 	if n := o.sayLost(p, gone, logStart, cause); n > 0 {
 		o.lost.lossReported[p.tp] = commitmeta.MergeRanges(o.lost.lossReported[p.tp], gone)
 		o.carryLoss(p, commitmeta.Loss{First: gone[0].From, Last: gone[len(gone)-1].To - 1, Count: n, Since: o.now(), Cause: cause})

@@ -815,7 +815,7 @@ func TestLostCountsOnlyWhatNoHandOutAccepted(t *testing.T) {
 		h.o.inbox.ackCh <- ackMsg{b: b, err: errors.New("one failed"), failed: []int{5}}
 		synctest.Wait()
 		h.state(func(o *owner) {
-			require.Equal(t, []commitmeta.Range{{From: 0, To: 5}, {From: 6, To: 10}}, o.lost.accepted[tp0])
+			require.Equal(t, []commitmeta.Range{{From: 0, To: 5}, {From: 6, To: 10}}, o.lost.accepted[tp0].ranges)
 		})
 		time.Sleep(time.Second) // stall_replay_after: the replay in place
 		synctest.Wait()
@@ -825,9 +825,9 @@ func TestLostCountsOnlyWhatNoHandOutAccepted(t *testing.T) {
 		require.Equal(t, int64(11), g.Get(MetricLostRecords, "t", 0), "offset 5, and 10-19, never fetched")
 
 		h.state(func(o *owner) {
-			o.lost.accepted[tp0] = []commitmeta.Range{{From: 21, To: 22}, {From: 23, To: 30}}
+			o.lost.accepted[tp0] = acceptedOffsets{ranges: []commitmeta.Range{{From: 21, To: 22}, {From: 23, To: 30}}}
 			o.truncated(o.parts[tp0], 25, 1, noPollWindow)
-			require.Equal(t, []commitmeta.Range{{From: 21, To: 22}, {From: 23, To: 25}}, o.lost.accepted[tp0], "cut at the divergence point")
+			require.Equal(t, []commitmeta.Range{{From: 21, To: 22}, {From: 23, To: 25}}, o.lost.accepted[tp0].ranges, "cut at the divergence point")
 		})
 	})
 }

@@ -26,10 +26,15 @@ type lossBook struct {
 	// (the offsets hold other records from there), and dropped when the
 	// assignment ends (forget): a truncation this member does not see may
 	// rewrite them meanwhile, and a loss must never go unreported.
-	accepted map[topicPartition][]commitmeta.Range
-	// acceptedEpoch is, per partition, the newest leader epoch of the
-	// records in accepted (lose compares it with the log's).
-	acceptedEpoch map[topicPartition]int32
+	accepted map[topicPartition]acceptedOffsets
+}
+
+// acceptedOffsets are the offsets of one partition in lossBook.accepted:
+// sorted, disjoint ranges, and the newest leader epoch of their records
+// (lose compares it with the log's).
+type acceptedOffsets struct {
+	ranges []commitmeta.Range
+	epoch  int32
 }
 
 // noteAccepted records the offsets of the records of b's hand-out that the
@@ -37,7 +42,7 @@ type lossBook struct {
 // error named as failed.
 func (o *owner) noteAccepted(p *partState, b *Batch, failed []int) {
 	var offs []int64
-	epoch := o.lost.acceptedEpoch[p.tp]
+	epoch := o.lost.accepted[p.tp].epoch
 	take := func(i int) {
 		if !slices.Contains(failed, i) {
 			offs = append(offs, b.raw.records[i].Offset)
@@ -67,7 +72,6 @@ func (o *owner) noteAccepted(p *partState, b *Batch, failed []int) {
 	}
 	// What is below the watermark is never lost: kept, it would only grow.
 	base, _ := p.commitBase()
-	kept := slices.DeleteFunc(o.lost.accepted[p.tp], func(r commitmeta.Range) bool { return r.To <= base })
-	o.lost.accepted[p.tp] = commitmeta.MergeRanges(kept, rs)
-	o.lost.acceptedEpoch[p.tp] = epoch
+	kept := slices.DeleteFunc(o.lost.accepted[p.tp].ranges, func(r commitmeta.Range) bool { return r.To <= base })
+	o.lost.accepted[p.tp] = acceptedOffsets{ranges: commitmeta.MergeRanges(kept, rs), epoch: epoch}
 }

@@ -188,7 +188,7 @@ func newOwner(conf *Config, log *service.Logger, m *Metrics) *owner {
 		polls:   polls{wakePoll: func() {}},
 		commits: commitLoop{metaMax: conf.CommitMetadataMaxBytes, member: memberName(conf.ClientID)},
 		queries: queries{retention: map[string]int64{}},
-		lost:    lossBook{lossReported: map[topicPartition][]commitmeta.Range{}, truncations: map[topicPartition][]int64{}, accepted: map[topicPartition][]commitmeta.Range{}, acceptedEpoch: map[topicPartition]int32{}},
+		lost:    lossBook{lossReported: map[topicPartition][]commitmeta.Range{}, truncations: map[topicPartition][]int64{}, accepted: map[topicPartition]acceptedOffsets{}},
 		fence:   newFence(conf, time.Now()),
 	}
 }

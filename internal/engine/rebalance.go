@@ -66,7 +66,6 @@ func (o *owner) revokeOrLose(ctx context.Context, tps map[string][]int32, lost b
 // committed re-pauses it on assignment if it still has no commit).
 func (o *owner) forget(p *partState) {
 	delete(o.lost.accepted, p.tp)
-	delete(o.lost.acceptedEpoch, p.tp)
 	o.endEpoch(p)
 	o.m.retire(p)
 }

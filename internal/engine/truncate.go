@@ -43,7 +43,10 @@ func (o *owner) truncate(p *partState, at int64, epoch int32, seq uint64) *partS
 func (o *owner) truncated(p *partState, at int64, epoch int32, seq uint64) *partState {
 	wm, _ := p.commitBase()
 	end := max(p.queue.queuedTo(), p.loss.expected(), wm)
-	o.lost.accepted[p.tp] = cutRanges(o.lost.accepted[p.tp], at)
+	if a, ok := o.lost.accepted[p.tp]; ok {
+		a.ranges = cutRanges(a.ranges, at)
+		o.lost.accepted[p.tp] = a
+	}
 	// Delivered from the old log at or above at: below the watermark all
 	// of it, above it the delivered ranges.
 	var truncated int64
