@@ -358,12 +358,25 @@ func TestErrorClassAllocs(t *testing.T) {
 	// errorClass adds at most one allocation (its builder) to what the
 	// error's own Error allocates; the latter varies a little by build
 	// (the race detector), so it is measured, not assumed. Both are taken
-	// at their least over a few measurements (allocsPerRun): other tests'
-	// goroutines winding down once made a single measurement one too high.
+	// at their least over a few measurements (allocsPerRun).
 	for _, err := range errs {
-		own := testing.AllocsPerRun(100, func() { _ = err.Error() })
-		assert.LessOrEqual(t, testing.AllocsPerRun(100, func() { _ = Class(err) }), own+1, "%v", err)
+		own := allocsPerRun(func() { _ = err.Error() })
+		assert.LessOrEqual(t, allocsPerRun(func() { _ = Class(err) }), own+1, "%v", err)
 	}
+}
+
+// allocsPerRun is the least of five testing.AllocsPerRun measurements of f.
+// Under the race detector sync.Pool.Put drops one item in four at random
+// (sync/pool.go, Put: "Randomly drop x on floor"), so fmt's printer pool
+// misses now and then and a single measurement of anything that formats can
+// be one too high: 7 runs in 300 of this test failed that way with -race,
+// once in CI. The least is what f itself allocates.
+func allocsPerRun(f func()) float64 {
+	least := testing.AllocsPerRun(100, f)
+	for range 4 {
+		least = min(least, testing.AllocsPerRun(100, f))
+	}
+	return least
 }
 
 // The fuzzed secrets' positions: each template puts a secret where real
