@@ -272,3 +272,47 @@ func TestReproduceCommand(t *testing.T) {
 		t.Error("a port in the ephemeral range was accepted")
 	}
 }
+
+// A transaction kgo reported committed whose record the log holds aborted
+// fails the run, unless it was in flight across a broker outage: then it is
+// counted, tolerated, and the log says what the producer's next marker did.
+func TestCrossCheckTxnOutcomeAcrossOutage(t *testing.T) {
+	const pid = 7
+	// Partition 0: a record at 0 of producer 7, aborted in the read-back,
+	// and at 1 that producer's commit marker.
+	lg := func() [][]logRec {
+		return [][]logRec{{
+			{kind: offAborted, hash: 11, pid: pid},
+			{kind: offMarker, pid: pid, commit: true},
+		}}
+	}
+	rec := txnRec{prodRec: prodRec{p: 0, o: 0, hash: 11}, state: 'c', began: 100e9, ended: 101e9}
+	for _, tc := range []struct {
+		name      string
+		outages   []window
+		tolerated int
+		notes     int
+	}{
+		{"no outage", nil, 0, 1},
+		{"outage long before", []window{{from: 10e9, to: 20e9}}, 0, 1},
+		{"outage during", []window{{from: 99e9, to: 100.5e9}}, 1, 0},
+		{"restart ended just before it began", []window{{from: 80e9, to: 95e9}}, 1, 0},
+		{"outage still open", []window{{from: 100.5e9}}, 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &harness{live: &liveProducer{}, txn: &txnProducer{recs: []txnRec{rec}}}
+			got := h.crossCheckProducers(lg(), &lossFacts{}, tc.outages)
+			if got != tc.tolerated || len(h.notes) != tc.notes {
+				t.Errorf("tolerated %d, notes %q; want %d tolerated, %d notes", got, h.notes, tc.tolerated, tc.notes)
+			}
+		})
+	}
+	if got := markerAfter(lg()[0], 0); !strings.Contains(got, "(offset 1) commits") {
+		t.Errorf("markerAfter: %q", got)
+	}
+	abort := lg()[0]
+	abort[1].commit = false
+	if got := markerAfter(abort, 0); !strings.Contains(got, "(offset 1) aborts") {
+		t.Errorf("markerAfter: %q", got)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,7 +154,7 @@ func (h *harness) drainAndCheck(ctx context.Context) (*accounting, error) {
 	h.poller.mu.Lock()
 	acc.LossMetrics = checkLossMetrics(h.poller.lossCounts, logs.Losses)
 	h.poller.mu.Unlock()
-	h.crossCheckProducers(lg, facts)
+	acc.TxnOutcomeAcrossOutage = h.crossCheckProducers(lg, facts, h.kafka.outages())
 	return acc, nil
 }
 
@@ -258,7 +259,17 @@ func checkLossMetrics(counts map[string]lossCounters, events []lossEvent) []stri
 // What the harness itself took away is left out: records it deleted, and
 // records an unclean election truncated (acknowledged by the old leader
 // alone; the new log holds others there).
-func (h *harness) crossCheckProducers(lg [][]logRec, facts *lossFacts) {
+//
+// A transaction that kgo reported committed, in flight while a broker was
+// down or restarting (an outage, widened by staleGrace for the coordinator
+// to load), whose records the log holds aborted is counted and returned,
+// not failed: it was seen once in CI (c69579e, a single broker SIGKILLed
+// mid-transaction), and what the log says of a producer's outcome is Kafka's
+// and kgo's word, not the input's; the input is held to the log as read
+// back. The count is in the report, each case in the harness's log with
+// what the partition's next marker of that producer says. Outside an
+// outage it fails the run as before.
+func (h *harness) crossCheckProducers(lg [][]logRec, facts *lossFacts, outages []window) int {
 	kindAt := func(p prodRec) (byte, bool) {
 		if int(p.p) >= len(lg) || p.o < 0 || p.o >= int64(len(lg[p.p])) {
 			return 0, false
@@ -292,6 +303,19 @@ func (h *harness) crossCheckProducers(lg [][]logRec, facts *lossFacts) {
 		}
 	}
 	h.live.mu.Unlock()
+	acrossOutage := func(r txnRec) bool {
+		for _, w := range outages {
+			to := w.to
+			if to == 0 {
+				to = math.MaxInt64 - int64(staleGrace)
+			}
+			if r.began <= to+int64(staleGrace) && r.ended >= w.from {
+				return true
+			}
+		}
+		return false
+	}
+	tolerated := 0
 	h.txn.mu.Lock()
 	for _, r := range h.txn.recs {
 		if takenAway(r.prodRec) {
@@ -299,6 +323,10 @@ func (h *harness) crossCheckProducers(lg [][]logRec, facts *lossFacts) {
 		}
 		k, same := kindAt(r.prodRec)
 		switch {
+		case same && r.state == 'c' && k == offAborted && acrossOutage(r):
+			tolerated++
+			h.logf("tolerated: %d/%d of a transaction kgo reported committed (%s to %s, across a broker outage) is aborted in the log; %s",
+				r.p, r.o, fmtTime(r.began), fmtTime(r.ended), markerAfter(lg[r.p], r.o))
 		case !same, r.state == 'c' && k != offData, r.state == 'a' && k != offAborted:
 			wrong++
 			example(r.prodRec, map[byte]string{'c': "of a committed transaction", 'a': "of an aborted transaction"}[r.state])
@@ -311,6 +339,22 @@ func (h *harness) crossCheckProducers(lg [][]logRec, facts *lossFacts) {
 	if wrong > 0 {
 		h.note("%d records of transactions that ended without error are not in the log as their outcome says (%s)", wrong, strings.Join(examples, "; "))
 	}
+	return tolerated
+}
+
+// markerAfter says what the first marker of the producer of the aborted
+// record at o ended: the log's own word on that record's transaction.
+func markerAfter(part []logRec, o int64) string {
+	pid := part[o].pid
+	for i := o + 1; i < int64(len(part)); i++ {
+		if m := part[i]; m.kind == offMarker && m.pid == pid {
+			if m.commit {
+				return fmt.Sprintf("the producer's next marker (offset %d) commits, yet read_committed skips the record", i)
+			}
+			return fmt.Sprintf("the producer's next marker (offset %d) aborts", i)
+		}
+	}
+	return "no marker of its producer follows it"
 }
 
 // describeKind says what the log holds at an offset, for a message.

@@ -55,6 +55,9 @@ func markdown(r *report) string {
 	row("aborted records received (must be 0)", r.AbortedReceived)
 	row("duplicates / exposure", fmt.Sprintf("%d / %d", r.Duplicates, r.Exposure))
 	row("stale reads right after a broker restart (tolerated)", r.StaleReads)
+	if r.TxnOutcomeAcrossOutage > 0 {
+		row("records of transactions kgo said committed, across a broker outage, aborted in the log (tolerated; the producer's, not the input's)", r.TxnOutcomeAcrossOutage)
+	}
 	row("largest watermark age", fmt.Sprintf("%.1f s (%s)", r.MaxAgeS, r.MaxAgeWhere))
 	row("slowest recovery (fault to commits moving again)", fmt.Sprintf("%.1f s (%s)", r.SlowestRecoveryS, r.SlowestRecovery))
 	row("commits checked: polled distinct / OffsetCommit records in __consumer_offsets", fmt.Sprintf("%d / %d", r.PolledCommits, r.Audited))

@@ -117,6 +117,10 @@ func (lp *liveProducer) finish(ctx context.Context) {
 type txnRec struct {
 	prodRec
 	state byte // 'c' committed, 'a' aborted
+	// began and ended bound the transaction (Unix ns): one that overlapped
+	// a broker outage may end, in the log, other than kgo said
+	// (drain.go, crossCheckProducers).
+	began, ended int64
 }
 
 // txnProducer writes transactions of a few records to random partitions,
@@ -231,6 +235,7 @@ func (tp *txnProducer) start(ctx context.Context) {
 func (tp *txnProducer) transact(ctx context.Context, recs []*kgo.Record, hashes []uint32, commit bool) {
 	tctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	began := time.Now().UnixNano()
 	fail := func(err error, what string) {
 		tp.noteErr(fmt.Errorf("%s: %w", what, err))
 		tp.mu.Lock()
@@ -252,6 +257,7 @@ func (tp *txnProducer) transact(ctx context.Context, recs []*kgo.Record, hashes 
 		fail(err, "end")
 		return
 	}
+	ended := time.Now().UnixNano()
 	state := byte('a')
 	if commit {
 		state = 'c'
@@ -264,7 +270,7 @@ func (tp *txnProducer) transact(ctx context.Context, recs []*kgo.Record, hashes 
 		tp.aborted++
 	}
 	for i, r := range recs {
-		tp.recs = append(tp.recs, txnRec{prodRec{p: r.Partition, o: r.Offset, hash: hashes[i]}, state})
+		tp.recs = append(tp.recs, txnRec{prodRec{p: r.Partition, o: r.Offset, hash: hashes[i]}, state, began, ended})
 	}
 }
 

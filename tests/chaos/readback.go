@@ -42,6 +42,11 @@ type logRec struct {
 	// harness).
 	was  byte
 	gone int64
+	// pid is the producer ID of an aborted record or a marker (what the
+	// marker ended: commit, or abort), so that a record's fate can be read
+	// from the marker that follows it.
+	pid    int64
+	commit bool
 }
 
 // readTopic reads every partition of topic from starts to ends, once at
@@ -111,12 +116,15 @@ func readPass(ctx context.Context, brokers, topic string, starts, ends []int64, 
 			lr := &out[p][r.Offset]
 			switch {
 			case r.Attrs.IsControl():
-				lr.kind = offMarker
+				// A control record's key is version (int16) then type
+				// (int16): 0 abort, 1 commit.
+				lr.kind, lr.pid = offMarker, r.ProducerID
+				lr.commit = len(r.Key) >= 4 && r.Key[2] == 0 && r.Key[3] == 1
 			case committed:
 				*lr = logRec{kind: offData, hash: testkit.HashValue(string(r.Value)), key: testkit.HashValue(string(r.Key)), nullKey: r.Key == nil,
 					ts: r.Timestamp.UnixNano()}
 			case lr.kind == offUnknown:
-				*lr = logRec{kind: offAborted, hash: testkit.HashValue(string(r.Value)), ts: r.Timestamp.UnixNano()}
+				*lr = logRec{kind: offAborted, hash: testkit.HashValue(string(r.Value)), ts: r.Timestamp.UnixNano(), pid: r.ProducerID}
 			}
 			if r.Offset == ends[p]-1 && !done[p] {
 				done[p] = true

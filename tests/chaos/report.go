@@ -61,31 +61,35 @@ type report struct {
 	Exposure   int64                  `json:"exposure"`
 	ByFault    map[string]*kindResult `json:"by_fault"`
 
-	Aborted          int64   `json:"aborted_records"`
-	AbortedReceived  int64   `json:"aborted_received"`
-	Markers          int64   `json:"markers"`
-	Phantom          int64   `json:"phantom"`
-	Corrupt          int64   `json:"corrupt"`
-	StaleReads       int64   `json:"stale_reads"`
-	BackwardLog      int     `json:"backward_in_log"`
-	BackwardPolled   int     `json:"backward_polled"`
-	Audited          int     `json:"audited_commit_records"`
-	PolledCommits    int     `json:"polled_distinct_commits"`
-	RangesChecked    int64   `json:"range_offsets_checked"`
-	StallsInCommits  int     `json:"stalls_in_commits"`
-	MaxAgeS          float64 `json:"max_watermark_age_s"`
-	MaxAgeWhere      string  `json:"max_watermark_age_where"`
-	SlowestRecoveryS float64 `json:"slowest_recovery_s"`
-	SlowestRecovery  string  `json:"slowest_recovery_fault"`
-	KillCycles       int     `json:"kill_cycles"`
-	BrokerRestarts   int     `json:"broker_restarts"`
-	LeaderMoves      int     `json:"leader_moves"`
-	NetworkCuts      int     `json:"network_cuts"`
-	Rebalances       int     `json:"rebalances"`
-	MaxPaused        int     `json:"max_paused_partitions"`
-	OutOfOrderAcks   int64   `json:"out_of_order_acks"`
-	SinkFailed       int64   `json:"sink_failed_requests"`
-	SinkAborted      int64   `json:"sink_aborted_requests"`
+	Aborted         int64 `json:"aborted_records"`
+	AbortedReceived int64 `json:"aborted_received"`
+	Markers         int64 `json:"markers"`
+	Phantom         int64 `json:"phantom"`
+	Corrupt         int64 `json:"corrupt"`
+	StaleReads      int64 `json:"stale_reads"`
+	// Records of transactions kgo reported committed, in flight across a
+	// broker outage, that the log holds aborted (drain.go,
+	// crossCheckProducers): tolerated, and shown.
+	TxnOutcomeAcrossOutage int     `json:"txn_outcome_across_outage"`
+	BackwardLog            int     `json:"backward_in_log"`
+	BackwardPolled         int     `json:"backward_polled"`
+	Audited                int     `json:"audited_commit_records"`
+	PolledCommits          int     `json:"polled_distinct_commits"`
+	RangesChecked          int64   `json:"range_offsets_checked"`
+	StallsInCommits        int     `json:"stalls_in_commits"`
+	MaxAgeS                float64 `json:"max_watermark_age_s"`
+	MaxAgeWhere            string  `json:"max_watermark_age_where"`
+	SlowestRecoveryS       float64 `json:"slowest_recovery_s"`
+	SlowestRecovery        string  `json:"slowest_recovery_fault"`
+	KillCycles             int     `json:"kill_cycles"`
+	BrokerRestarts         int     `json:"broker_restarts"`
+	LeaderMoves            int     `json:"leader_moves"`
+	NetworkCuts            int     `json:"network_cuts"`
+	Rebalances             int     `json:"rebalances"`
+	MaxPaused              int     `json:"max_paused_partitions"`
+	OutOfOrderAcks         int64   `json:"out_of_order_acks"`
+	SinkFailed             int64   `json:"sink_failed_requests"`
+	SinkAborted            int64   `json:"sink_aborted_requests"`
 
 	// Records Kafka took away (losscheck.go): reported_lost must equal
 	// expected_lost, the offsets the harness deleted before any sink had
@@ -186,6 +190,7 @@ func (h *harness) buildReport(acc *accounting, runErr error) *report {
 		r.Aborted, r.AbortedReceived, r.Markers, r.Phantom, r.Corrupt = acc.Aborted, acc.AbortedReceived, acc.Markers, acc.Phantom, acc.Corrupt
 		r.StaleReads, r.Audited, r.RangesChecked, r.StallsInCommits = acc.StaleReads, acc.Audited, acc.RangesChecked, acc.StallsInCommits
 		r.MaxAgeS, r.MaxAgeWhere = round(acc.MaxAgeS), acc.MaxAgeWhere
+		r.TxnOutcomeAcrossOutage = acc.TxnOutcomeAcrossOutage
 		r.Violation = acc.Violations
 		r.Backwards = append(slices.Clone(acc.BackwardLog), acc.BackwardPolled...)
 		r.LostAt, r.Bad = acc.LostExamples, acc.BadExamples

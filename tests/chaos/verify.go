@@ -55,19 +55,21 @@ type accounting struct {
 	BackwardLog     []string
 	BackwardPolled  []string
 	StaleReads      int64
-	Duplicates      int64
-	Exposure        int64
-	Faults          []faultResult
-	MaxAgeS         float64
-	MaxAgeWhere     string
-	Audited         int // OffsetCommit records read from the log
-	StallsInCommits int // distinct stalls (partition, failed batch) the polled commits carried
-	RangesChecked   int64
-	BackSteps       int // backward commits a truncation allowed (in the log and polled)
-	Loss            lossResult
-	LossMetrics     []string          // loss counters that disagree with the loss lines
-	DeadLetters     *deadLetterResult // nil: no dead-letter topic
-	KeyOrder        *keyOrderResult   // nil: no key check (keyorder.go)
+	// TxnOutcomeAcrossOutage: as the report field of that name (report.go).
+	TxnOutcomeAcrossOutage int
+	Duplicates             int64
+	Exposure               int64
+	Faults                 []faultResult
+	MaxAgeS                float64
+	MaxAgeWhere            string
+	Audited                int // OffsetCommit records read from the log
+	StallsInCommits        int // distinct stalls (partition, failed batch) the polled commits carried
+	RangesChecked          int64
+	BackSteps              int // backward commits a truncation allowed (in the log and polled)
+	Loss                   lossResult
+	LossMetrics            []string          // loss counters that disagree with the loss lines
+	DeadLetters            *deadLetterResult // nil: no dead-letter topic
+	KeyOrder               *keyOrderResult   // nil: no key check (keyorder.go)
 }
 
 // staleGrace is how long after a broker is back a poll may still read an
