@@ -124,17 +124,17 @@
 // # Goroutines
 //
 //   - owner (owner.run): holds every partState. Fed over channels (inbox) by
-//     reads, acks, poll results, rebalance callbacks, commit results, retry
-//     and drain timers, query results and its clocks (commit, gauges, log
+//     reads, acks, poll results, rebalance callbacks, commit results, drain
+//     timers, query results and its clocks (commit, gauges, retries, log
 //     ends, retention). Never does network I/O: the kgo calls it makes
 //     (pause, resume, set offsets) only flip client state.
 //   - poller (poll.go): polls kgo when the owner hands it a token and passes
 //     the fetches to the owner; it lets a rebalance proceed only after the
 //     owner has queued them (BlockRebalanceOnPoll).
 //   - committer (owner.committer): runs one periodic commit at a time.
-//   - retry timers (time.AfterFunc in onAck): one per nacked batch in
-//     backoff, each a send on retryCh; drain timers (startDrain), one per
-//     drain, each a send on drainDone.
+//   - drain timers (startDrain), one per drain, each a send on drainDone.
+//     (The nacked batches in backoff wait behind one timer the owner
+//     selects on itself: retries, retries.go.)
 //   - dead-letter writes (writeDeadLetter): one per batch being
 //     dead-lettered, calling the plugin's DeadLetterWriter until a try
 //     succeeds, each outcome a send on deadLetterCh; cancelled when its

@@ -81,8 +81,6 @@ type (
 		result commitResult
 		took   time.Duration
 	}
-
-	retryDue struct{ b *Batch }
 )
 
 // owner is the one goroutine that holds every tracker. ReadBatch, acks, the
@@ -96,7 +94,8 @@ type (
 // lists.go), the poll window's bookkeeping (polls, replay.go), the periodic
 // commit (commits, commit.go), the log-end and retention queries
 // (queries, lag.go), what was reported lost (lost, lossbook.go), the drains
-// (drain.go) and the heartbeat fence (fence.go).
+// (drain.go), the retries in backoff (retries.go) and the heartbeat fence
+// (fence.go).
 type owner struct {
 	conf *Config
 	log  *service.Logger
@@ -128,6 +127,8 @@ type owner struct {
 	commits commitLoop
 	queries queries
 	lost    lossBook
+	// retries holds the nacked batches in backoff (retries.go).
+	retries retries
 	// fence holds hand-outs back while the group may have given this
 	// member's partitions away (fence.go).
 	fence fence
@@ -146,7 +147,6 @@ type inbox struct {
 	revokeCh   chan revokeReq
 	closeCh    chan closeReq
 	commitCh   chan commitDone
-	retryCh    chan retryDue
 	// deadLetterCh brings the outcomes of dead-letter writes.
 	deadLetterCh chan deadLetterDone
 	endsCh       chan endsResult
@@ -174,7 +174,6 @@ func newOwner(conf *Config, log *service.Logger, m *Metrics) *owner {
 			revokeCh:     make(chan revokeReq),
 			closeCh:      make(chan closeReq),
 			commitCh:     make(chan commitDone, 1),
-			retryCh:      make(chan retryDue, 64),
 			deadLetterCh: make(chan deadLetterDone),
 			endsCh:       make(chan endsResult),
 			retentionCh:  make(chan retentionResult),
@@ -243,6 +242,7 @@ func (o *owner) run() {
 	defer lagTick.Stop()
 	retentionTick := time.NewTicker(o.conf.MetadataMaxAge)
 	defer retentionTick.Stop()
+	defer o.retries.stop()
 	o.askPoll()
 	for {
 		select {
@@ -286,8 +286,10 @@ func (o *owner) run() {
 			o.queryRetention()
 		case d := <-o.inbox.deadLetterCh:
 			o.onDeadLetterDone(d)
-		case r := <-o.inbox.retryCh:
-			o.onRetryDue(r.b)
+		case <-o.retries.fired():
+			for _, b := range o.retries.takeDue(o.now()) {
+				o.onRetryDue(b)
+			}
 		case d := <-o.inbox.drainDone:
 			o.finishDrain(d)
 		case <-o.fence.wake():

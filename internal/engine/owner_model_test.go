@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -268,12 +269,18 @@ func (w *omWriter) setDown(down bool) {
 	w.down = down
 }
 
-// take returns the letters written since the last take.
+// take returns the letters written since the last take, by partition and
+// offset: writes that end at one instant end in the scheduler's order,
+// which the model's step log must not show.
 func (w *omWriter) take() []Letter {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := w.letters
 	w.letters = nil
+	slices.SortFunc(out, func(x, y Letter) int {
+		a, b := x.Records[0], y.Records[0]
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition), cmp.Compare(a.Offset, b.Offset))
+	})
 	return out
 }
 
