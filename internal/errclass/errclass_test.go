@@ -367,10 +367,10 @@ func TestErrorClassAllocs(t *testing.T) {
 
 // allocsPerRun is the least of five testing.AllocsPerRun measurements of f.
 // Under the race detector sync.Pool.Put drops one item in four at random
-// (sync/pool.go, Put: "Randomly drop x on floor"), so fmt's printer pool
-// misses now and then and a single measurement of anything that formats can
-// be one too high: 7 runs in 300 of this test failed that way with -race,
-// once in CI. The least is what f itself allocates.
+// (its source says "Randomly drop x on floor"), so fmt's printer pool misses
+// now and then and a single measurement of anything that formats can be one
+// too high: 7 runs in 300 of this test failed that way with -race, once in
+// CI. The least is what f itself allocates.
 func allocsPerRun(f func()) float64 {
 	least := testing.AllocsPerRun(100, f)
 	for range 4 {
