@@ -70,36 +70,11 @@ func (d DeadLetter) fieldsLen() int {
 // span is d's First, Last, Count and Since.
 func (d DeadLetter) span() span { return span{d.First, d.Last, d.Count, d.Since} }
 
-// DeadLetterError is a dead-letter report that is present (there is an xf
-// field) but malformed: a field missing, not a number, out of range, or an
-// error class that does not unescape to what Fields writes. It mirrors
-// LossError.
-//
-// A DeadLetterError is a value once returned, safe for concurrent use.
-type DeadLetterError struct {
-	Key      string // the field's key: xf, xl, xn, xs or xr
-	Value    string // its value as found, clipped to 40 bytes; "" when missing
-	Expected string // what a valid value is
-	Err      error  // ErrMissingField, ErrOverflow, or nil
-}
-
-func (e *DeadLetterError) Error() string {
-	return fieldErrorText("dead-letter", e.Key, e.Value, e.Expected, e.Err)
-}
-
-// Unwrap returns the detail, so errors.Is(err, ErrMissingField) works.
-func (e *DeadLetterError) Unwrap() error { return e.Err }
-
-func deadLetterError(key, value, expected string, detail error) *DeadLetterError {
-	return &DeadLetterError{Key: key, Value: clipValue(value), Expected: expected, Err: detail}
-}
-
 // DeadLetterFromFields reads a DeadLetter back from the fields DecodeFields
 // returns. It returns nil, nil when there is none: no xf key (nothing was
 // dead-lettered lately, or metadata written before the report existed).
 // When xf is present every field must be, and a field that is missing or
-// malformed is a *DeadLetterError naming it, its value and the form
-// expected.
+// malformed is a *ReportError naming it, its value and the form expected.
 //
 // The fields are untrusted (anyone may commit to a group):
 // DeadLetterFromFields never panics, does work independent of the values'
@@ -111,9 +86,7 @@ func DeadLetterFromFields(fields map[string]string) (*DeadLetter, error) {
 	if _, ok := fields[keyDeadFirst]; !ok {
 		return nil, nil
 	}
-	sp, err := readSpan(fields, deadKeys, func(key, value, expected string, detail error) error {
-		return deadLetterError(key, value, expected, detail)
-	})
+	sp, err := readSpan(fields, deadKeys, KindDeadLetter)
 	if err != nil {
 		return nil, err
 	}
@@ -121,10 +94,10 @@ func DeadLetterFromFields(fields map[string]string) (*DeadLetter, error) {
 	expected := fmt.Sprintf("query-escaped printable ASCII of at most %d bytes", MaxReasonLen)
 	v, ok := fields[keyDeadError]
 	if !ok {
-		return nil, deadLetterError(keyDeadError, "", expected, ErrMissingField)
+		return nil, reportError(KindDeadLetter, keyDeadError, "", expected, ErrMissingField)
 	}
 	if d.Error, ok = unescapeText(v, MaxReasonLen); !ok {
-		return nil, deadLetterError(keyDeadError, v, expected, nil)
+		return nil, reportError(KindDeadLetter, keyDeadError, v, expected, nil)
 	}
 	return &d, nil
 }

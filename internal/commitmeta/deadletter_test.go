@@ -140,10 +140,10 @@ func TestDeadLetterFromFieldsMalformed(t *testing.T) {
 			fields[tc.key] = tc.value
 		}
 		d, err := DeadLetterFromFields(fields)
-		var de *DeadLetterError
-		if d != nil || !errors.As(err, &de) || de.Key != tc.key || !strings.Contains(err.Error(), tc.want) ||
+		var de *ReportError
+		if d != nil || !errors.As(err, &de) || de.Kind != KindDeadLetter || de.Key != tc.key || !strings.Contains(err.Error(), tc.want) ||
 			tc.detail != nil && !errors.Is(err, tc.detail) || len(de.Value) > 43 {
-			t.Errorf("DeadLetterFromFields(%s=%q) = %+v, %v, want a *DeadLetterError for %s naming %q, wrapping %v", tc.key, tc.value, d, err, tc.key, tc.want, tc.detail)
+			t.Errorf("DeadLetterFromFields(%s=%q) = %+v, %v, want a dead-letter *ReportError for %s naming %q, wrapping %v", tc.key, tc.value, d, err, tc.key, tc.want, tc.detail)
 		}
 	}
 }
@@ -195,9 +195,9 @@ func TestDeadLetterHostileInputIsBounded(t *testing.T) {
 			if got := (after.TotalAlloc - before.TotalAlloc) / runs; got > 1024 {
 				t.Errorf("DeadLetterFromFields(%s=%s...) allocated %d bytes a call, want at most 1 KiB", key, fill, got)
 			}
-			var de *DeadLetterError
-			if d, err := DeadLetterFromFields(fields); d != nil || !errors.As(err, &de) || de.Key != key || len(err.Error()) > 300 {
-				t.Errorf("DeadLetterFromFields(%s=%s...) = %+v, %v, want a short *DeadLetterError for %s", key, fill, d, err, key)
+			var de *ReportError
+			if d, err := DeadLetterFromFields(fields); d != nil || !errors.As(err, &de) || de.Kind != KindDeadLetter || de.Key != key || len(err.Error()) > 300 {
+				t.Errorf("DeadLetterFromFields(%s=%s...) = %+v, %v, want a short dead-letter *ReportError for %s", key, fill, d, err, key)
 			}
 		}
 	}

@@ -108,34 +108,11 @@ func knownCause(cause string) (string, bool) {
 	return CauseUnknown, false
 }
 
-// LossError is a loss report that is present (there is an lf field) but
-// malformed: a field missing, not a number, out of range, or an unknown
-// cause. It mirrors StallError.
-//
-// A LossError is a value once returned, safe for concurrent use.
-type LossError struct {
-	Key      string // the field's key: lf, ll, ln, ls or lc
-	Value    string // its value as found, clipped to 40 bytes; "" when missing
-	Expected string // what a valid value is
-	Err      error  // ErrMissingField, ErrOverflow, or nil
-}
-
-func (e *LossError) Error() string {
-	return fieldErrorText("loss", e.Key, e.Value, e.Expected, e.Err)
-}
-
-// Unwrap returns the detail, so errors.Is(err, ErrMissingField) works.
-func (e *LossError) Unwrap() error { return e.Err }
-
-func lossError(key, value, expected string, detail error) *LossError {
-	return &LossError{Key: key, Value: clipValue(value), Expected: expected, Err: detail}
-}
-
 // LossFromFields reads a Loss back from the fields DecodeFields returns. ok
 // is false, with no error, when there is none: no lf key (nothing was lost
 // lately, or metadata written before the report existed). When lf is present
 // every field must be, and a field that is missing or malformed is a
-// *LossError naming it, its value and the form expected.
+// *ReportError naming it, its value and the form expected.
 //
 // The fields are untrusted (anyone may commit to a group): LossFromFields
 // never panics, does work independent of the values' lengths (a number is
@@ -146,9 +123,7 @@ func LossFromFields(fields map[string]string) (l Loss, ok bool, err error) {
 	if _, ok := fields[keyLossFirst]; !ok {
 		return Loss{}, false, nil
 	}
-	sp, err := readSpan(fields, lossKeys, func(key, value, expected string, detail error) error {
-		return lossError(key, value, expected, detail)
-	})
+	sp, err := readSpan(fields, lossKeys, KindLoss)
 	if err != nil {
 		return Loss{}, false, err
 	}
@@ -156,10 +131,10 @@ func LossFromFields(fields map[string]string) (l Loss, ok bool, err error) {
 	const causes = CauseRetention + ", " + CauseTruncation + " or " + CauseUnknown
 	v, ok := fields[keyLossCause]
 	if !ok {
-		return Loss{}, false, lossError(keyLossCause, "", causes, ErrMissingField)
+		return Loss{}, false, reportError(KindLoss, keyLossCause, "", causes, ErrMissingField)
 	}
 	if l.Cause, ok = knownCause(v); !ok {
-		return Loss{}, false, lossError(keyLossCause, v, causes, nil)
+		return Loss{}, false, reportError(KindLoss, keyLossCause, v, causes, nil)
 	}
 	return l, true, nil
 }

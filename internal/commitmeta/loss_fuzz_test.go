@@ -12,7 +12,7 @@ import (
 // the group may write them, and checks:
 //   - it never panics;
 //   - without lf the result is zero, false, nil;
-//   - an error is a *LossError naming one of the five keys, with a zero
+//   - an error is a loss *ReportError naming one of the five keys, with a zero
 //     Loss and ok false, and a message of bounded length;
 //   - a Loss it returns keeps every bound: 0 <= First <= Last,
 //     1 <= Count <= Last-First+1, Since >= 0, Cause one of the three;
@@ -49,9 +49,9 @@ func FuzzLossFromFields(f *testing.F) {
 			return
 		}
 		if err != nil {
-			var le *LossError
-			if ok || !sameLoss(l, Loss{}) || !errors.As(err, &le) {
-				t.Fatalf("LossFromFields(%q) = %+v, %v, %v, want zero, false and a *LossError", fields, l, ok, err)
+			var le *ReportError
+			if ok || !sameLoss(l, Loss{}) || !errors.As(err, &le) || le.Kind != KindLoss {
+				t.Fatalf("LossFromFields(%q) = %+v, %v, %v, want zero, false and a loss *ReportError", fields, l, ok, err)
 			}
 			if _, known := map[string]bool{"lf": true, "ll": true, "ln": true, "ls": true, "lc": true}[le.Key]; !known {
 				t.Fatalf("LossFromFields(%q) error names key %q", fields, le.Key)

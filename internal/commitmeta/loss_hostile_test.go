@@ -49,9 +49,9 @@ func TestLossHostileInputIsBounded(t *testing.T) {
 				t.Errorf("LossFromFields(%s=%s... of %d bytes) allocated %d bytes a call, want at most 1 KiB", key, fill, len(fields[key]), got)
 			}
 			l, ok, err := LossFromFields(fields)
-			var le *LossError
-			if ok || !sameLoss(l, Loss{}) || !errors.As(err, &le) || le.Key != key {
-				t.Errorf("LossFromFields(%s=%s...) = %+v, %v, %v, want a *LossError for %s", key, fill, l, ok, err, key)
+			var le *ReportError
+			if ok || !sameLoss(l, Loss{}) || !errors.As(err, &le) || le.Kind != KindLoss || le.Key != key {
+				t.Errorf("LossFromFields(%s=%s...) = %+v, %v, %v, want a loss *ReportError for %s", key, fill, l, ok, err, key)
 				continue
 			}
 			if len(err.Error()) > 300 {

@@ -196,9 +196,9 @@ func TestLossFromFieldsMalformed(t *testing.T) {
 		{with("ll", "x", "ln", "x", "lc", "x"), "ll", `loss field ll="x"`, nil},
 	} {
 		l, ok, err := LossFromFields(tc.fields)
-		var le *LossError
-		if err == nil || ok || !sameLoss(l, Loss{}) || !errors.As(err, &le) || le.Key != tc.key {
-			t.Errorf("LossFromFields(%.200q) = %+v, %v, %v, want zero, false and a *LossError for %s", tc.fields, l, ok, err, tc.key)
+		var le *ReportError
+		if err == nil || ok || !sameLoss(l, Loss{}) || !errors.As(err, &le) || le.Kind != KindLoss || le.Key != tc.key {
+			t.Errorf("LossFromFields(%.200q) = %+v, %v, %v, want zero, false and a loss *ReportError for %s", tc.fields, l, ok, err, tc.key)
 			continue
 		}
 		if !strings.Contains(err.Error(), tc.want) {

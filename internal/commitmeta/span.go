@@ -46,12 +46,14 @@ func spanLen(k spanKeys, s span) int {
 		len(" "+k.since+"=") + decimalLen(s.since.UnixMilli())
 }
 
-// readSpan reads a span back from the fields DecodeFields returns; bad makes
-// the report's error for a field (its key, its value, the form expected, the
-// detail). The fields are untrusted: it never panics, refuses a number at
+// readSpan reads a span back from the fields DecodeFields returns; a field
+// missing or malformed is a *ReportError of kind. The fields are untrusted: it never panics, refuses a number at
 // its twentieth digit, and a span it returns keeps the bounds above. Since
 // is in UTC.
-func readSpan(fields map[string]string, k spanKeys, bad func(key, value, expected string, detail error) error) (s span, err error) {
+func readSpan(fields map[string]string, k spanKeys, kind Kind) (s span, err error) {
+	bad := func(key, value, expected string, detail error) error {
+		return reportError(kind, key, value, expected, detail)
+	}
 	num := func(key, expected string) (int64, error) {
 		v, ok := fields[key]
 		if !ok {

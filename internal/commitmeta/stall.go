@@ -202,27 +202,9 @@ func printable(s string, n int) string {
 	return string(b)
 }
 
-// StallError is stall provenance that is present (there is an sf field) but
-// malformed: a field missing, not a number, out of range, or text that does
-// not unescape to what Fields writes.
-//
-// A StallError is a value once returned, safe for concurrent use.
-type StallError struct {
-	Key      string // the field's key: sf, sl, ss, sa, sm or sr
-	Value    string // its value as found, clipped to 40 bytes; "" when missing
-	Expected string // what a valid value is
-	Err      error  // ErrMissingField, ErrOverflow, or nil
-}
-
-func (e *StallError) Error() string {
-	return fieldErrorText("stall", e.Key, e.Value, e.Expected, e.Err)
-}
-
-// Unwrap returns the detail, so errors.Is(err, ErrMissingField) works.
-func (e *StallError) Unwrap() error { return e.Err }
-
-func stallError(key, value, expected string, detail error) *StallError {
-	return &StallError{Key: key, Value: clipValue(value), Expected: expected, Err: detail}
+// stallError is the *ReportError of the stall field key.
+func stallError(key, value, expected string, detail error) *ReportError {
+	return reportError(KindStall, key, value, expected, detail)
 }
 
 // StallFromFields reads a Stall back from the fields DecodeFields returns.
@@ -231,7 +213,7 @@ func stallError(key, value, expected string, detail error) *StallError {
 // sf alone, with none of sl, ss, sa, sm and sr, is the stall mark: a Stall
 // with MarkOnly set and First its only field. When sf comes with any other
 // of them every field must be there, and a field that is missing or
-// malformed is a *StallError naming it and its value.
+// malformed is a *ReportError naming it and its value.
 //
 // The fields are untrusted (anyone may commit to a group): StallFromFields
 // never panics, does work linear in the values' lengths, and a Stall it

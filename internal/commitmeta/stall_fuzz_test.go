@@ -10,7 +10,7 @@ import (
 // the group may write them, and checks:
 //   - it never panics;
 //   - without sf the result is zero, false, nil;
-//   - an error is a *StallError naming one of the six keys, with a zero
+//   - an error is a stall *ReportError naming one of the six keys, with a zero
 //     Stall and ok false;
 //   - sf alone is the mark, and only then: MarkOnly is set exactly when no
 //     other of the six keys is present;
@@ -51,9 +51,9 @@ func FuzzStallFromFields(f *testing.F) {
 			return
 		}
 		if err != nil {
-			var se *StallError
-			if ok || !sameStall(s, Stall{}) || !errors.As(err, &se) {
-				t.Fatalf("StallFromFields(%q) = %+v, %v, %v, want zero, false and a *StallError", fields, s, ok, err)
+			var se *ReportError
+			if ok || !sameStall(s, Stall{}) || !errors.As(err, &se) || se.Kind != KindStall {
+				t.Fatalf("StallFromFields(%q) = %+v, %v, %v, want zero, false and a stall *ReportError", fields, s, ok, err)
 			}
 			if _, known := map[string]bool{"sf": true, "sl": true, "ss": true, "sa": true, "sm": true, "sr": true}[se.Key]; !known {
 				t.Fatalf("StallFromFields(%q) error names key %q", fields, se.Key)

@@ -166,9 +166,9 @@ func TestStallFromFieldsMalformed(t *testing.T) {
 	} {
 		fields := with(tc.key, tc.value)
 		s, ok, err := StallFromFields(fields)
-		var se *StallError
-		if err == nil || ok || !sameStall(s, Stall{}) || !errors.As(err, &se) || se.Key != tc.key {
-			t.Errorf("StallFromFields(%s=%.50q) = %+v, %v, %v, want zero, false and a *StallError for %s", tc.key, tc.value, s, ok, err, tc.key)
+		var se *ReportError
+		if err == nil || ok || !sameStall(s, Stall{}) || !errors.As(err, &se) || se.Kind != KindStall || se.Key != tc.key {
+			t.Errorf("StallFromFields(%s=%.50q) = %+v, %v, %v, want zero, false and a stall *ReportError for %s", tc.key, tc.value, s, ok, err, tc.key)
 			continue
 		}
 		if !strings.Contains(err.Error(), tc.want) {

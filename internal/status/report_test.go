@@ -333,9 +333,24 @@ func TestReadMetadata(t *testing.T) {
 	// Both reports stay reachable when both are malformed.
 	p := Partition{Committed: 7}
 	p.readMetadata("wm1 o=7 e=0 sf=7 sa=1 " + badLoss)
-	var se *commitmeta.StallError
-	var le *commitmeta.LossError
-	assert.True(t, errors.As(p.MetadataErr, &se) && errors.As(p.MetadataErr, &le), "MetadataErr %v, want a *StallError and a *LossError", p.MetadataErr)
+	assert.Equal(t, []commitmeta.Kind{commitmeta.KindStall, commitmeta.KindLoss}, reportKinds(p.MetadataErr),
+		"MetadataErr %v, want a stall and a loss *ReportError", p.MetadataErr)
+}
+
+// reportKinds returns the kinds of the *commitmeta.ReportError err holds,
+// one for each error a reportErrors joins, in order.
+func reportKinds(err error) []commitmeta.Kind {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	var kinds []commitmeta.Kind
+	for _, err := range errs {
+		if re := (*commitmeta.ReportError)(nil); errors.As(err, &re) {
+			kinds = append(kinds, re.Kind)
+		}
+	}
+	return kinds
 }
 
 // TestReadMetadataDeadLetter: the dead-letter report is read like the loss
@@ -383,10 +398,7 @@ func TestReadMetadataDeadLetter(t *testing.T) {
 	// All three stay reachable when all three are malformed.
 	p := Partition{Committed: 7}
 	p.readMetadata("wm1 o=7 e=0 sf=7 sa=1 " + badLoss + " " + badDead)
-	var se *commitmeta.StallError
-	var le *commitmeta.LossError
-	var de *commitmeta.DeadLetterError
-	assert.True(t, errors.As(p.MetadataErr, &se) && errors.As(p.MetadataErr, &le) && errors.As(p.MetadataErr, &de),
-		"MetadataErr %v, want a *StallError, a *LossError and a *DeadLetterError", p.MetadataErr)
+	assert.Equal(t, []commitmeta.Kind{commitmeta.KindStall, commitmeta.KindLoss, commitmeta.KindDeadLetter}, reportKinds(p.MetadataErr),
+		"MetadataErr %v, want a stall, a loss and a dead-letter *ReportError", p.MetadataErr)
 	assert.Equal(t, 3, strings.Count(p.MetadataErr.Error(), "commitmeta: "), "MetadataErr %v: three errors on one line", p.MetadataErr)
 }
