@@ -130,8 +130,12 @@ func TestDecodeCommitNewPartsAlone(t *testing.T) {
 // among at most MaxUnknownFields, and one field more than the cap allows
 // still refuses the whole.
 func TestFullMetadataOldAPI(t *testing.T) {
-	stall := Stall{math.MaxInt64 - 10, math.MaxInt64, time.UnixMilli(math.MaxInt64), math.MaxInt32,
-		strings.Repeat("/", MaxReasonLen), strings.Repeat("@", MaxMemberLen), false}
+	stall := Stall{
+		Report{math.MaxInt64 - 10, math.MaxInt64, time.UnixMilli(math.MaxInt64), strings.Repeat("/", MaxReasonLen)},
+		math.MaxInt32,
+		strings.Repeat("@", MaxMemberLen),
+		false,
+	}
 	loss := Loss{1_000_000_000_000_000_000, math.MaxInt64, 1_000_000_000_000_000_000, time.UnixMilli(math.MaxInt64), CauseTruncation}
 	dead := DeadLetter{1_000_000_000_000_000_000, math.MaxInt64, 1_000_000_000_000_000_000, time.UnixMilli(math.MaxInt64), strings.Repeat("/", MaxReasonLen)}
 	c := Commit{Base: 4_000_000_000, Epoch: math.MaxInt32, Stall: &stall, Loss: &loss, DeadLetter: &dead,

@@ -20,8 +20,9 @@ func ExampleEncodeCommit() {
 		Base:  1200,
 		Epoch: 3,
 		Stall: &commitmeta.Stall{
-			First: 1200, Last: 1209, Since: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-			Attempts: 3, Reason: "http 503", Member: "orders-sink@pod-7",
+			Report:   commitmeta.Report{First: 1200, Last: 1209, Since: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Reason: "http 503"},
+			Attempts: 3,
+			Member:   "orders-sink@pod-7",
 		},
 		Delivered: []commitmeta.Range{{From: 1210, To: 1260}, {From: 1280, To: 1320}},
 		EpochOf:   epochOf,

@@ -285,12 +285,12 @@ func randReports(r *rand.Rand) (*Stall, *Loss) {
 	var l *Loss
 	if r.IntN(2) == 0 {
 		first := r.Int64N(math.MaxInt64)
+		last := first + r.Int64N(math.MaxInt64-first)
+		since := time.UnixMilli(r.Int64N(1 << 42)).UTC()
+		attempts := 1 + r.IntN(math.MaxInt32)
 		s = &Stall{
-			First:    first,
-			Last:     first + r.Int64N(math.MaxInt64-first),
-			Since:    time.UnixMilli(r.Int64N(1 << 42)).UTC(),
-			Attempts: 1 + r.IntN(math.MaxInt32),
-			Reason:   randText(r, MaxReasonLen),
+			Report:   Report{First: first, Last: last, Since: since, Reason: randText(r, MaxReasonLen)},
+			Attempts: attempts,
 			Member:   randText(r, MaxMemberLen),
 		}
 		if r.IntN(8) == 0 {
@@ -460,7 +460,7 @@ func FuzzEncodeCommit(f *testing.F) {
 			prev += gap + n
 		}
 		if reports&1 != 0 {
-			c.Stall = &Stall{First: c.Base, Last: c.Base + int64(reports>>2), Since: since, Attempts: 1 + int(reports>>2), Reason: text, Member: text}
+			c.Stall = &Stall{Report: Report{First: c.Base, Last: c.Base + int64(reports>>2), Since: since, Reason: text}, Attempts: 1 + int(reports>>2), Member: text}
 			c.Stall.Last = max(c.Stall.Last, c.Stall.First) // past MaxInt64
 		}
 		if reports&2 != 0 {
@@ -494,7 +494,7 @@ func benchCommit(n int) (Commit, []int32) {
 	}
 	c := Commit{
 		Base: m.Base, Epoch: m.Epoch, Delivered: m.Delivered,
-		Stall: &Stall{First: m.Base, Last: m.Base + 99, Since: since, Attempts: 4, Reason: "http 503: service unavailable", Member: "orders-sink@pod-7"},
+		Stall: &Stall{Report: Report{First: m.Base, Last: m.Base + 99, Since: since, Reason: "http 503: service unavailable"}, Attempts: 4, Member: "orders-sink@pod-7"},
 		Loss:  &Loss{First: 100, Last: 1199, Count: 1100, Since: since, Cause: CauseRetention},
 	}
 	return c, epochs

@@ -1,7 +1,6 @@
 package commitmeta
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -58,17 +57,17 @@ func (d DeadLetter) Fields() string {
 // appendFields appends d.Fields() to b. It allocates nothing when b has
 // room for fieldsLen() more bytes.
 func (d DeadLetter) appendFields(b []byte) []byte {
-	b = appendSpan(b, deadKeys, d.span())
-	return appendText(append(b, " "+keyDeadError+"="...), d.Error, MaxReasonLen)
+	b = d.report().appendHead(b, KindDeadLetter, d.Count)
+	return d.report().appendReason(b, KindDeadLetter)
 }
 
 // fieldsLen returns len(d.Fields()) without building it.
 func (d DeadLetter) fieldsLen() int {
-	return spanLen(deadKeys, d.span()) + len(" "+keyDeadError+"=") + textLen(d.Error, MaxReasonLen)
+	return d.report().headLen(KindDeadLetter, d.Count) + d.report().reasonLen(KindDeadLetter)
 }
 
-// span is d's First, Last, Count and Since.
-func (d DeadLetter) span() span { return span{d.First, d.Last, d.Count, d.Since} }
+// report is d's First, Last, Since and Error.
+func (d DeadLetter) report() Report { return Report{d.First, d.Last, d.Since, d.Error} }
 
 // DeadLetterFromFields reads a DeadLetter back from the fields DecodeFields
 // returns. It returns nil, nil when there is none: no xf key (nothing was
@@ -86,20 +85,14 @@ func DeadLetterFromFields(fields map[string]string) (*DeadLetter, error) {
 	if _, ok := fields[keyDeadFirst]; !ok {
 		return nil, nil
 	}
-	sp, err := readSpan(fields, deadKeys, KindDeadLetter)
+	r, count, err := readHead(fields, KindDeadLetter)
 	if err != nil {
 		return nil, err
 	}
-	d := DeadLetter{First: sp.first, Last: sp.last, Count: sp.count, Since: sp.since}
-	expected := fmt.Sprintf("query-escaped printable ASCII of at most %d bytes", MaxReasonLen)
-	v, ok := fields[keyDeadError]
-	if !ok {
-		return nil, reportError(KindDeadLetter, keyDeadError, "", expected, ErrMissingField)
+	if r.Reason, err = readReason(fields, KindDeadLetter); err != nil {
+		return nil, err
 	}
-	if d.Error, ok = unescapeText(v, MaxReasonLen); !ok {
-		return nil, reportError(KindDeadLetter, keyDeadError, v, expected, nil)
-	}
-	return &d, nil
+	return &DeadLetter{First: r.First, Last: r.Last, Count: count, Since: r.Since, Error: r.Reason}, nil
 }
 
 // MergeDeadLetter returns one DeadLetter that reports both a and b, for a
@@ -126,7 +119,6 @@ func MergeDeadLetter(a, b DeadLetter) DeadLetter {
 	case a.Count == 0:
 		return b
 	}
-	sp, _ := mergeSpans(a.span(), b.span())
-	m := DeadLetter{First: sp.first, Last: sp.last, Count: sp.count, Since: sp.since, Error: b.Error}
-	return m
+	r, count, _ := mergeCounted(a.report(), a.Count, b.report(), b.Count)
+	return DeadLetter{First: r.First, Last: r.Last, Count: count, Since: r.Since, Error: b.Error}
 }

@@ -78,19 +78,17 @@ func (l Loss) Fields() string {
 // room for fieldsLen() more bytes: the encoder of a commit writes the
 // report straight into its buffer.
 func (l Loss) appendFields(b []byte) []byte {
-	b = appendSpan(b, lossKeys, l.span())
-	cause, _ := knownCause(l.Cause)
-	return append(append(b, " "+keyLossCause+"="...), cause...)
+	b = l.report().appendHead(b, KindLoss, l.Count)
+	return l.report().appendReason(b, KindLoss)
 }
 
 // fieldsLen returns len(l.Fields()) without building it.
 func (l Loss) fieldsLen() int {
-	cause, _ := knownCause(l.Cause)
-	return spanLen(lossKeys, l.span()) + len(" "+keyLossCause+"=") + len(cause)
+	return l.report().headLen(KindLoss, l.Count) + l.report().reasonLen(KindLoss)
 }
 
-// span is l's First, Last, Count and Since.
-func (l Loss) span() span { return span{l.First, l.Last, l.Count, l.Since} }
+// report is l's First, Last, Since and Cause.
+func (l Loss) report() Report { return Report{l.First, l.Last, l.Since, l.Cause} }
 
 // knownCause returns the constant equal to cause and true, or CauseUnknown
 // and false when cause is none of the three. Returning the constant, not
@@ -123,20 +121,14 @@ func LossFromFields(fields map[string]string) (l Loss, ok bool, err error) {
 	if _, ok := fields[keyLossFirst]; !ok {
 		return Loss{}, false, nil
 	}
-	sp, err := readSpan(fields, lossKeys, KindLoss)
+	r, count, err := readHead(fields, KindLoss)
 	if err != nil {
 		return Loss{}, false, err
 	}
-	l = Loss{First: sp.first, Last: sp.last, Count: sp.count, Since: sp.since}
-	const causes = CauseRetention + ", " + CauseTruncation + " or " + CauseUnknown
-	v, ok := fields[keyLossCause]
-	if !ok {
-		return Loss{}, false, reportError(KindLoss, keyLossCause, "", causes, ErrMissingField)
+	if r.Reason, err = readReason(fields, KindLoss); err != nil {
+		return Loss{}, false, err
 	}
-	if l.Cause, ok = knownCause(v); !ok {
-		return Loss{}, false, reportError(KindLoss, keyLossCause, v, causes, nil)
-	}
-	return l, true, nil
+	return Loss{First: r.First, Last: r.Last, Count: count, Since: r.Since, Cause: r.Reason}, true, nil
 }
 
 // MergeLoss returns one Loss that reports both a and b, for a writer that
@@ -164,10 +156,9 @@ func MergeLoss(a, b Loss) Loss {
 	case a.Count == 0:
 		return b
 	}
-	sp, bKept := mergeSpans(a.span(), b.span())
-	m := Loss{First: sp.first, Last: sp.last, Count: sp.count, Since: sp.since, Cause: a.Cause}
+	r, count, bKept := mergeCounted(a.report(), a.Count, b.report(), b.Count)
 	if bKept {
-		m.Cause = b.Cause
+		r.Reason = b.Cause
 	}
-	return m
+	return Loss{First: r.First, Last: r.Last, Count: count, Since: r.Since, Cause: r.Reason}
 }

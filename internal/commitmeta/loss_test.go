@@ -352,8 +352,12 @@ func TestMergeLossProperty(t *testing.T) {
 // offset.metadata.max.bytes of 4096) cuts ranges, never a report, and
 // DecodeFields gives back both.
 func TestStallAndLossFitTheBroker(t *testing.T) {
-	stall := Stall{math.MaxInt64 - 10, math.MaxInt64, time.UnixMilli(math.MaxInt64), math.MaxInt32,
-		strings.Repeat("/", MaxReasonLen), strings.Repeat("@", MaxMemberLen), false}
+	stall := Stall{
+		Report{math.MaxInt64 - 10, math.MaxInt64, time.UnixMilli(math.MaxInt64), strings.Repeat("/", MaxReasonLen)},
+		math.MaxInt32,
+		strings.Repeat("@", MaxMemberLen),
+		false,
+	}
 	loss := Loss{1_000_000_000_000_000_000, math.MaxInt64, 1_000_000_000_000_000_000, time.UnixMilli(math.MaxInt64), CauseTruncation}
 	extra := stall.Fields() + " " + loss.Fields() + " l=2147483647"
 	if len(stall.Fields()) != MaxStallFieldsLen || len(loss.Fields()) != MaxLossFieldsLen {

@@ -67,7 +67,7 @@ func FuzzStallFromFields(f *testing.F) {
 			t.Fatalf("StallFromFields(%q) = %+v: MarkOnly %v with %d of the six keys", fields, s, s.MarkOnly, len(fields))
 		}
 		if s.MarkOnly {
-			if s.First < 0 || !sameStall(s, Stall{First: s.First, MarkOnly: true}) || !s.Since.IsZero() {
+			if s.First < 0 || !sameStall(s, Stall{Report: Report{First: s.First}, MarkOnly: true}) || !s.Since.IsZero() {
 				t.Fatalf("StallFromFields(%q) = %+v, want a mark: First >= 0 and every other field zero", fields, s)
 			}
 			if enc := s.Fields(); len(enc) > MaxStallMarkLen || enc != "sf="+fields["sf"] {

@@ -127,7 +127,7 @@ func TestOwnerRetentionPastAStallReportsTheLossAndGoesOn(t *testing.T) {
 // deliver: from the commit to the log start, less the delivered ranges the
 // commit carries, less a loss the commit already reports.
 func TestOwnerCommitBelowTheLogStartIsALoss(t *testing.T) {
-	stalled := commitmeta.Stall{First: 100, Last: 199, Since: time.Unix(1, 0), Attempts: 1, Member: "m", Reason: "r"}
+	stalled := commitmeta.Stall{Report: commitmeta.Report{First: 100, Last: 199, Since: time.Unix(1, 0), Reason: "r"}, Attempts: 1, Member: "m"}
 	base := commitmeta.Meta{Base: 100, Epoch: 0, Delivered: []commitmeta.Range{{From: 200, To: 500}}}
 	for name, tc := range map[string]struct {
 		extra     string

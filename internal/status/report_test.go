@@ -17,11 +17,8 @@ import (
 // The stall the tests commit: the batch 20-29 of orders/2, nacked three
 // times since a fixed instant.
 var testStall = commitmeta.Stall{
-	First:    20,
-	Last:     29,
-	Since:    time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC),
+	Report:   commitmeta.Report{First: 20, Last: 29, Since: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC), Reason: "http 503"},
 	Attempts: 3,
-	Reason:   "http 503",
 	Member:   "watermark-connect@pod-7",
 }
 
