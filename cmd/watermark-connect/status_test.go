@@ -84,7 +84,7 @@ func TestStatusCommand(t *testing.T) {
 		Attempts: 4,
 		Member:   "watermark-connect@pod-3",
 	}, nil)
-	loss := &commitmeta.Loss{First: 2, Last: 11, Count: 10, Since: time.Date(2026, 1, 1, 11, 0, 0, 0, time.UTC), Cause: commitmeta.CauseRetention}
+	loss := &commitmeta.Loss{Report: commitmeta.Report{First: 2, Last: 11, Since: time.Date(2026, 1, 1, 11, 0, 0, 0, time.UTC), Reason: commitmeta.CauseRetention}, Count: 10}
 	commitStatus(t, adm, "lost", 0, 40, nil, nil)
 	commitStatus(t, adm, "lost", 1, 30, nil, loss)
 

@@ -136,7 +136,7 @@ func TestFullMetadataOldAPI(t *testing.T) {
 		strings.Repeat("@", MaxMemberLen),
 		false,
 	}
-	loss := Loss{1_000_000_000_000_000_000, math.MaxInt64, 1_000_000_000_000_000_000, time.UnixMilli(math.MaxInt64), CauseTruncation}
+	loss := Loss{Report{1_000_000_000_000_000_000, math.MaxInt64, time.UnixMilli(math.MaxInt64), CauseTruncation}, 1_000_000_000_000_000_000}
 	dead := DeadLetter{1_000_000_000_000_000_000, math.MaxInt64, 1_000_000_000_000_000_000, time.UnixMilli(math.MaxInt64), strings.Repeat("/", MaxReasonLen)}
 	c := Commit{Base: 4_000_000_000, Epoch: math.MaxInt32, Stall: &stall, Loss: &loss, DeadLetter: &dead,
 		EpochOf: func(int64) int32 { return math.MaxInt32 }}

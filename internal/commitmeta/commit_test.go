@@ -303,11 +303,10 @@ func randReports(r *rand.Rand) (*Stall, *Loss) {
 	case 1, 2:
 		first := r.Int64N(1 << 40)
 		last := first + r.Int64N(1<<40)
-		l = &Loss{
-			First: first, Last: last, Count: 1 + r.Int64N(last-first+1),
-			Since: time.UnixMilli(r.Int64N(1 << 42)).UTC(),
-			Cause: []string{CauseRetention, CauseTruncation, CauseUnknown, "", "other"}[r.IntN(5)],
-		}
+		count := 1 + r.Int64N(last-first+1)
+		since := time.UnixMilli(r.Int64N(1 << 42)).UTC()
+		cause := []string{CauseRetention, CauseTruncation, CauseUnknown, "", "other"}[r.IntN(5)]
+		l = &Loss{Report: Report{First: first, Last: last, Since: since, Reason: cause}, Count: count}
 	}
 	return s, l
 }
@@ -464,7 +463,7 @@ func FuzzEncodeCommit(f *testing.F) {
 			c.Stall.Last = max(c.Stall.Last, c.Stall.First) // past MaxInt64
 		}
 		if reports&2 != 0 {
-			c.Loss = &Loss{First: 0, Last: c.Base, Count: 1 + c.Base/2, Since: since, Cause: text}
+			c.Loss = &Loss{Report: Report{First: 0, Last: c.Base, Since: since, Reason: text}, Count: 1 + c.Base/2}
 		}
 		if reports&4 != 0 {
 			c.DeadLetter = &DeadLetter{First: c.Base / 2, Last: c.Base, Count: 1 + c.Base/4, Since: since, Error: text}
@@ -495,7 +494,7 @@ func benchCommit(n int) (Commit, []int32) {
 	c := Commit{
 		Base: m.Base, Epoch: m.Epoch, Delivered: m.Delivered,
 		Stall: &Stall{Report: Report{First: m.Base, Last: m.Base + 99, Since: since, Reason: "http 503: service unavailable"}, Attempts: 4, Member: "orders-sink@pod-7"},
-		Loss:  &Loss{First: 100, Last: 1199, Count: 1100, Since: since, Cause: CauseRetention},
+		Loss:  &Loss{Report: Report{First: 100, Last: 1199, Since: since, Reason: CauseRetention}, Count: 1100},
 	}
 	return c, epochs
 }

@@ -15,11 +15,11 @@ import (
 //   - an error is a loss *ReportError naming one of the five keys, with a zero
 //     Loss and ok false, and a message of bounded length;
 //   - a Loss it returns keeps every bound: 0 <= First <= Last,
-//     1 <= Count <= Last-First+1, Since >= 0, Cause one of the three;
+//     1 <= Count <= Last-First+1, Since >= 0, Reason one of the three causes;
 //   - its Fields are at most MaxLossFieldsLen bytes, form valid extra
 //     fields for Encode, and read back to the same Loss: a second round
 //     trip is a fixed point;
-//   - merging it with itself keeps First, Last, Since and Cause, and a
+//   - merging it with itself keeps First, Last, Since and Reason, and a
 //     Count within the bounds.
 func FuzzLossFromFields(f *testing.F) {
 	f.Add("100", "1499", "1100", "1767225600000", "retention", uint8(31))
@@ -81,7 +81,7 @@ func FuzzLossFromFields(f *testing.F) {
 			t.Fatalf("LossFromFields(Fields of %+v = %q) = %+v, %v, %v, want the same Loss", l, enc, back, ok, err)
 		}
 		m := MergeLoss(l, l)
-		if why := validLoss(m); why != "" || m.First != l.First || m.Last != l.Last || !m.Since.Equal(l.Since) || m.Cause != l.Cause || m.Count < l.Count {
+		if why := validLoss(m); why != "" || m.First != l.First || m.Last != l.Last || !m.Since.Equal(l.Since) || m.Reason != l.Reason || m.Count < l.Count {
 			t.Fatalf("MergeLoss(%+v, itself) = %+v (%s)", l, m, why)
 		}
 	})
@@ -120,7 +120,7 @@ func FuzzMergeLoss(f *testing.F) {
 		if ms < 0 {
 			ms = -(ms + 1)
 		}
-		return Loss{first, first + span, count, time.UnixMilli(ms).UTC(), []string{CauseRetention, CauseTruncation, CauseUnknown}[cause%3]}
+		return Loss{Report{first, first + span, time.UnixMilli(ms).UTC(), []string{CauseRetention, CauseTruncation, CauseUnknown}[cause%3]}, count}
 	}
 	f.Fuzz(func(t *testing.T, af, as, ac, at int64, acause uint8, bf, bs, bc, bt int64, bcause uint8) {
 		a, b := loss(af, as, ac, at, acause), loss(bf, bs, bc, bt, bcause)
@@ -141,8 +141,8 @@ func FuzzMergeLoss(f *testing.F) {
 		if b.Since.Before(a.Since) {
 			first = b
 		}
-		if !m.Since.Equal(first.Since) || m.Cause != first.Cause {
-			t.Fatalf("MergeLoss(%+v, %+v) = %+v, want the Since and Cause of %+v", a, b, m, first)
+		if !m.Since.Equal(first.Since) || m.Reason != first.Reason {
+			t.Fatalf("MergeLoss(%+v, %+v) = %+v, want the Since and Reason of %+v", a, b, m, first)
 		}
 		back, ok, err := lossBack(t, m.Fields())
 		if err != nil || !ok || !sameLoss(back, m) {

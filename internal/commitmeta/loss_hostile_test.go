@@ -65,7 +65,7 @@ func TestLossHostileInputIsBounded(t *testing.T) {
 // as Decode accepts still reads back, and one field more refuses the whole
 // metadata (ErrTooManyFields), so a reader never sees a partial report.
 func TestLossFieldsAmongHostileKeys(t *testing.T) {
-	loss := Loss{100, 1499, 1100, since, CauseRetention}
+	loss := Loss{Report{100, 1499, since, CauseRetention}, 1100}
 	var b strings.Builder
 	b.WriteString(Prefix + "o=0 e=0 " + loss.Fields())
 	for i := 5; i < MaxUnknownFields; i++ {

@@ -377,7 +377,7 @@ func TestFieldsLen(t *testing.T) {
 		if got, want := s.fieldsLen(), len(s.Fields()); got != want {
 			t.Fatalf("%+v: fieldsLen = %d, want len(Fields()) = %d", s, got, want)
 		}
-		l := Loss{num(), num(), num(), time.UnixMilli(num()), []string{CauseRetention, CauseTruncation, CauseUnknown, "", "x"}[r.IntN(5)]}
+		l := Loss{Report{num(), num(), time.UnixMilli(num()), []string{CauseRetention, CauseTruncation, CauseUnknown, "", "x"}[r.IntN(5)]}, num()}
 		if got, want := l.fieldsLen(), len(l.Fields()); got != want {
 			t.Fatalf("%+v: fieldsLen = %d, want len(Fields()) = %d", l, got, want)
 		}

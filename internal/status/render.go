@@ -104,7 +104,7 @@ func WriteText(w io.Writer, r *Report) error {
 func lost(p Partition) string {
 	var cells []string
 	if l := p.Loss; l != nil {
-		cells = append(cells, fmt.Sprintf("%d (offsets %d-%d, %s, since %s)", l.Count, l.First, l.Last, l.Cause, FormatTime(l.Since, time.RFC3339)))
+		cells = append(cells, fmt.Sprintf("%d (offsets %d-%d, %s, since %s)", l.Count, l.First, l.Last, l.Reason, FormatTime(l.Since, time.RFC3339)))
 	}
 	if g := p.BelowStart; g != nil {
 		cells = append(cells, fmt.Sprintf("%d (offsets %d-%d, %s, below the log start %d: seen by status)", g.Count, g.First, g.Last, g.Cause(), g.LogStart))
@@ -290,7 +290,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 				LastOffset:  l.Last,
 				Count:       l.Count,
 				Since:       FormatTime(l.Since, sinceJSON),
-				Cause:       l.Cause,
+				Cause:       l.Reason,
 			}
 		}
 		if g := p.BelowStart; g != nil {

@@ -25,11 +25,8 @@ var testStall = commitmeta.Stall{
 // The loss the tests commit: retention deleted offsets 10-29 of orders/1
 // before they were delivered, an hour before testStall.
 var testLoss = commitmeta.Loss{
-	First: 10,
-	Last:  29,
-	Count: 20,
-	Since: time.Date(2026, 1, 1, 11, 0, 0, 0, time.UTC),
-	Cause: commitmeta.CauseRetention,
+	Report: commitmeta.Report{First: 10, Last: 29, Since: time.Date(2026, 1, 1, 11, 0, 0, 0, time.UTC), Reason: commitmeta.CauseRetention},
+	Count:  20,
 }
 
 // The dead letter the tests commit: 4 of the records 30-39 of orders/0
@@ -147,7 +144,7 @@ func TestCollect(t *testing.T) {
 	if l := got[partitionKey{"orders", 1}].Loss; assert.NotNil(t, l) {
 		assert.Equal(t, []int64{testLoss.First, testLoss.Last, testLoss.Count}, []int64{l.First, l.Last, l.Count})
 		assert.True(t, testLoss.Since.Equal(l.Since), "since %v, want %v", l.Since, testLoss.Since)
-		assert.Equal(t, commitmeta.CauseRetention, l.Cause)
+		assert.Equal(t, commitmeta.CauseRetention, l.Reason)
 	}
 }
 
