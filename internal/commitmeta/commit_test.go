@@ -355,11 +355,9 @@ func randDeadLetter(r *rand.Rand) *DeadLetter {
 	}
 	first := r.Int64N(1 << 40)
 	last := first + r.Int64N(1<<40)
-	return &DeadLetter{
-		First: first, Last: last, Count: 1 + r.Int64N(last-first+1),
-		Since: time.UnixMilli(r.Int64N(1 << 42)).UTC(),
-		Error: randText(r, MaxReasonLen),
-	}
+	count := 1 + r.Int64N(last-first+1)
+	since := time.UnixMilli(r.Int64N(1 << 42)).UTC()
+	return &DeadLetter{Report: Report{First: first, Last: last, Since: since, Reason: randText(r, MaxReasonLen)}, Count: count}
 }
 
 // TestEncodeCommitProperty encodes 5,000 random commits (randMeta's ranges,
@@ -466,7 +464,7 @@ func FuzzEncodeCommit(f *testing.F) {
 			c.Loss = &Loss{Report: Report{First: 0, Last: c.Base, Since: since, Reason: text}, Count: 1 + c.Base/2}
 		}
 		if reports&4 != 0 {
-			c.DeadLetter = &DeadLetter{First: c.Base / 2, Last: c.Base, Count: 1 + c.Base/4, Since: since, Error: text}
+			c.DeadLetter = &DeadLetter{Report: Report{First: c.Base / 2, Last: c.Base, Since: since, Reason: text}, Count: 1 + c.Base/4}
 		}
 		prev = c.Base
 		for ; len(attempts) >= 7; attempts = attempts[7:] {

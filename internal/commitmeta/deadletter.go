@@ -1,9 +1,5 @@
 package commitmeta
 
-import (
-	"time"
-)
-
 // The dead-letter report keys, in the order Fields writes them. The x
 // prefix keeps them apart from the loss report's l keys and from l=.
 const (
@@ -27,26 +23,26 @@ const MaxDeadLetterFieldsLen = 5*len("xf=") + 4*len(" ") + 4*19 + 3*MaxReasonLen
 // metadata, as it carries a Loss, so that `watermark-connect status` and the
 // next owner see from the broker alone what was set aside, and why.
 //
-// Offsets First through Last, inclusive, bound the dead-lettered records;
-// Count of the offsets in them were dead-lettered: fewer than all when
-// records between them were delivered, or when several events were merged.
+// Its Report says where and why: offsets First through Last, inclusive,
+// bound the dead-lettered records, Since is the earliest event merged, and
+// Reason the error class of the last failure. Count of the offsets in
+// First..Last were dead-lettered: fewer than all when records between them
+// were delivered, or when several events were merged.
 //
 // A DeadLetter is a value, safe for concurrent use. The zero DeadLetter
 // (Count 0) is none: MergeDeadLetter treats it as such, EncodeCommit does
 // not write it, and Fields of it does not read back.
 type DeadLetter struct {
-	First, Last int64     // the dead-lettered offsets lie within First..Last; 0 <= First <= Last
-	Count       int64     // how many were dead-lettered: 1 <= Count <= Last-First+1
-	Since       time.Time // the earliest event merged; written in Unix milliseconds, >= 0
-	Error       string    // the error class of the last failure: printable ASCII, at most MaxReasonLen bytes
+	Report
+	Count int64 // how many were dead-lettered: 1 <= Count <= Last-First+1
 }
 
 // Fields returns d as extra fields for Encode:
 //
-//	xf=<First> xl=<Last> xn=<Count> xs=<Since, Unix ms> xr=<Error>
+//	xf=<First> xl=<Last> xn=<Count> xs=<Since, Unix ms> xr=<Reason>
 //
-// Error is made printable, cut to MaxReasonLen bytes and query-escaped, as
-// Stall.Fields writes Stall.Reason. The numbers are written as they are: a
+// Reason is made printable, cut to MaxReasonLen bytes and query-escaped, as
+// Stall.Fields writes a stall's. The numbers are written as they are: a
 // DeadLetter that breaks the bounds on its fields encodes, and
 // DeadLetterFromFields then reports the broken field. For a DeadLetter
 // within them the result is at most MaxDeadLetterFieldsLen bytes.
@@ -57,17 +53,13 @@ func (d DeadLetter) Fields() string {
 // appendFields appends d.Fields() to b. It allocates nothing when b has
 // room for fieldsLen() more bytes.
 func (d DeadLetter) appendFields(b []byte) []byte {
-	b = d.report().appendHead(b, KindDeadLetter, d.Count)
-	return d.report().appendReason(b, KindDeadLetter)
+	return d.appendReason(d.appendHead(b, KindDeadLetter, d.Count), KindDeadLetter)
 }
 
 // fieldsLen returns len(d.Fields()) without building it.
 func (d DeadLetter) fieldsLen() int {
-	return d.report().headLen(KindDeadLetter, d.Count) + d.report().reasonLen(KindDeadLetter)
+	return d.headLen(KindDeadLetter, d.Count) + d.reasonLen(KindDeadLetter)
 }
-
-// report is d's First, Last, Since and Error.
-func (d DeadLetter) report() Report { return Report{d.First, d.Last, d.Since, d.Error} }
 
 // DeadLetterFromFields reads a DeadLetter back from the fields DecodeFields
 // returns. It returns nil, nil when there is none: no xf key (nothing was
@@ -85,14 +77,15 @@ func DeadLetterFromFields(fields map[string]string) (*DeadLetter, error) {
 	if _, ok := fields[keyDeadFirst]; !ok {
 		return nil, nil
 	}
-	r, count, err := readHead(fields, KindDeadLetter)
-	if err != nil {
+	var d DeadLetter
+	var err error
+	if d.Report, d.Count, err = readHead(fields, KindDeadLetter); err != nil {
 		return nil, err
 	}
-	if r.Reason, err = readReason(fields, KindDeadLetter); err != nil {
+	if d.Reason, err = readReason(fields, KindDeadLetter); err != nil {
 		return nil, err
 	}
-	return &DeadLetter{First: r.First, Last: r.Last, Count: count, Since: r.Since, Error: r.Reason}, nil
+	return &d, nil
 }
 
 // MergeDeadLetter returns one DeadLetter that reports both a and b, for a
@@ -105,7 +98,7 @@ func DeadLetterFromFields(fields map[string]string) (*DeadLetter, error) {
 //     the cap keeps the result within its bounds);
 //   - Since is the earlier of the two, a zero Since counting as unknown
 //     (the other one is kept);
-//   - Error is b's: the report names the last failure, as an operator
+//   - Reason is b's: the report names the last failure, as an operator
 //     looks at what fails now.
 //
 // A DeadLetter with Count 0 (the zero DeadLetter) is none: merging with it
@@ -119,6 +112,7 @@ func MergeDeadLetter(a, b DeadLetter) DeadLetter {
 	case a.Count == 0:
 		return b
 	}
-	r, count, _ := mergeCounted(a.report(), a.Count, b.report(), b.Count)
-	return DeadLetter{First: r.First, Last: r.Last, Count: count, Since: r.Since, Error: b.Error}
+	r, count, _ := mergeCounted(a.Report, a.Count, b.Report, b.Count)
+	r.Reason = b.Reason
+	return DeadLetter{Report: r, Count: count}
 }

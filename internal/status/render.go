@@ -143,8 +143,8 @@ func deadLettered(d *commitmeta.DeadLetter) string {
 		return "-"
 	}
 	cause := ""
-	if d.Error != "" {
-		cause = d.Error + ", "
+	if d.Reason != "" {
+		cause = d.Reason + ", "
 	}
 	return fmt.Sprintf("%d (offsets %d-%d, %ssince %s)", d.Count, d.First, d.Last, cause, FormatTime(d.Since, time.RFC3339))
 }
@@ -302,7 +302,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 				LastOffset:  d.Last,
 				Count:       d.Count,
 				Since:       FormatTime(d.Since, sinceJSON),
-				Error:       d.Error,
+				Error:       d.Reason,
 			}
 		}
 		if p.MetadataErr != nil {

@@ -33,11 +33,8 @@ var testLoss = commitmeta.Loss{
 // went to the dead-letter topic, the first half an hour before testStall,
 // the last for "http 400".
 var testDeadLetter = commitmeta.DeadLetter{
-	First: 30,
-	Last:  39,
-	Count: 4,
-	Since: time.Date(2026, 1, 1, 11, 30, 0, 0, time.UTC),
-	Error: "http 400",
+	Report: commitmeta.Report{First: 30, Last: 39, Since: time.Date(2026, 1, 1, 11, 30, 0, 0, time.UTC), Reason: "http 400"},
+	Count:  4,
 }
 
 // seedGroup commits, for group, one partition of each kind a report tells
@@ -376,7 +373,7 @@ func TestReadMetadataDeadLetter(t *testing.T) {
 		assert.Equal(t, tc.lost, p.Lost(), "%s: lost", tc.name)
 		assert.Equal(t, tc.dead, p.DeadLettered(), "%s: dead-lettered", tc.name)
 		if tc.dead {
-			assert.Equal(t, testDeadLetter.Error, p.DeadLetter.Error, tc.name)
+			assert.Equal(t, testDeadLetter.Reason, p.DeadLetter.Reason, tc.name)
 			assert.True(t, testDeadLetter.Since.Equal(p.DeadLetter.Since), tc.name)
 		}
 		if tc.errText == "" {
