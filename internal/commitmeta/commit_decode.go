@@ -123,7 +123,11 @@ func DecodeCommit(s string) (Decoded, error) {
 	if v, ok := fields[keyAttempts]; ok {
 		d.Attempts, d.AttemptsErr = parseAttempts(v, m.Base)
 	}
-	d.DeadLetter, d.DeadLetterErr = DeadLetterFromFields(fields)
+	if dl, ok, err := DeadLetterFromFields(fields); ok {
+		d.DeadLetter = &dl
+	} else {
+		d.DeadLetterErr = err
+	}
 	return d, nil
 }
 

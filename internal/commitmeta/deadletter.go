@@ -62,8 +62,9 @@ func (d DeadLetter) fieldsLen() int {
 }
 
 // DeadLetterFromFields reads a DeadLetter back from the fields DecodeFields
-// returns. It returns nil, nil when there is none: no xf key (nothing was
-// dead-lettered lately, or metadata written before the report existed).
+// returns, as LossFromFields reads a Loss. ok is false, with no error, when
+// there is none: no xf key (nothing was dead-lettered lately, or metadata
+// written before the report existed).
 // When xf is present every field must be, and a field that is missing or
 // malformed is a *ReportError naming it, its value and the form expected.
 //
@@ -73,19 +74,17 @@ func (d DeadLetter) fieldsLen() int {
 // longer than 3*MaxReasonLen before it is read), and a DeadLetter it
 // returns keeps every bound stated on DeadLetter's fields, so that its
 // Fields encode it again to the same DeadLetter. Since is in UTC.
-func DeadLetterFromFields(fields map[string]string) (*DeadLetter, error) {
+func DeadLetterFromFields(fields map[string]string) (d DeadLetter, ok bool, err error) {
 	if _, ok := fields[keyDeadFirst]; !ok {
-		return nil, nil
+		return DeadLetter{}, false, nil
 	}
-	var d DeadLetter
-	var err error
 	if d.Report, d.Count, err = readHead(fields, KindDeadLetter); err != nil {
-		return nil, err
+		return DeadLetter{}, false, err
 	}
 	if d.Reason, err = readReason(fields, KindDeadLetter); err != nil {
-		return nil, err
+		return DeadLetter{}, false, err
 	}
-	return &d, nil
+	return d, true, nil
 }
 
 // MergeDeadLetter returns one DeadLetter that reports both a and b, for a

@@ -37,7 +37,7 @@ func validDeadLetter(d DeadLetter) string {
 
 // deadLetterBack decodes fields as DecodeFields returns them from a commit
 // and reads the DeadLetter.
-func deadLetterBack(t *testing.T, fields string) (*DeadLetter, error) {
+func deadLetterBack(t *testing.T, fields string) (DeadLetter, bool, error) {
 	t.Helper()
 	_, got, err := DecodeFields(Prefix + "o=0 e=0 " + fields)
 	if err != nil {
@@ -79,9 +79,9 @@ func TestDeadLetterFields(t *testing.T) {
 		if got != tc.want || len(got) != tc.d.fieldsLen() {
 			t.Errorf("%+v.Fields() = %q (fieldsLen %d), want %q", tc.d, got, tc.d.fieldsLen(), tc.want)
 		}
-		back, err := deadLetterBack(t, got)
-		if err != nil || back == nil || !sameDeadLetter(*back, tc.back) || back.Since.Location() != time.UTC {
-			t.Errorf("DeadLetterFromFields(%q) = %+v, %v, want %+v in UTC", got, back, err, tc.back)
+		back, ok, err := deadLetterBack(t, got)
+		if err != nil || !ok || !sameDeadLetter(back, tc.back) || back.Since.Location() != time.UTC {
+			t.Errorf("DeadLetterFromFields(%q) = %+v, %v, %v, want %+v in UTC", got, back, ok, err, tc.back)
 		}
 	}
 }
@@ -93,15 +93,15 @@ func TestDeadLetterFieldsLongest(t *testing.T) {
 	if got := d.Fields(); len(got) != MaxDeadLetterFieldsLen {
 		t.Fatalf("the longest report is %d bytes, want MaxDeadLetterFieldsLen %d: %q", len(got), MaxDeadLetterFieldsLen, got)
 	}
-	if back, err := deadLetterBack(t, d.Fields()); err != nil || back == nil || !sameDeadLetter(*back, d) {
-		t.Errorf("DeadLetterFromFields = %+v, %v, want %+v", back, err, d)
+	if back, ok, err := deadLetterBack(t, d.Fields()); err != nil || !ok || !sameDeadLetter(back, d) {
+		t.Errorf("DeadLetterFromFields = %+v, %v, %v, want %+v", back, ok, err, d)
 	}
 }
 
 func TestDeadLetterFromFieldsNone(t *testing.T) {
 	for _, fields := range []map[string]string{nil, {}, {"xl": "1", "xn": "1", "xs": "1", "xr": "x"}, {"lf": "1"}} {
-		if d, err := DeadLetterFromFields(fields); d != nil || err != nil {
-			t.Errorf("DeadLetterFromFields(%v) = %+v, %v, want nil, nil without xf", fields, d, err)
+		if d, ok, err := DeadLetterFromFields(fields); ok || err != nil || !sameDeadLetter(d, DeadLetter{}) {
+			t.Errorf("DeadLetterFromFields(%v) = %+v, %v, %v, want zero, false, nil without xf", fields, d, ok, err)
 		}
 	}
 }
@@ -139,11 +139,12 @@ func TestDeadLetterFromFieldsMalformed(t *testing.T) {
 		} else {
 			fields[tc.key] = tc.value
 		}
-		d, err := DeadLetterFromFields(fields)
+		d, ok, err := DeadLetterFromFields(fields)
 		var de *ReportError
-		if d != nil || !errors.As(err, &de) || de.Kind != KindDeadLetter || de.Key != tc.key || !strings.Contains(err.Error(), tc.want) ||
+		if ok || !sameDeadLetter(d, DeadLetter{}) || !errors.As(err, &de) || de.Kind != KindDeadLetter || de.Key != tc.key || !strings.Contains(err.Error(), tc.want) ||
 			tc.detail != nil && !errors.Is(err, tc.detail) || len(de.Value) > 43 {
-			t.Errorf("DeadLetterFromFields(%s=%q) = %+v, %v, want a dead-letter *ReportError for %s naming %q, wrapping %v", tc.key, tc.value, d, err, tc.key, tc.want, tc.detail)
+			t.Errorf("DeadLetterFromFields(%s=%q) = %+v, %v, %v, want zero, false and a dead-letter *ReportError for %s naming %q, wrapping %v",
+				tc.key, tc.value, d, ok, err, tc.key, tc.want, tc.detail)
 		}
 	}
 }
@@ -189,15 +190,15 @@ func TestDeadLetterHostileInputIsBounded(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			for range runs {
-				_, _ = DeadLetterFromFields(fields)
+				_, _, _ = DeadLetterFromFields(fields)
 			}
 			runtime.ReadMemStats(&after)
 			if got := (after.TotalAlloc - before.TotalAlloc) / runs; got > 1024 {
 				t.Errorf("DeadLetterFromFields(%s=%s...) allocated %d bytes a call, want at most 1 KiB", key, fill, got)
 			}
 			var de *ReportError
-			if d, err := DeadLetterFromFields(fields); d != nil || !errors.As(err, &de) || de.Kind != KindDeadLetter || de.Key != key || len(err.Error()) > 300 {
-				t.Errorf("DeadLetterFromFields(%s=%s...) = %+v, %v, want a short dead-letter *ReportError for %s", key, fill, d, err, key)
+			if d, ok, err := DeadLetterFromFields(fields); ok || !sameDeadLetter(d, DeadLetter{}) || !errors.As(err, &de) || de.Kind != KindDeadLetter || de.Key != key || len(err.Error()) > 300 {
+				t.Errorf("DeadLetterFromFields(%s=%s...) = %+v, %v, %v, want a short dead-letter *ReportError for %s", key, fill, d, ok, err, key)
 			}
 		}
 	}
