@@ -47,19 +47,35 @@ func (k Kind) keys() reportKeys {
 	return reportKeys{keyDeadFirst, keyDeadLast, keyDeadCount, keyDeadSince, keyDeadError}
 }
 
+// MaxReasonLen bounds the Reason of a stall and of a dead letter, in bytes
+// before escaping: room for an error class, not a whole error chain.
+const MaxReasonLen = 120
+
 // Report is what the stall provenance, the loss report and the dead-letter
 // report have in common, and the type they embed: which offsets, since
 // when, and why. Each report adds only what is its own: a Stall the
 // attempts, the member and its mark, a Loss and a DeadLetter how many
-// offsets within First..Last the event touched.
+// offsets within First..Last the event touched. What they share is here
+// once, and so is its wire form (appendHead, readHead, appendReason,
+// readReason): the keys differ by Kind, the bytes are those each report
+// always had.
 //
-// They stay three types, not one Report with a Kind, because one type
-// would hold what none of them can: a Loss with a member, a stall with a
-// count that no commit writes, a mark-only loss, a dead-letter report in a
-// Commit's Loss. Each of those would encode and not read back as itself.
-// What they share is here once, and so is its wire form (appendHead,
-// readHead, appendReason, readReason): the keys differ by Kind, the bytes
-// are those each report always had.
+// They stay three types on Report, not one Report with a Kind and every
+// field, because one type would hold values that no commit can carry and
+// that would not read back as themselves:
+//
+//   - the stall has no count on the wire, and only the stall has attempts,
+//     a member and a mark (sf= alone, the one report a commit may cut to
+//     its first field, as it decides whether the partition is healthy). A
+//     stall with a count, or a loss with a member or a mark, would be
+//     written without them;
+//   - a loss and a dead letter have the same fields, but not the same
+//     reason or merge: a loss's Reason is one of three causes, and an
+//     error class in it is written as "unknown"; MergeLoss keeps the cause
+//     of the earliest event, MergeDeadLetter the error of the latest. As
+//     one type, a dead-letter report passed where a Commit or the engine
+//     wants its loss would compile, and be written as a loss of cause
+//     unknown.
 //
 // A Report is a value, safe for concurrent use.
 type Report struct {

@@ -16,16 +16,9 @@ const (
 	keyStallReason   = "sr"
 )
 
-// Limits of a Stall's text fields, in bytes before escaping.
-const (
-	// MaxReasonLen bounds Stall.Reason: room for an error class, not a
-	// whole error chain.
-	MaxReasonLen = 120
-
-	// MaxMemberLen bounds Stall.Member: a client ID and a host name of 40
-	// bytes each and the "@" between them.
-	MaxMemberLen = 81
-)
+// MaxMemberLen bounds Stall.Member, in bytes before escaping: a client ID
+// and a host name of 40 bytes each and the "@" between them.
+const MaxMemberLen = 81
 
 // MaxStallFieldsLen is the longest Fields of a Stall that StallFromFields
 // accepts: three offsets and a time of 19 digits, 10 digits of attempts, a
