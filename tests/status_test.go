@@ -58,7 +58,7 @@ func TestStatus(t *testing.T) {
 
 	healthy, stalled := "wm-status-ok-"+suffix(), "wm-status-stalled-"+suffix()
 	since := time.Now().Add(-5 * time.Minute).Truncate(time.Millisecond)
-	stall := commitmeta.Stall{First: 60, Last: 69, Since: since, Attempts: 2, Reason: "http 503", Member: "watermark-connect@e2e"}
+	stall := commitmeta.Stall{Report: commitmeta.Report{First: 60, Last: 69, Since: since, Reason: "http 503"}, Attempts: 2, Member: "watermark-connect@e2e"}
 	commit := func(group string, partition int32, offset int64, ranges []commitmeta.Range, stall *commitmeta.Stall) {
 		t.Helper()
 		extra := ""

@@ -79,9 +79,12 @@ func TestStatusCommand(t *testing.T) {
 	commitStatus(t, adm, "healthy", 0, 40, nil, nil)
 	commitStatus(t, adm, "healthy", 1, 30, nil, nil)
 	commitStatus(t, adm, "stalled", 0, 40, nil, nil)
-	commitStatus(t, adm, "stalled", 1, 30, &commitmeta.Stall{First: 30, Last: 39, Since: time.Now().Add(-90 * time.Second),
-		Attempts: 4, Reason: "http 503", Member: "watermark-connect@pod-3"}, nil)
-	loss := &commitmeta.Loss{First: 2, Last: 11, Count: 10, Since: time.Date(2026, 1, 1, 11, 0, 0, 0, time.UTC), Cause: commitmeta.CauseRetention}
+	commitStatus(t, adm, "stalled", 1, 30, &commitmeta.Stall{
+		Report:   commitmeta.Report{First: 30, Last: 39, Since: time.Now().Add(-90 * time.Second), Reason: "http 503"},
+		Attempts: 4,
+		Member:   "watermark-connect@pod-3",
+	}, nil)
+	loss := &commitmeta.Loss{Report: commitmeta.Report{First: 2, Last: 11, Since: time.Date(2026, 1, 1, 11, 0, 0, 0, time.UTC), Reason: commitmeta.CauseRetention}, Count: 10}
 	commitStatus(t, adm, "lost", 0, 40, nil, nil)
 	commitStatus(t, adm, "lost", 1, 30, nil, loss)
 

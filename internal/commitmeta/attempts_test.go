@@ -12,7 +12,7 @@ import (
 )
 
 // plainDeadLetter is the dead-letter report of the tests below.
-var plainDeadLetter = DeadLetter{First: 100, Last: 140, Count: 12, Since: since, Error: "http 503"}
+var plainDeadLetter = DeadLetter{Report: Report{First: 100, Last: 140, Since: since, Reason: "http 503"}, Count: 12}
 
 // TestEncodeCommitAttemptsAndDeadLetter pins the bytes of commits with the
 // new parts, and where the budget cuts them: the attempts keep the longest
@@ -130,10 +130,14 @@ func TestDecodeCommitNewPartsAlone(t *testing.T) {
 // among at most MaxUnknownFields, and one field more than the cap allows
 // still refuses the whole.
 func TestFullMetadataOldAPI(t *testing.T) {
-	stall := Stall{math.MaxInt64 - 10, math.MaxInt64, time.UnixMilli(math.MaxInt64), math.MaxInt32,
-		strings.Repeat("/", MaxReasonLen), strings.Repeat("@", MaxMemberLen), false}
-	loss := Loss{1_000_000_000_000_000_000, math.MaxInt64, 1_000_000_000_000_000_000, time.UnixMilli(math.MaxInt64), CauseTruncation}
-	dead := DeadLetter{1_000_000_000_000_000_000, math.MaxInt64, 1_000_000_000_000_000_000, time.UnixMilli(math.MaxInt64), strings.Repeat("/", MaxReasonLen)}
+	stall := Stall{
+		Report{math.MaxInt64 - 10, math.MaxInt64, time.UnixMilli(math.MaxInt64), strings.Repeat("/", MaxReasonLen)},
+		math.MaxInt32,
+		strings.Repeat("@", MaxMemberLen),
+		false,
+	}
+	loss := Loss{Report{1_000_000_000_000_000_000, math.MaxInt64, time.UnixMilli(math.MaxInt64), CauseTruncation}, 1_000_000_000_000_000_000}
+	dead := DeadLetter{Report{1_000_000_000_000_000_000, math.MaxInt64, time.UnixMilli(math.MaxInt64), strings.Repeat("/", MaxReasonLen)}, 1_000_000_000_000_000_000}
 	c := Commit{Base: 4_000_000_000, Epoch: math.MaxInt32, Stall: &stall, Loss: &loss, DeadLetter: &dead,
 		EpochOf: func(int64) int32 { return math.MaxInt32 }}
 	for i := range int64(20) {

@@ -47,10 +47,10 @@ type Decoded struct {
 	// Why a part the metadata carries was left out; each is nil when its
 	// part was read or is absent.
 	RangesErr     error // a *LastEpochError: d= has ranges, l= is missing or malformed
-	StallErr      error // a *StallError, as StallFromFields returns it
-	LossErr       error // a *LossError, as LossFromFields returns it
+	StallErr      error // a *ReportError of KindStall, as StallFromFields returns it
+	LossErr       error // a *ReportError of KindLoss, as LossFromFields returns it
 	AttemptsErr   error // an *AttemptsError: a= is malformed
-	DeadLetterErr error // a *DeadLetterError, as DeadLetterFromFields returns it
+	DeadLetterErr error // a *ReportError of KindDeadLetter, as DeadLetterFromFields returns it
 }
 
 // LastEpochError is metadata whose delivered ranges come without a valid
@@ -123,7 +123,11 @@ func DecodeCommit(s string) (Decoded, error) {
 	if v, ok := fields[keyAttempts]; ok {
 		d.Attempts, d.AttemptsErr = parseAttempts(v, m.Base)
 	}
-	d.DeadLetter, d.DeadLetterErr = DeadLetterFromFields(fields)
+	if dl, ok, err := DeadLetterFromFields(fields); ok {
+		d.DeadLetter = &dl
+	} else {
+		d.DeadLetterErr = err
+	}
 	return d, nil
 }
 

@@ -80,9 +80,9 @@ func checkDecodeCommit(t *testing.T, s string, m Meta, fields map[string]string,
 		t.Fatalf("DecodeCommit(%q) loss %+v, %v, want %+v, %v, %v", s, d.Loss, d.LossErr, l, lost, lossErr)
 	}
 
-	dl, dlErr := DeadLetterFromFields(fields)
-	if (dl == nil) != (d.DeadLetter == nil) || dl != nil && !sameDeadLetter(*dl, *d.DeadLetter) || !sameError(dlErr, d.DeadLetterErr) {
-		t.Fatalf("DecodeCommit(%q) dead letter %+v, %v, want %+v, %v", s, d.DeadLetter, d.DeadLetterErr, dl, dlErr)
+	dl, lettered, dlErr := DeadLetterFromFields(fields)
+	if lettered != (d.DeadLetter != nil) || lettered && !sameDeadLetter(dl, *d.DeadLetter) || !sameError(dlErr, d.DeadLetterErr) {
+		t.Fatalf("DecodeCommit(%q) dead letter %+v, %v, want %+v, %v, %v", s, d.DeadLetter, d.DeadLetterErr, dl, lettered, dlErr)
 	}
 	if d.DeadLetter != nil {
 		if why := validDeadLetter(*d.DeadLetter); why != "" {

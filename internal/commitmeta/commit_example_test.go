@@ -20,8 +20,9 @@ func ExampleEncodeCommit() {
 		Base:  1200,
 		Epoch: 3,
 		Stall: &commitmeta.Stall{
-			First: 1200, Last: 1209, Since: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-			Attempts: 3, Reason: "http 503", Member: "orders-sink@pod-7",
+			Report:   commitmeta.Report{First: 1200, Last: 1209, Since: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Reason: "http 503"},
+			Attempts: 3,
+			Member:   "orders-sink@pod-7",
 		},
 		Delivered: []commitmeta.Range{{From: 1210, To: 1260}, {From: 1280, To: 1320}},
 		EpochOf:   epochOf,
@@ -54,8 +55,8 @@ func ExampleEncodeCommitKept() {
 		Epoch:    3,
 		Attempts: []commitmeta.Attempts{{From: 1241, To: 1250, N: 2}},
 		DeadLetter: &commitmeta.DeadLetter{
-			First: 100, Last: 140, Count: 12,
-			Since: time.Date(2026, 1, 1, 11, 0, 0, 0, time.UTC), Error: "http 503",
+			Report: commitmeta.Report{First: 100, Last: 140, Since: time.Date(2026, 1, 1, 11, 0, 0, 0, time.UTC), Reason: "http 503"},
+			Count:  12,
 		},
 	}
 	s, k := commitmeta.EncodeCommitKept(c, 4096)
@@ -63,7 +64,7 @@ func ExampleEncodeCommitKept() {
 	fmt.Printf("%+v\n", k)
 
 	d, err := commitmeta.DecodeCommit(s)
-	fmt.Println(d.Attempts, d.DeadLetter.Count, d.DeadLetter.Since, d.DeadLetter.Error, err)
+	fmt.Println(d.Attempts, d.DeadLetter.Count, d.DeadLetter.Since, d.DeadLetter.Reason, err)
 	// Output:
 	// wm1 o=1241 e=3 a=0.9.2 xf=100 xl=140 xn=12 xs=1767265200000 xr=http+503
 	// {Cut:0 KeptTo:1241 Attempts:1}

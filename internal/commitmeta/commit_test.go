@@ -285,12 +285,12 @@ func randReports(r *rand.Rand) (*Stall, *Loss) {
 	var l *Loss
 	if r.IntN(2) == 0 {
 		first := r.Int64N(math.MaxInt64)
+		last := first + r.Int64N(math.MaxInt64-first)
+		since := time.UnixMilli(r.Int64N(1 << 42)).UTC()
+		attempts := 1 + r.IntN(math.MaxInt32)
 		s = &Stall{
-			First:    first,
-			Last:     first + r.Int64N(math.MaxInt64-first),
-			Since:    time.UnixMilli(r.Int64N(1 << 42)).UTC(),
-			Attempts: 1 + r.IntN(math.MaxInt32),
-			Reason:   randText(r, MaxReasonLen),
+			Report:   Report{First: first, Last: last, Since: since, Reason: randText(r, MaxReasonLen)},
+			Attempts: attempts,
 			Member:   randText(r, MaxMemberLen),
 		}
 		if r.IntN(8) == 0 {
@@ -303,11 +303,10 @@ func randReports(r *rand.Rand) (*Stall, *Loss) {
 	case 1, 2:
 		first := r.Int64N(1 << 40)
 		last := first + r.Int64N(1<<40)
-		l = &Loss{
-			First: first, Last: last, Count: 1 + r.Int64N(last-first+1),
-			Since: time.UnixMilli(r.Int64N(1 << 42)).UTC(),
-			Cause: []string{CauseRetention, CauseTruncation, CauseUnknown, "", "other"}[r.IntN(5)],
-		}
+		count := 1 + r.Int64N(last-first+1)
+		since := time.UnixMilli(r.Int64N(1 << 42)).UTC()
+		cause := []string{CauseRetention, CauseTruncation, CauseUnknown, "", "other"}[r.IntN(5)]
+		l = &Loss{Report: Report{First: first, Last: last, Since: since, Reason: cause}, Count: count}
 	}
 	return s, l
 }
@@ -356,11 +355,9 @@ func randDeadLetter(r *rand.Rand) *DeadLetter {
 	}
 	first := r.Int64N(1 << 40)
 	last := first + r.Int64N(1<<40)
-	return &DeadLetter{
-		First: first, Last: last, Count: 1 + r.Int64N(last-first+1),
-		Since: time.UnixMilli(r.Int64N(1 << 42)).UTC(),
-		Error: randText(r, MaxReasonLen),
-	}
+	count := 1 + r.Int64N(last-first+1)
+	since := time.UnixMilli(r.Int64N(1 << 42)).UTC()
+	return &DeadLetter{Report: Report{First: first, Last: last, Since: since, Reason: randText(r, MaxReasonLen)}, Count: count}
 }
 
 // TestEncodeCommitProperty encodes 5,000 random commits (randMeta's ranges,
@@ -460,14 +457,14 @@ func FuzzEncodeCommit(f *testing.F) {
 			prev += gap + n
 		}
 		if reports&1 != 0 {
-			c.Stall = &Stall{First: c.Base, Last: c.Base + int64(reports>>2), Since: since, Attempts: 1 + int(reports>>2), Reason: text, Member: text}
+			c.Stall = &Stall{Report: Report{First: c.Base, Last: c.Base + int64(reports>>2), Since: since, Reason: text}, Attempts: 1 + int(reports>>2), Member: text}
 			c.Stall.Last = max(c.Stall.Last, c.Stall.First) // past MaxInt64
 		}
 		if reports&2 != 0 {
-			c.Loss = &Loss{First: 0, Last: c.Base, Count: 1 + c.Base/2, Since: since, Cause: text}
+			c.Loss = &Loss{Report: Report{First: 0, Last: c.Base, Since: since, Reason: text}, Count: 1 + c.Base/2}
 		}
 		if reports&4 != 0 {
-			c.DeadLetter = &DeadLetter{First: c.Base / 2, Last: c.Base, Count: 1 + c.Base/4, Since: since, Error: text}
+			c.DeadLetter = &DeadLetter{Report: Report{First: c.Base / 2, Last: c.Base, Since: since, Reason: text}, Count: 1 + c.Base/4}
 		}
 		prev = c.Base
 		for ; len(attempts) >= 7; attempts = attempts[7:] {
@@ -494,8 +491,8 @@ func benchCommit(n int) (Commit, []int32) {
 	}
 	c := Commit{
 		Base: m.Base, Epoch: m.Epoch, Delivered: m.Delivered,
-		Stall: &Stall{First: m.Base, Last: m.Base + 99, Since: since, Attempts: 4, Reason: "http 503: service unavailable", Member: "orders-sink@pod-7"},
-		Loss:  &Loss{First: 100, Last: 1199, Count: 1100, Since: since, Cause: CauseRetention},
+		Stall: &Stall{Report: Report{First: m.Base, Last: m.Base + 99, Since: since, Reason: "http 503: service unavailable"}, Attempts: 4, Member: "orders-sink@pod-7"},
+		Loss:  &Loss{Report: Report{First: 100, Last: 1199, Since: since, Reason: CauseRetention}, Count: 1100},
 	}
 	return c, epochs
 }

@@ -1,10 +1,5 @@
 package commitmeta
 
-import (
-	"fmt"
-	"time"
-)
-
 // The dead-letter report keys, in the order Fields writes them. The x
 // prefix keeps them apart from the loss report's l keys and from l=.
 const (
@@ -28,26 +23,26 @@ const MaxDeadLetterFieldsLen = 5*len("xf=") + 4*len(" ") + 4*19 + 3*MaxReasonLen
 // metadata, as it carries a Loss, so that `watermark-connect status` and the
 // next owner see from the broker alone what was set aside, and why.
 //
-// Offsets First through Last, inclusive, bound the dead-lettered records;
-// Count of the offsets in them were dead-lettered: fewer than all when
-// records between them were delivered, or when several events were merged.
+// Its Report says where and why: offsets First through Last, inclusive,
+// bound the dead-lettered records, Since is the earliest event merged, and
+// Reason the error class of the last failure. Count of the offsets in
+// First..Last were dead-lettered: fewer than all when records between them
+// were delivered, or when several events were merged.
 //
 // A DeadLetter is a value, safe for concurrent use. The zero DeadLetter
 // (Count 0) is none: MergeDeadLetter treats it as such, EncodeCommit does
 // not write it, and Fields of it does not read back.
 type DeadLetter struct {
-	First, Last int64     // the dead-lettered offsets lie within First..Last; 0 <= First <= Last
-	Count       int64     // how many were dead-lettered: 1 <= Count <= Last-First+1
-	Since       time.Time // the earliest event merged; written in Unix milliseconds, >= 0
-	Error       string    // the error class of the last failure: printable ASCII, at most MaxReasonLen bytes
+	Report
+	Count int64 // how many were dead-lettered: 1 <= Count <= Last-First+1
 }
 
 // Fields returns d as extra fields for Encode:
 //
-//	xf=<First> xl=<Last> xn=<Count> xs=<Since, Unix ms> xr=<Error>
+//	xf=<First> xl=<Last> xn=<Count> xs=<Since, Unix ms> xr=<Reason>
 //
-// Error is made printable, cut to MaxReasonLen bytes and query-escaped, as
-// Stall.Fields writes Stall.Reason. The numbers are written as they are: a
+// Reason is made printable, cut to MaxReasonLen bytes and query-escaped, as
+// Stall.Fields writes a stall's. The numbers are written as they are: a
 // DeadLetter that breaks the bounds on its fields encodes, and
 // DeadLetterFromFields then reports the broken field. For a DeadLetter
 // within them the result is at most MaxDeadLetterFieldsLen bytes.
@@ -58,48 +53,20 @@ func (d DeadLetter) Fields() string {
 // appendFields appends d.Fields() to b. It allocates nothing when b has
 // room for fieldsLen() more bytes.
 func (d DeadLetter) appendFields(b []byte) []byte {
-	b = appendSpan(b, deadKeys, d.span())
-	return appendText(append(b, " "+keyDeadError+"="...), d.Error, MaxReasonLen)
+	return d.appendReason(d.appendHead(b, KindDeadLetter, d.Count), KindDeadLetter)
 }
 
 // fieldsLen returns len(d.Fields()) without building it.
 func (d DeadLetter) fieldsLen() int {
-	return spanLen(deadKeys, d.span()) + len(" "+keyDeadError+"=") + textLen(d.Error, MaxReasonLen)
-}
-
-// span is d's First, Last, Count and Since.
-func (d DeadLetter) span() span { return span{d.First, d.Last, d.Count, d.Since} }
-
-// DeadLetterError is a dead-letter report that is present (there is an xf
-// field) but malformed: a field missing, not a number, out of range, or an
-// error class that does not unescape to what Fields writes. It mirrors
-// LossError.
-//
-// A DeadLetterError is a value once returned, safe for concurrent use.
-type DeadLetterError struct {
-	Key      string // the field's key: xf, xl, xn, xs or xr
-	Value    string // its value as found, clipped to 40 bytes; "" when missing
-	Expected string // what a valid value is
-	Err      error  // ErrMissingField, ErrOverflow, or nil
-}
-
-func (e *DeadLetterError) Error() string {
-	return fieldErrorText("dead-letter", e.Key, e.Value, e.Expected, e.Err)
-}
-
-// Unwrap returns the detail, so errors.Is(err, ErrMissingField) works.
-func (e *DeadLetterError) Unwrap() error { return e.Err }
-
-func deadLetterError(key, value, expected string, detail error) *DeadLetterError {
-	return &DeadLetterError{Key: key, Value: clipValue(value), Expected: expected, Err: detail}
+	return d.headLen(KindDeadLetter, d.Count) + d.reasonLen(KindDeadLetter)
 }
 
 // DeadLetterFromFields reads a DeadLetter back from the fields DecodeFields
-// returns. It returns nil, nil when there is none: no xf key (nothing was
-// dead-lettered lately, or metadata written before the report existed).
+// returns, as LossFromFields reads a Loss. ok is false, with no error, when
+// there is none: no xf key (nothing was dead-lettered lately, or metadata
+// written before the report existed).
 // When xf is present every field must be, and a field that is missing or
-// malformed is a *DeadLetterError naming it, its value and the form
-// expected.
+// malformed is a *ReportError naming it, its value and the form expected.
 //
 // The fields are untrusted (anyone may commit to a group):
 // DeadLetterFromFields never panics, does work independent of the values'
@@ -107,26 +74,17 @@ func deadLetterError(key, value, expected string, detail error) *DeadLetterError
 // longer than 3*MaxReasonLen before it is read), and a DeadLetter it
 // returns keeps every bound stated on DeadLetter's fields, so that its
 // Fields encode it again to the same DeadLetter. Since is in UTC.
-func DeadLetterFromFields(fields map[string]string) (*DeadLetter, error) {
+func DeadLetterFromFields(fields map[string]string) (d DeadLetter, ok bool, err error) {
 	if _, ok := fields[keyDeadFirst]; !ok {
-		return nil, nil
+		return DeadLetter{}, false, nil
 	}
-	sp, err := readSpan(fields, deadKeys, func(key, value, expected string, detail error) error {
-		return deadLetterError(key, value, expected, detail)
-	})
-	if err != nil {
-		return nil, err
+	if d.Report, d.Count, err = readHead(fields, KindDeadLetter); err != nil {
+		return DeadLetter{}, false, err
 	}
-	d := DeadLetter{First: sp.first, Last: sp.last, Count: sp.count, Since: sp.since}
-	expected := fmt.Sprintf("query-escaped printable ASCII of at most %d bytes", MaxReasonLen)
-	v, ok := fields[keyDeadError]
-	if !ok {
-		return nil, deadLetterError(keyDeadError, "", expected, ErrMissingField)
+	if d.Reason, err = readReason(fields, KindDeadLetter); err != nil {
+		return DeadLetter{}, false, err
 	}
-	if d.Error, ok = unescapeText(v, MaxReasonLen); !ok {
-		return nil, deadLetterError(keyDeadError, v, expected, nil)
-	}
-	return &d, nil
+	return d, true, nil
 }
 
 // MergeDeadLetter returns one DeadLetter that reports both a and b, for a
@@ -139,7 +97,7 @@ func DeadLetterFromFields(fields map[string]string) (*DeadLetter, error) {
 //     the cap keeps the result within its bounds);
 //   - Since is the earlier of the two, a zero Since counting as unknown
 //     (the other one is kept);
-//   - Error is b's: the report names the last failure, as an operator
+//   - Reason is b's: the report names the last failure, as an operator
 //     looks at what fails now.
 //
 // A DeadLetter with Count 0 (the zero DeadLetter) is none: merging with it
@@ -153,7 +111,7 @@ func MergeDeadLetter(a, b DeadLetter) DeadLetter {
 	case a.Count == 0:
 		return b
 	}
-	sp, _ := mergeSpans(a.span(), b.span())
-	m := DeadLetter{First: sp.first, Last: sp.last, Count: sp.count, Since: sp.since, Error: b.Error}
-	return m
+	r, count, _ := mergeCounted(a.Report, a.Count, b.Report, b.Count)
+	r.Reason = b.Reason
+	return DeadLetter{Report: r, Count: count}
 }

@@ -12,7 +12,7 @@ import (
 // sameDeadLetter reports whether a and b are equal, Since compared as an
 // instant.
 func sameDeadLetter(a, b DeadLetter) bool {
-	return a.First == b.First && a.Last == b.Last && a.Count == b.Count && a.Since.Equal(b.Since) && a.Error == b.Error
+	return a.First == b.First && a.Last == b.Last && a.Count == b.Count && a.Since.Equal(b.Since) && a.Reason == b.Reason
 }
 
 // validDeadLetter reports why d breaks a bound stated on DeadLetter's
@@ -29,7 +29,7 @@ func validDeadLetter(d DeadLetter) string {
 		return "Count > Last-First+1"
 	case d.Since.UnixMilli() < 0:
 		return "Since before 1970"
-	case len(d.Error) > MaxReasonLen || printable(d.Error, MaxReasonLen) != d.Error:
+	case len(d.Reason) > MaxReasonLen || printable(d.Reason, MaxReasonLen) != d.Reason:
 		return "Error not printable ASCII of at most MaxReasonLen bytes"
 	}
 	return ""
@@ -37,7 +37,7 @@ func validDeadLetter(d DeadLetter) string {
 
 // deadLetterBack decodes fields as DecodeFields returns them from a commit
 // and reads the DeadLetter.
-func deadLetterBack(t *testing.T, fields string) (*DeadLetter, error) {
+func deadLetterBack(t *testing.T, fields string) (DeadLetter, bool, error) {
 	t.Helper()
 	_, got, err := DecodeFields(Prefix + "o=0 e=0 " + fields)
 	if err != nil {
@@ -53,35 +53,35 @@ func TestDeadLetterFields(t *testing.T) {
 		back DeadLetter // what DeadLetterFromFields returns
 	}{
 		{
-			DeadLetter{100, 140, 12, since, "http 503"},
+			DeadLetter{Report{100, 140, since, "http 503"}, 12},
 			"xf=100 xl=140 xn=12 xs=1767225600000 xr=http+503",
-			DeadLetter{100, 140, 12, since, "http 503"},
+			DeadLetter{Report{100, 140, since, "http 503"}, 12},
 		},
 		{
-			DeadLetter{0, 0, 1, time.UnixMilli(0), ""},
+			DeadLetter{Report{0, 0, time.UnixMilli(0), ""}, 1},
 			"xf=0 xl=0 xn=1 xs=0 xr=",
-			DeadLetter{0, 0, 1, time.UnixMilli(0), ""},
+			DeadLetter{Report{0, 0, time.UnixMilli(0), ""}, 1},
 		},
 		{
 			// Made printable, cut and escaped as a stall's reason; Since
 			// to the millisecond.
-			DeadLetter{5, 9, 2, since.Add(1500 * time.Microsecond), "tab\there \u00e9 100%+" + strings.Repeat("z", MaxReasonLen)},
+			DeadLetter{Report{5, 9, since.Add(1500 * time.Microsecond), "tab\there \u00e9 100%+" + strings.Repeat("z", MaxReasonLen)}, 2},
 			"xf=5 xl=9 xn=2 xs=1767225600001 xr=tab+here+%3F%3F+100%25%2B" + strings.Repeat("z", MaxReasonLen-len("tab here ?? 100%+")),
-			DeadLetter{5, 9, 2, since.Add(time.Millisecond), "tab here ?? 100%+" + strings.Repeat("z", MaxReasonLen-len("tab here ?? 100%+"))},
+			DeadLetter{Report{5, 9, since.Add(time.Millisecond), "tab here ?? 100%+" + strings.Repeat("z", MaxReasonLen-len("tab here ?? 100%+"))}, 2},
 		},
 		{
-			DeadLetter{0, math.MaxInt64, math.MaxInt64, time.UnixMilli(math.MaxInt64), "x"},
+			DeadLetter{Report{0, math.MaxInt64, time.UnixMilli(math.MaxInt64), "x"}, math.MaxInt64},
 			"xf=0 xl=9223372036854775807 xn=9223372036854775807 xs=9223372036854775807 xr=x",
-			DeadLetter{0, math.MaxInt64, math.MaxInt64, time.UnixMilli(math.MaxInt64), "x"},
+			DeadLetter{Report{0, math.MaxInt64, time.UnixMilli(math.MaxInt64), "x"}, math.MaxInt64},
 		},
 	} {
 		got := tc.d.Fields()
 		if got != tc.want || len(got) != tc.d.fieldsLen() {
 			t.Errorf("%+v.Fields() = %q (fieldsLen %d), want %q", tc.d, got, tc.d.fieldsLen(), tc.want)
 		}
-		back, err := deadLetterBack(t, got)
-		if err != nil || back == nil || !sameDeadLetter(*back, tc.back) || back.Since.Location() != time.UTC {
-			t.Errorf("DeadLetterFromFields(%q) = %+v, %v, want %+v in UTC", got, back, err, tc.back)
+		back, ok, err := deadLetterBack(t, got)
+		if err != nil || !ok || !sameDeadLetter(back, tc.back) || back.Since.Location() != time.UTC {
+			t.Errorf("DeadLetterFromFields(%q) = %+v, %v, %v, want %+v in UTC", got, back, ok, err, tc.back)
 		}
 	}
 }
@@ -89,19 +89,19 @@ func TestDeadLetterFields(t *testing.T) {
 // TestDeadLetterFieldsLongest: the longest report within the bounds is
 // MaxDeadLetterFieldsLen bytes, and reads back.
 func TestDeadLetterFieldsLongest(t *testing.T) {
-	d := DeadLetter{1_000_000_000_000_000_000, math.MaxInt64, 1_000_000_000_000_000_000, time.UnixMilli(math.MaxInt64), strings.Repeat("/", MaxReasonLen)}
+	d := DeadLetter{Report{1_000_000_000_000_000_000, math.MaxInt64, time.UnixMilli(math.MaxInt64), strings.Repeat("/", MaxReasonLen)}, 1_000_000_000_000_000_000}
 	if got := d.Fields(); len(got) != MaxDeadLetterFieldsLen {
 		t.Fatalf("the longest report is %d bytes, want MaxDeadLetterFieldsLen %d: %q", len(got), MaxDeadLetterFieldsLen, got)
 	}
-	if back, err := deadLetterBack(t, d.Fields()); err != nil || back == nil || !sameDeadLetter(*back, d) {
-		t.Errorf("DeadLetterFromFields = %+v, %v, want %+v", back, err, d)
+	if back, ok, err := deadLetterBack(t, d.Fields()); err != nil || !ok || !sameDeadLetter(back, d) {
+		t.Errorf("DeadLetterFromFields = %+v, %v, %v, want %+v", back, ok, err, d)
 	}
 }
 
 func TestDeadLetterFromFieldsNone(t *testing.T) {
 	for _, fields := range []map[string]string{nil, {}, {"xl": "1", "xn": "1", "xs": "1", "xr": "x"}, {"lf": "1"}} {
-		if d, err := DeadLetterFromFields(fields); d != nil || err != nil {
-			t.Errorf("DeadLetterFromFields(%v) = %+v, %v, want nil, nil without xf", fields, d, err)
+		if d, ok, err := DeadLetterFromFields(fields); ok || err != nil || !sameDeadLetter(d, DeadLetter{}) {
+			t.Errorf("DeadLetterFromFields(%v) = %+v, %v, %v, want zero, false, nil without xf", fields, d, ok, err)
 		}
 	}
 }
@@ -139,11 +139,12 @@ func TestDeadLetterFromFieldsMalformed(t *testing.T) {
 		} else {
 			fields[tc.key] = tc.value
 		}
-		d, err := DeadLetterFromFields(fields)
-		var de *DeadLetterError
-		if d != nil || !errors.As(err, &de) || de.Key != tc.key || !strings.Contains(err.Error(), tc.want) ||
+		d, ok, err := DeadLetterFromFields(fields)
+		var de *ReportError
+		if ok || !sameDeadLetter(d, DeadLetter{}) || !errors.As(err, &de) || de.Kind != KindDeadLetter || de.Key != tc.key || !strings.Contains(err.Error(), tc.want) ||
 			tc.detail != nil && !errors.Is(err, tc.detail) || len(de.Value) > 43 {
-			t.Errorf("DeadLetterFromFields(%s=%q) = %+v, %v, want a *DeadLetterError for %s naming %q, wrapping %v", tc.key, tc.value, d, err, tc.key, tc.want, tc.detail)
+			t.Errorf("DeadLetterFromFields(%s=%q) = %+v, %v, %v, want zero, false and a dead-letter *ReportError for %s naming %q, wrapping %v",
+				tc.key, tc.value, d, ok, err, tc.key, tc.want, tc.detail)
 		}
 	}
 }
@@ -155,13 +156,13 @@ func TestMergeDeadLetter(t *testing.T) {
 		a, b DeadLetter
 		want DeadLetter
 	}{
-		{"none and one", DeadLetter{}, DeadLetter{100, 140, 12, late, "http 503"}, DeadLetter{100, 140, 12, late, "http 503"}},
-		{"one and none", DeadLetter{100, 140, 12, late, "http 503"}, DeadLetter{}, DeadLetter{100, 140, 12, late, "http 503"}},
-		{"disjoint: the later error, the earlier since", DeadLetter{100, 140, 12, early, "http 503"}, DeadLetter{200, 209, 10, late, "timeout"}, DeadLetter{100, 209, 22, early, "timeout"}},
-		{"b earlier: still b's error", DeadLetter{200, 209, 10, late, "timeout"}, DeadLetter{100, 140, 12, early, "http 503"}, DeadLetter{100, 209, 22, early, "http 503"}},
-		{"overlapping: the count is capped", DeadLetter{100, 109, 10, early, "a"}, DeadLetter{105, 110, 6, late, "b"}, DeadLetter{100, 110, 11, early, "b"}},
-		{"a zero since is unknown", DeadLetter{1, 1, 1, time.Time{}, "a"}, DeadLetter{2, 2, 1, late, "b"}, DeadLetter{1, 2, 2, late, "b"}},
-		{"saturating", DeadLetter{0, math.MaxInt64, math.MaxInt64, early, "a"}, DeadLetter{0, 0, 1, late, "b"}, DeadLetter{0, math.MaxInt64, math.MaxInt64, early, "b"}},
+		{"none and one", DeadLetter{}, DeadLetter{Report{100, 140, late, "http 503"}, 12}, DeadLetter{Report{100, 140, late, "http 503"}, 12}},
+		{"one and none", DeadLetter{Report{100, 140, late, "http 503"}, 12}, DeadLetter{}, DeadLetter{Report{100, 140, late, "http 503"}, 12}},
+		{"disjoint: the later error, the earlier since", DeadLetter{Report{100, 140, early, "http 503"}, 12}, DeadLetter{Report{200, 209, late, "timeout"}, 10}, DeadLetter{Report{100, 209, early, "timeout"}, 22}},
+		{"b earlier: still b's error", DeadLetter{Report{200, 209, late, "timeout"}, 10}, DeadLetter{Report{100, 140, early, "http 503"}, 12}, DeadLetter{Report{100, 209, early, "http 503"}, 22}},
+		{"overlapping: the count is capped", DeadLetter{Report{100, 109, early, "a"}, 10}, DeadLetter{Report{105, 110, late, "b"}, 6}, DeadLetter{Report{100, 110, early, "b"}, 11}},
+		{"a zero since is unknown", DeadLetter{Report{1, 1, time.Time{}, "a"}, 1}, DeadLetter{Report{2, 2, late, "b"}, 1}, DeadLetter{Report{1, 2, late, "b"}, 2}},
+		{"saturating", DeadLetter{Report{0, math.MaxInt64, early, "a"}, math.MaxInt64}, DeadLetter{Report{0, 0, late, "b"}, 1}, DeadLetter{Report{0, math.MaxInt64, early, "b"}, math.MaxInt64}},
 	} {
 		got := MergeDeadLetter(tc.a, tc.b)
 		if !sameDeadLetter(got, tc.want) {
@@ -189,15 +190,15 @@ func TestDeadLetterHostileInputIsBounded(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			for range runs {
-				_, _ = DeadLetterFromFields(fields)
+				_, _, _ = DeadLetterFromFields(fields)
 			}
 			runtime.ReadMemStats(&after)
 			if got := (after.TotalAlloc - before.TotalAlloc) / runs; got > 1024 {
 				t.Errorf("DeadLetterFromFields(%s=%s...) allocated %d bytes a call, want at most 1 KiB", key, fill, got)
 			}
-			var de *DeadLetterError
-			if d, err := DeadLetterFromFields(fields); d != nil || !errors.As(err, &de) || de.Key != key || len(err.Error()) > 300 {
-				t.Errorf("DeadLetterFromFields(%s=%s...) = %+v, %v, want a short *DeadLetterError for %s", key, fill, d, err, key)
+			var de *ReportError
+			if d, ok, err := DeadLetterFromFields(fields); ok || !sameDeadLetter(d, DeadLetter{}) || !errors.As(err, &de) || de.Kind != KindDeadLetter || de.Key != key || len(err.Error()) > 300 {
+				t.Errorf("DeadLetterFromFields(%s=%s...) = %+v, %v, %v, want a short dead-letter *ReportError for %s", key, fill, d, ok, err, key)
 			}
 		}
 	}

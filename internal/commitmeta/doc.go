@@ -13,6 +13,15 @@
 // [From, To) above the base whose records all reached the output. The ranges
 // are the islands past the watermark; they let a consumer skip, never commit.
 //
+// A report is what a commit tells of the partition besides its offsets:
+// the stall provenance (the failed batch that holds the watermark), the
+// loss report (records gone before delivery) and the dead-letter report
+// (records set aside). Kind names them. Each is a Report, which offsets
+// (First..Last), since when (Since) and why (Reason), with what is its own
+// (Stall, Loss, DeadLetter); Report says why they are three types on one,
+// not one type. The three are written, read and merged by one codec, and
+// a malformed one is a *ReportError of its Kind.
+//
 // # Format
 //
 // Metadata is printable ASCII (0x20-0x7E), readable in any admin tool:
@@ -266,11 +275,11 @@
 //
 // Meta and Range are values with no hidden state. A Meta is safe for
 // concurrent use by readers once built; its Delivered slice must not be
-// modified while others read it. Stall, Loss, DeadLetter, Attempts, Kept and
-// Decoded are values; a Commit is one too, but for what its pointers,
-// slices and EpochOf share. EncodeCommit, EncodeCommitKept, DecodeCommit,
-// Encode, Decode, DecodeFields, Stall.Fields,
-// StallFromFields, Loss.Fields, LossFromFields, MergeLoss,
+// modified while others read it. Report, Stall, Loss, DeadLetter, Attempts,
+// Kept, Decoded and the errors are values; a Commit is one too, but for
+// what its pointers, slices and EpochOf share. EncodeCommit,
+// EncodeCommitKept, DecodeCommit, Encode, Decode, DecodeFields,
+// Stall.Fields, StallFromFields, Loss.Fields, LossFromFields, MergeLoss,
 // DeadLetter.Fields, DeadLetterFromFields and MergeDeadLetter are pure
 // functions (but for the EpochOf they call), safe to call from any
 // goroutine.

@@ -83,9 +83,10 @@ func versionError(v string) error {
 	return fmt.Errorf("%w: wm%s", ErrVersion, v)
 }
 
-// fieldErrorText is the message of a *StallError or *LossError: kind names
-// the report ("stall", "loss"), the rest are the error's fields. A missing
-// field has no value to show.
+// fieldErrorText is the message of a *ReportError or *LastEpochError: kind
+// names the report ("stall", "loss", "dead-letter") or the field ("last
+// epoch"), the rest are the error's fields. A missing field has no value to
+// show.
 func fieldErrorText(kind, key, value, expected string, detail error) string {
 	if errors.Is(detail, ErrMissingField) {
 		return fmt.Sprintf("commitmeta: %s field %s: want %s: %v", kind, key, expected, detail)

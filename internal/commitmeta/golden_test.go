@@ -22,10 +22,10 @@ type epochRange struct {
 // escaping of the stall's text, the largest numbers and a cause that is not
 // one of the constants.
 var (
-	plainStall = Stall{First: 1200, Last: 1209, Since: since, Attempts: 3, Reason: "http 503", Member: "orders-sink@pod-7"}
-	oddStall   = Stall{First: 1200, Last: 1200, Since: since.Add(1500 * time.Microsecond), Attempts: math.MaxInt32, Reason: "tab\there \u00e9 100%+", Member: "a b/c~d_e.f-g"}
-	plainLoss  = Loss{First: 100, Last: 1199, Count: 1100, Since: since, Cause: CauseRetention}
-	oddLoss    = Loss{First: 0, Last: math.MaxInt64 - 1, Count: math.MaxInt64, Since: since, Cause: "weird"}
+	plainStall = Stall{Report: Report{First: 1200, Last: 1209, Since: since, Reason: "http 503"}, Attempts: 3, Member: "orders-sink@pod-7"}
+	oddStall   = Stall{Report: Report{First: 1200, Last: 1200, Since: since.Add(1500 * time.Microsecond), Reason: "tab\there \u00e9 100%+"}, Attempts: math.MaxInt32, Member: "a b/c~d_e.f-g"}
+	plainLoss  = Loss{Report: Report{First: 100, Last: 1199, Since: since, Reason: CauseRetention}, Count: 1100}
+	oddLoss    = Loss{Report: Report{First: 0, Last: math.MaxInt64 - 1, Since: since, Reason: "weird"}, Count: math.MaxInt64}
 )
 
 // goldenCommits pins the bytes of one commit's metadata as the plugin wrote

@@ -1,9 +1,5 @@
 package commitmeta
 
-import (
-	"time"
-)
-
 // The loss report keys, in the order Fields writes them. They are distinct
 // from "l", the leader epoch of the last delivered range that the input
 // writes next to them.
@@ -15,7 +11,7 @@ const (
 	keyLossCause = "lc"
 )
 
-// Causes of a Loss: the only values lc may take.
+// Causes of a Loss, its Reason: the only values lc may take.
 const (
 	// CauseRetention: the broker deleted the records (retention by time or
 	// size, or a delete-records call) before the input delivered them; the
@@ -44,26 +40,27 @@ const MaxLossFieldsLen = 5*len("lf=") + 4*len(" ") + 4*19 + len(CauseTruncation)
 // `watermark-connect status` see that data was lost and where, from the
 // broker alone.
 //
-// Offsets First through Last, inclusive, bound the loss; Count of the offsets
-// in them were lost: fewer than all when some offsets between them were
-// delivered, or when several events were merged with gaps between them.
-// Losses are counted in offsets, not records: a record that is gone cannot
-// be told from an offset that never held one (a transaction marker).
+// Its Report says where and why: offsets First through Last, inclusive,
+// bound the loss, Since is its earliest event, and Reason its cause
+// (CauseRetention, CauseTruncation or CauseUnknown). Count of the offsets
+// in First..Last were lost: fewer than all when some offsets between them
+// were delivered, or when several events were merged with gaps between
+// them. Losses are counted in offsets, not records: a record that is gone
+// cannot be told from an offset that never held one (a transaction
+// marker).
 //
 // A Loss is a value, safe for concurrent use. The zero Loss (Count 0) is no
 // loss: MergeLoss treats it as such, and Fields of it does not read back.
 type Loss struct {
-	First, Last int64     // the lost offsets lie within First..Last; 0 <= First <= Last
-	Count       int64     // how many were lost: 1 <= Count <= Last-First+1 (at most math.MaxInt64)
-	Since       time.Time // the earliest loss event; written in Unix milliseconds, >= 0
-	Cause       string    // CauseRetention, CauseTruncation or CauseUnknown
+	Report
+	Count int64 // how many were lost: 1 <= Count <= Last-First+1 (at most math.MaxInt64)
 }
 
 // Fields returns l as extra fields for Encode:
 //
-//	lf=<First> ll=<Last> ln=<Count> ls=<Since, Unix ms> lc=<Cause>
+//	lf=<First> ll=<Last> ln=<Count> ls=<Since, Unix ms> lc=<Reason>
 //
-// A Cause that is not one of the three constants (including "") is written
+// A Reason that is not one of the three causes (including "") is written
 // as CauseUnknown: a report of lost data is never refused for its cause, and
 // the result is always valid extra fields.
 //
@@ -78,19 +75,13 @@ func (l Loss) Fields() string {
 // room for fieldsLen() more bytes: the encoder of a commit writes the
 // report straight into its buffer.
 func (l Loss) appendFields(b []byte) []byte {
-	b = appendSpan(b, lossKeys, l.span())
-	cause, _ := knownCause(l.Cause)
-	return append(append(b, " "+keyLossCause+"="...), cause...)
+	return l.appendReason(l.appendHead(b, KindLoss, l.Count), KindLoss)
 }
 
 // fieldsLen returns len(l.Fields()) without building it.
 func (l Loss) fieldsLen() int {
-	cause, _ := knownCause(l.Cause)
-	return spanLen(lossKeys, l.span()) + len(" "+keyLossCause+"=") + len(cause)
+	return l.headLen(KindLoss, l.Count) + l.reasonLen(KindLoss)
 }
-
-// span is l's First, Last, Count and Since.
-func (l Loss) span() span { return span{l.First, l.Last, l.Count, l.Since} }
 
 // knownCause returns the constant equal to cause and true, or CauseUnknown
 // and false when cause is none of the three. Returning the constant, not
@@ -108,34 +99,11 @@ func knownCause(cause string) (string, bool) {
 	return CauseUnknown, false
 }
 
-// LossError is a loss report that is present (there is an lf field) but
-// malformed: a field missing, not a number, out of range, or an unknown
-// cause. It mirrors StallError.
-//
-// A LossError is a value once returned, safe for concurrent use.
-type LossError struct {
-	Key      string // the field's key: lf, ll, ln, ls or lc
-	Value    string // its value as found, clipped to 40 bytes; "" when missing
-	Expected string // what a valid value is
-	Err      error  // ErrMissingField, ErrOverflow, or nil
-}
-
-func (e *LossError) Error() string {
-	return fieldErrorText("loss", e.Key, e.Value, e.Expected, e.Err)
-}
-
-// Unwrap returns the detail, so errors.Is(err, ErrMissingField) works.
-func (e *LossError) Unwrap() error { return e.Err }
-
-func lossError(key, value, expected string, detail error) *LossError {
-	return &LossError{Key: key, Value: clipValue(value), Expected: expected, Err: detail}
-}
-
 // LossFromFields reads a Loss back from the fields DecodeFields returns. ok
 // is false, with no error, when there is none: no lf key (nothing was lost
 // lately, or metadata written before the report existed). When lf is present
 // every field must be, and a field that is missing or malformed is a
-// *LossError naming it, its value and the form expected.
+// *ReportError naming it, its value and the form expected.
 //
 // The fields are untrusted (anyone may commit to a group): LossFromFields
 // never panics, does work independent of the values' lengths (a number is
@@ -146,20 +114,11 @@ func LossFromFields(fields map[string]string) (l Loss, ok bool, err error) {
 	if _, ok := fields[keyLossFirst]; !ok {
 		return Loss{}, false, nil
 	}
-	sp, err := readSpan(fields, lossKeys, func(key, value, expected string, detail error) error {
-		return lossError(key, value, expected, detail)
-	})
-	if err != nil {
+	if l.Report, l.Count, err = readHead(fields, KindLoss); err != nil {
 		return Loss{}, false, err
 	}
-	l = Loss{First: sp.first, Last: sp.last, Count: sp.count, Since: sp.since}
-	const causes = CauseRetention + ", " + CauseTruncation + " or " + CauseUnknown
-	v, ok := fields[keyLossCause]
-	if !ok {
-		return Loss{}, false, lossError(keyLossCause, "", causes, ErrMissingField)
-	}
-	if l.Cause, ok = knownCause(v); !ok {
-		return Loss{}, false, lossError(keyLossCause, v, causes, nil)
+	if l.Reason, err = readReason(fields, KindLoss); err != nil {
+		return Loss{}, false, err
 	}
 	return l, true, nil
 }
@@ -174,13 +133,13 @@ func LossFromFields(fields map[string]string) (l Loss, ok bool, err error) {
 //     twice, and the cap keeps the result within its bounds);
 //   - Since is the earlier of the two, a zero Since counting as unknown
 //     (the other one is kept);
-//   - Cause is the cause of the event whose Since is kept (a's when the two
-//     are equal): the first thing that went wrong names the loss.
+//   - Reason is the cause of the event whose Since is kept (a's when the
+//     two are equal): the first thing that went wrong names the loss.
 //
 // A Loss with Count 0 (the zero Loss) is no loss: merging with it returns
 // the other unchanged, so that a writer may start from Loss{}. For two
 // Losses within their bounds the result is within them too, and its Count
-// is at least each of theirs. MergeLoss is commutative except for the Cause
+// is at least each of theirs. MergeLoss is commutative except for the cause
 // of two events with the same Since.
 func MergeLoss(a, b Loss) Loss {
 	switch {
@@ -189,10 +148,9 @@ func MergeLoss(a, b Loss) Loss {
 	case a.Count == 0:
 		return b
 	}
-	sp, bKept := mergeSpans(a.span(), b.span())
-	m := Loss{First: sp.first, Last: sp.last, Count: sp.count, Since: sp.since, Cause: a.Cause}
+	r, count, bKept := mergeCounted(a.Report, a.Count, b.Report, b.Count)
 	if bKept {
-		m.Cause = b.Cause
+		r.Reason = b.Reason
 	}
-	return m
+	return Loss{Report: r, Count: count}
 }

@@ -10,10 +10,14 @@ import (
 func ExampleLoss() {
 	// Retention deleted offsets 100 to 1199 before they were delivered,
 	// then, an hour later, 1300 to 1499.
-	first := commitmeta.Loss{First: 100, Last: 1199, Count: 1100,
-		Since: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Cause: commitmeta.CauseRetention}
-	second := commitmeta.Loss{First: 1300, Last: 1499, Count: 200,
-		Since: time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC), Cause: commitmeta.CauseRetention}
+	first := commitmeta.Loss{
+		Report: commitmeta.Report{First: 100, Last: 1199, Since: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Reason: commitmeta.CauseRetention},
+		Count:  1100,
+	}
+	second := commitmeta.Loss{
+		Report: commitmeta.Report{First: 1300, Last: 1499, Since: time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC), Reason: commitmeta.CauseRetention},
+		Count:  200,
+	}
 	loss := commitmeta.MergeLoss(first, second)
 
 	s, _ := commitmeta.Encode(commitmeta.Meta{Base: 1500, Epoch: 3}, loss.Fields(), 4000)
@@ -25,7 +29,7 @@ func ExampleLoss() {
 	}
 	back, ok, err := commitmeta.LossFromFields(fields)
 	fmt.Println(ok, err)
-	fmt.Println(back.Count, back.First, back.Last, back.Cause, back.Since.Format(time.RFC3339))
+	fmt.Println(back.Count, back.First, back.Last, back.Reason, back.Since.Format(time.RFC3339))
 
 	// Metadata without the report: nothing lost, and no error.
 	_, fields, _ = commitmeta.DecodeFields("wm1 o=1500 e=3 l=3")

@@ -12,14 +12,14 @@ import (
 // the group may write them, and checks:
 //   - it never panics;
 //   - without lf the result is zero, false, nil;
-//   - an error is a *LossError naming one of the five keys, with a zero
+//   - an error is a loss *ReportError naming one of the five keys, with a zero
 //     Loss and ok false, and a message of bounded length;
 //   - a Loss it returns keeps every bound: 0 <= First <= Last,
-//     1 <= Count <= Last-First+1, Since >= 0, Cause one of the three;
+//     1 <= Count <= Last-First+1, Since >= 0, Reason one of the three causes;
 //   - its Fields are at most MaxLossFieldsLen bytes, form valid extra
 //     fields for Encode, and read back to the same Loss: a second round
 //     trip is a fixed point;
-//   - merging it with itself keeps First, Last, Since and Cause, and a
+//   - merging it with itself keeps First, Last, Since and Reason, and a
 //     Count within the bounds.
 func FuzzLossFromFields(f *testing.F) {
 	f.Add("100", "1499", "1100", "1767225600000", "retention", uint8(31))
@@ -49,9 +49,9 @@ func FuzzLossFromFields(f *testing.F) {
 			return
 		}
 		if err != nil {
-			var le *LossError
-			if ok || !sameLoss(l, Loss{}) || !errors.As(err, &le) {
-				t.Fatalf("LossFromFields(%q) = %+v, %v, %v, want zero, false and a *LossError", fields, l, ok, err)
+			var le *ReportError
+			if ok || !sameLoss(l, Loss{}) || !errors.As(err, &le) || le.Kind != KindLoss {
+				t.Fatalf("LossFromFields(%q) = %+v, %v, %v, want zero, false and a loss *ReportError", fields, l, ok, err)
 			}
 			if _, known := map[string]bool{"lf": true, "ll": true, "ln": true, "ls": true, "lc": true}[le.Key]; !known {
 				t.Fatalf("LossFromFields(%q) error names key %q", fields, le.Key)
@@ -81,7 +81,7 @@ func FuzzLossFromFields(f *testing.F) {
 			t.Fatalf("LossFromFields(Fields of %+v = %q) = %+v, %v, %v, want the same Loss", l, enc, back, ok, err)
 		}
 		m := MergeLoss(l, l)
-		if why := validLoss(m); why != "" || m.First != l.First || m.Last != l.Last || !m.Since.Equal(l.Since) || m.Cause != l.Cause || m.Count < l.Count {
+		if why := validLoss(m); why != "" || m.First != l.First || m.Last != l.Last || !m.Since.Equal(l.Since) || m.Reason != l.Reason || m.Count < l.Count {
 			t.Fatalf("MergeLoss(%+v, itself) = %+v (%s)", l, m, why)
 		}
 	})
@@ -120,7 +120,7 @@ func FuzzMergeLoss(f *testing.F) {
 		if ms < 0 {
 			ms = -(ms + 1)
 		}
-		return Loss{first, first + span, count, time.UnixMilli(ms).UTC(), []string{CauseRetention, CauseTruncation, CauseUnknown}[cause%3]}
+		return Loss{Report{first, first + span, time.UnixMilli(ms).UTC(), []string{CauseRetention, CauseTruncation, CauseUnknown}[cause%3]}, count}
 	}
 	f.Fuzz(func(t *testing.T, af, as, ac, at int64, acause uint8, bf, bs, bc, bt int64, bcause uint8) {
 		a, b := loss(af, as, ac, at, acause), loss(bf, bs, bc, bt, bcause)
@@ -141,8 +141,8 @@ func FuzzMergeLoss(f *testing.F) {
 		if b.Since.Before(a.Since) {
 			first = b
 		}
-		if !m.Since.Equal(first.Since) || m.Cause != first.Cause {
-			t.Fatalf("MergeLoss(%+v, %+v) = %+v, want the Since and Cause of %+v", a, b, m, first)
+		if !m.Since.Equal(first.Since) || m.Reason != first.Reason {
+			t.Fatalf("MergeLoss(%+v, %+v) = %+v, want the Since and Reason of %+v", a, b, m, first)
 		}
 		back, ok, err := lossBack(t, m.Fields())
 		if err != nil || !ok || !sameLoss(back, m) {

@@ -49,9 +49,9 @@ func TestLossHostileInputIsBounded(t *testing.T) {
 				t.Errorf("LossFromFields(%s=%s... of %d bytes) allocated %d bytes a call, want at most 1 KiB", key, fill, len(fields[key]), got)
 			}
 			l, ok, err := LossFromFields(fields)
-			var le *LossError
-			if ok || !sameLoss(l, Loss{}) || !errors.As(err, &le) || le.Key != key {
-				t.Errorf("LossFromFields(%s=%s...) = %+v, %v, %v, want a *LossError for %s", key, fill, l, ok, err, key)
+			var le *ReportError
+			if ok || !sameLoss(l, Loss{}) || !errors.As(err, &le) || le.Kind != KindLoss || le.Key != key {
+				t.Errorf("LossFromFields(%s=%s...) = %+v, %v, %v, want a loss *ReportError for %s", key, fill, l, ok, err, key)
 				continue
 			}
 			if len(err.Error()) > 300 {
@@ -65,7 +65,7 @@ func TestLossHostileInputIsBounded(t *testing.T) {
 // as Decode accepts still reads back, and one field more refuses the whole
 // metadata (ErrTooManyFields), so a reader never sees a partial report.
 func TestLossFieldsAmongHostileKeys(t *testing.T) {
-	loss := Loss{100, 1499, 1100, since, CauseRetention}
+	loss := Loss{Report{100, 1499, since, CauseRetention}, 1100}
 	var b strings.Builder
 	b.WriteString(Prefix + "o=0 e=0 " + loss.Fields())
 	for i := 5; i < MaxUnknownFields; i++ {

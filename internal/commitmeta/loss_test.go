@@ -11,7 +11,7 @@ import (
 
 // sameLoss reports whether a and b are equal, Since compared as an instant.
 func sameLoss(a, b Loss) bool {
-	return a.First == b.First && a.Last == b.Last && a.Count == b.Count && a.Since.Equal(b.Since) && a.Cause == b.Cause
+	return a.First == b.First && a.Last == b.Last && a.Count == b.Count && a.Since.Equal(b.Since) && a.Reason == b.Reason
 }
 
 // lossBack decodes fields as DecodeFields returns them from a commit and
@@ -38,8 +38,8 @@ func validLoss(l Loss) string {
 		return "Count > Last-First+1"
 	case l.Since.UnixMilli() < 0:
 		return "Since before 1970"
-	case l.Cause != CauseRetention && l.Cause != CauseTruncation && l.Cause != CauseUnknown:
-		return "unknown Cause"
+	case l.Reason != CauseRetention && l.Reason != CauseTruncation && l.Reason != CauseUnknown:
+		return "unknown cause"
 	}
 	return ""
 }
@@ -51,43 +51,43 @@ func TestLossFields(t *testing.T) {
 		back Loss // what LossFromFields returns
 	}{
 		{
-			Loss{100, 1499, 1100, since, CauseRetention},
+			Loss{Report{100, 1499, since, CauseRetention}, 1100},
 			"lf=100 ll=1499 ln=1100 ls=1767225600000 lc=retention",
-			Loss{100, 1499, 1100, since, CauseRetention},
+			Loss{Report{100, 1499, since, CauseRetention}, 1100},
 		},
 		{
-			Loss{0, 0, 1, time.UnixMilli(0), CauseTruncation},
+			Loss{Report{0, 0, time.UnixMilli(0), CauseTruncation}, 1},
 			"lf=0 ll=0 ln=1 ls=0 lc=truncation",
-			Loss{0, 0, 1, time.UnixMilli(0), CauseTruncation},
+			Loss{Report{0, 0, time.UnixMilli(0), CauseTruncation}, 1},
 		},
 		// 0..MaxInt64 holds MaxInt64+1 offsets: the count cannot overflow.
 		{
-			Loss{0, math.MaxInt64, math.MaxInt64, time.UnixMilli(math.MaxInt64), CauseUnknown},
+			Loss{Report{0, math.MaxInt64, time.UnixMilli(math.MaxInt64), CauseUnknown}, math.MaxInt64},
 			"lf=0 ll=9223372036854775807 ln=9223372036854775807 ls=9223372036854775807 lc=unknown",
-			Loss{0, math.MaxInt64, math.MaxInt64, time.UnixMilli(math.MaxInt64), CauseUnknown},
+			Loss{Report{0, math.MaxInt64, time.UnixMilli(math.MaxInt64), CauseUnknown}, math.MaxInt64},
 		},
 		{
-			Loss{math.MaxInt64, math.MaxInt64, 1, since, CauseRetention},
+			Loss{Report{math.MaxInt64, math.MaxInt64, since, CauseRetention}, 1},
 			"lf=9223372036854775807 ll=9223372036854775807 ln=1 ls=1767225600000 lc=retention",
-			Loss{math.MaxInt64, math.MaxInt64, 1, since, CauseRetention},
+			Loss{Report{math.MaxInt64, math.MaxInt64, since, CauseRetention}, 1},
 		},
 		// Since keeps milliseconds only.
 		{
-			Loss{5, 9, 5, since.Add(1500 * time.Microsecond), CauseRetention},
+			Loss{Report{5, 9, since.Add(1500 * time.Microsecond), CauseRetention}, 5},
 			"lf=5 ll=9 ln=5 ls=1767225600001 lc=retention",
-			Loss{5, 9, 5, since.Add(time.Millisecond), CauseRetention},
+			Loss{Report{5, 9, since.Add(time.Millisecond), CauseRetention}, 5},
 		},
 		// A cause that is none of the three is written as unknown: the
 		// report is kept, and Encode accepts it.
 		{
-			Loss{5, 9, 2, since, ""},
+			Loss{Report{5, 9, since, ""}, 2},
 			"lf=5 ll=9 ln=2 ls=1767225600000 lc=unknown",
-			Loss{5, 9, 2, since, CauseUnknown},
+			Loss{Report{5, 9, since, CauseUnknown}, 2},
 		},
 		{
-			Loss{5, 9, 2, since, "log compaction ate it"},
+			Loss{Report{5, 9, since, "log compaction ate it"}, 2},
 			"lf=5 ll=9 ln=2 ls=1767225600000 lc=unknown",
-			Loss{5, 9, 2, since, CauseUnknown},
+			Loss{Report{5, 9, since, CauseUnknown}, 2},
 		},
 	} {
 		got := tc.l.Fields()
@@ -116,7 +116,7 @@ func TestLossFields(t *testing.T) {
 // than needed.
 func TestLossFieldsLongest(t *testing.T) {
 	// Four numbers of 19 digits and the longest cause.
-	worst := Loss{1_000_000_000_000_000_000, math.MaxInt64, 1_000_000_000_000_000_000, time.UnixMilli(math.MaxInt64), CauseTruncation}
+	worst := Loss{Report{1_000_000_000_000_000_000, math.MaxInt64, time.UnixMilli(math.MaxInt64), CauseTruncation}, 1_000_000_000_000_000_000}
 	if got := len(worst.Fields()); got != MaxLossFieldsLen {
 		t.Errorf("the longest Fields() is %d bytes, want MaxLossFieldsLen %d", got, MaxLossFieldsLen)
 	}
@@ -196,9 +196,9 @@ func TestLossFromFieldsMalformed(t *testing.T) {
 		{with("ll", "x", "ln", "x", "lc", "x"), "ll", `loss field ll="x"`, nil},
 	} {
 		l, ok, err := LossFromFields(tc.fields)
-		var le *LossError
-		if err == nil || ok || !sameLoss(l, Loss{}) || !errors.As(err, &le) || le.Key != tc.key {
-			t.Errorf("LossFromFields(%.200q) = %+v, %v, %v, want zero, false and a *LossError for %s", tc.fields, l, ok, err, tc.key)
+		var le *ReportError
+		if err == nil || ok || !sameLoss(l, Loss{}) || !errors.As(err, &le) || le.Kind != KindLoss || le.Key != tc.key {
+			t.Errorf("LossFromFields(%.200q) = %+v, %v, %v, want zero, false and a loss *ReportError for %s", tc.fields, l, ok, err, tc.key)
 			continue
 		}
 		if !strings.Contains(err.Error(), tc.want) {
@@ -226,29 +226,29 @@ func TestMergeLoss(t *testing.T) {
 		a, b Loss
 		want Loss
 	}{
-		{"disjoint, b earlier", Loss{100, 199, 100, t2, CauseTruncation}, Loss{500, 599, 100, t1, CauseRetention},
-			Loss{100, 599, 200, t1, CauseRetention}},
-		{"disjoint, a earlier", Loss{500, 599, 100, t1, CauseRetention}, Loss{100, 199, 100, t2, CauseTruncation},
-			Loss{100, 599, 200, t1, CauseRetention}},
-		{"adjacent", Loss{0, 9, 10, t1, CauseRetention}, Loss{10, 19, 10, t1, CauseRetention},
-			Loss{0, 19, 20, t1, CauseRetention}},
-		{"the same Since: a's cause", Loss{0, 9, 10, t1, CauseTruncation}, Loss{10, 19, 10, t1, CauseRetention},
-			Loss{0, 19, 20, t1, CauseTruncation}},
+		{"disjoint, b earlier", Loss{Report{100, 199, t2, CauseTruncation}, 100}, Loss{Report{500, 599, t1, CauseRetention}, 100},
+			Loss{Report{100, 599, t1, CauseRetention}, 200}},
+		{"disjoint, a earlier", Loss{Report{500, 599, t1, CauseRetention}, 100}, Loss{Report{100, 199, t2, CauseTruncation}, 100},
+			Loss{Report{100, 599, t1, CauseRetention}, 200}},
+		{"adjacent", Loss{Report{0, 9, t1, CauseRetention}, 10}, Loss{Report{10, 19, t1, CauseRetention}, 10},
+			Loss{Report{0, 19, t1, CauseRetention}, 20}},
+		{"the same Since: a's cause", Loss{Report{0, 9, t1, CauseTruncation}, 10}, Loss{Report{10, 19, t1, CauseRetention}, 10},
+			Loss{Report{0, 19, t1, CauseTruncation}, 20}},
 		// The same offsets reported twice: the cap keeps Count in its span.
-		{"overlapping, capped", Loss{0, 9, 10, t1, CauseRetention}, Loss{5, 14, 10, t2, CauseRetention},
-			Loss{0, 14, 15, t1, CauseRetention}},
-		{"contained", Loss{0, 99, 3, t2, CauseUnknown}, Loss{10, 19, 2, t1, CauseTruncation},
-			Loss{0, 99, 5, t1, CauseTruncation}},
-		{"a zero Since is unknown", Loss{0, 9, 1, time.Time{}, CauseUnknown}, Loss{20, 29, 1, t2, CauseRetention},
-			Loss{0, 29, 2, t2, CauseRetention}},
-		{"b zero Since is unknown", Loss{0, 9, 1, t2, CauseRetention}, Loss{20, 29, 1, time.Time{}, CauseUnknown},
-			Loss{0, 29, 2, t2, CauseRetention}},
-		{"the zero Loss is none (b)", Loss{3, 4, 2, t1, CauseTruncation}, Loss{}, Loss{3, 4, 2, t1, CauseTruncation}},
-		{"the zero Loss is none (a)", Loss{}, Loss{3, 4, 2, t1, CauseTruncation}, Loss{3, 4, 2, t1, CauseTruncation}},
-		{"saturating", Loss{0, math.MaxInt64, math.MaxInt64, t1, CauseRetention}, Loss{7, 7, 1, t2, CauseRetention},
-			Loss{0, math.MaxInt64, math.MaxInt64, t1, CauseRetention}},
-		{"saturating, then capped", Loss{0, math.MaxInt64 - 1, math.MaxInt64, t1, CauseRetention}, Loss{1, 1, 1, t2, CauseRetention},
-			Loss{0, math.MaxInt64 - 1, math.MaxInt64, t1, CauseRetention}},
+		{"overlapping, capped", Loss{Report{0, 9, t1, CauseRetention}, 10}, Loss{Report{5, 14, t2, CauseRetention}, 10},
+			Loss{Report{0, 14, t1, CauseRetention}, 15}},
+		{"contained", Loss{Report{0, 99, t2, CauseUnknown}, 3}, Loss{Report{10, 19, t1, CauseTruncation}, 2},
+			Loss{Report{0, 99, t1, CauseTruncation}, 5}},
+		{"a zero Since is unknown", Loss{Report{0, 9, time.Time{}, CauseUnknown}, 1}, Loss{Report{20, 29, t2, CauseRetention}, 1},
+			Loss{Report{0, 29, t2, CauseRetention}, 2}},
+		{"b zero Since is unknown", Loss{Report{0, 9, t2, CauseRetention}, 1}, Loss{Report{20, 29, time.Time{}, CauseUnknown}, 1},
+			Loss{Report{0, 29, t2, CauseRetention}, 2}},
+		{"the zero Loss is none (b)", Loss{Report{3, 4, t1, CauseTruncation}, 2}, Loss{}, Loss{Report{3, 4, t1, CauseTruncation}, 2}},
+		{"the zero Loss is none (a)", Loss{}, Loss{Report{3, 4, t1, CauseTruncation}, 2}, Loss{Report{3, 4, t1, CauseTruncation}, 2}},
+		{"saturating", Loss{Report{0, math.MaxInt64, t1, CauseRetention}, math.MaxInt64}, Loss{Report{7, 7, t2, CauseRetention}, 1},
+			Loss{Report{0, math.MaxInt64, t1, CauseRetention}, math.MaxInt64}},
+		{"saturating, then capped", Loss{Report{0, math.MaxInt64 - 1, t1, CauseRetention}, math.MaxInt64}, Loss{Report{1, 1, t2, CauseRetention}, 1},
+			Loss{Report{0, math.MaxInt64 - 1, t1, CauseRetention}, math.MaxInt64}},
 	} {
 		if got := MergeLoss(tc.a, tc.b); !sameLoss(got, tc.want) {
 			t.Errorf("%s: MergeLoss(%+v, %+v) = %+v, want %+v", tc.name, tc.a, tc.b, got, tc.want)
@@ -293,7 +293,7 @@ func randLoss(r *rand.Rand) Loss {
 	if r.IntN(10) == 0 {
 		l.Since = time.UnixMilli(math.MaxInt64 - r.Int64N(10)).UTC()
 	}
-	l.Cause = []string{CauseRetention, CauseTruncation, CauseUnknown}[r.IntN(3)]
+	l.Reason = []string{CauseRetention, CauseTruncation, CauseUnknown}[r.IntN(3)]
 	return l
 }
 
@@ -328,12 +328,12 @@ func TestMergeLossProperty(t *testing.T) {
 		if b.Since.Before(a.Since) {
 			first = b
 		}
-		if !m.Since.Equal(first.Since) || m.Cause != first.Cause {
-			t.Fatalf("seed %d case %d: MergeLoss(%+v, %+v) = %+v, want the Since and Cause of %+v", propertySeed, i, a, b, m, first)
+		if !m.Since.Equal(first.Since) || m.Reason != first.Reason {
+			t.Fatalf("seed %d case %d: MergeLoss(%+v, %+v) = %+v, want the Since and Reason of %+v", propertySeed, i, a, b, m, first)
 		}
 		swapped := MergeLoss(b, a)
 		if a.Since.Equal(b.Since) {
-			swapped.Cause = m.Cause
+			swapped.Reason = m.Reason
 		}
 		if !sameLoss(swapped, m) {
 			t.Fatalf("seed %d case %d: MergeLoss(b, a) = %+v, MergeLoss(a, b) = %+v", propertySeed, i, swapped, m)
@@ -352,9 +352,13 @@ func TestMergeLossProperty(t *testing.T) {
 // offset.metadata.max.bytes of 4096) cuts ranges, never a report, and
 // DecodeFields gives back both.
 func TestStallAndLossFitTheBroker(t *testing.T) {
-	stall := Stall{math.MaxInt64 - 10, math.MaxInt64, time.UnixMilli(math.MaxInt64), math.MaxInt32,
-		strings.Repeat("/", MaxReasonLen), strings.Repeat("@", MaxMemberLen), false}
-	loss := Loss{1_000_000_000_000_000_000, math.MaxInt64, 1_000_000_000_000_000_000, time.UnixMilli(math.MaxInt64), CauseTruncation}
+	stall := Stall{
+		Report{math.MaxInt64 - 10, math.MaxInt64, time.UnixMilli(math.MaxInt64), strings.Repeat("/", MaxReasonLen)},
+		math.MaxInt32,
+		strings.Repeat("@", MaxMemberLen),
+		false,
+	}
+	loss := Loss{Report{1_000_000_000_000_000_000, math.MaxInt64, time.UnixMilli(math.MaxInt64), CauseTruncation}, 1_000_000_000_000_000_000}
 	extra := stall.Fields() + " " + loss.Fields() + " l=2147483647"
 	if len(stall.Fields()) != MaxStallFieldsLen || len(loss.Fields()) != MaxLossFieldsLen {
 		t.Fatalf("the reports are %d and %d bytes, want the longest, %d and %d", len(stall.Fields()), len(loss.Fields()), MaxStallFieldsLen, MaxLossFieldsLen)

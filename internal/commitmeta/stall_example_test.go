@@ -9,11 +9,8 @@ import (
 
 func ExampleStall() {
 	stall := commitmeta.Stall{
-		First:    1200,
-		Last:     1209,
-		Since:    time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		Report:   commitmeta.Report{First: 1200, Last: 1209, Since: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Reason: "http 503"},
 		Attempts: 3,
-		Reason:   "http 503",
 		Member:   "orders-sink@pod-7",
 	}
 	m := commitmeta.Meta{Base: 1200, Epoch: 3, Delivered: []commitmeta.Range{{From: 1210, To: 1260}}}

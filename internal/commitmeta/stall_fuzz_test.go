@@ -10,7 +10,7 @@ import (
 // the group may write them, and checks:
 //   - it never panics;
 //   - without sf the result is zero, false, nil;
-//   - an error is a *StallError naming one of the six keys, with a zero
+//   - an error is a stall *ReportError naming one of the six keys, with a zero
 //     Stall and ok false;
 //   - sf alone is the mark, and only then: MarkOnly is set exactly when no
 //     other of the six keys is present;
@@ -51,9 +51,9 @@ func FuzzStallFromFields(f *testing.F) {
 			return
 		}
 		if err != nil {
-			var se *StallError
-			if ok || !sameStall(s, Stall{}) || !errors.As(err, &se) {
-				t.Fatalf("StallFromFields(%q) = %+v, %v, %v, want zero, false and a *StallError", fields, s, ok, err)
+			var se *ReportError
+			if ok || !sameStall(s, Stall{}) || !errors.As(err, &se) || se.Kind != KindStall {
+				t.Fatalf("StallFromFields(%q) = %+v, %v, %v, want zero, false and a stall *ReportError", fields, s, ok, err)
 			}
 			if _, known := map[string]bool{"sf": true, "sl": true, "ss": true, "sa": true, "sm": true, "sr": true}[se.Key]; !known {
 				t.Fatalf("StallFromFields(%q) error names key %q", fields, se.Key)
@@ -67,7 +67,7 @@ func FuzzStallFromFields(f *testing.F) {
 			t.Fatalf("StallFromFields(%q) = %+v: MarkOnly %v with %d of the six keys", fields, s, s.MarkOnly, len(fields))
 		}
 		if s.MarkOnly {
-			if s.First < 0 || !sameStall(s, Stall{First: s.First, MarkOnly: true}) || !s.Since.IsZero() {
+			if s.First < 0 || !sameStall(s, Stall{Report: Report{First: s.First}, MarkOnly: true}) || !s.Since.IsZero() {
 				t.Fatalf("StallFromFields(%q) = %+v, want a mark: First >= 0 and every other field zero", fields, s)
 			}
 			if enc := s.Fields(); len(enc) > MaxStallMarkLen || enc != "sf="+fields["sf"] {

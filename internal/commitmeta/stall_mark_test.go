@@ -17,7 +17,7 @@ func TestStallMarkFitsTheSmallestBudget(t *testing.T) {
 	if MinCommitBudget != 61 || MinCommitBudget > 64 {
 		t.Fatalf("MinCommitBudget = %d, want 61: within the plugin's smallest commit_metadata_max_bytes (64)", MinCommitBudget)
 	}
-	worst := Stall{First: math.MaxInt64, Last: math.MaxInt64, Since: since, Attempts: 3, Reason: "http 503", Member: "orders-sink@pod-7"}
+	worst := Stall{Report: Report{First: math.MaxInt64, Last: math.MaxInt64, Since: since, Reason: "http 503"}, Attempts: 3, Member: "orders-sink@pod-7"}
 	for _, tc := range []struct {
 		name     string
 		c        Commit
@@ -37,7 +37,7 @@ func TestStallMarkFitsTheSmallestBudget(t *testing.T) {
 		{"the longest header and mark, one byte short", Commit{Base: math.MaxInt64, Epoch: math.MaxInt32, Stall: &worst}, MinCommitBudget - 1,
 			""},
 		// A commit that carries a mark it read back keeps writing it.
-		{"a mark carried", Commit{Base: 1200, Epoch: 3, Stall: &Stall{First: 1200, MarkOnly: true}}, 4096,
+		{"a mark carried", Commit{Base: 1200, Epoch: 3, Stall: &Stall{Report: Report{First: 1200}, MarkOnly: true}}, 4096,
 			"wm1 o=1200 e=3 sf=1200"},
 	} {
 		got, _ := EncodeCommitKept(tc.c, tc.maxBytes)
@@ -63,8 +63,8 @@ func TestStallMarkDecode(t *testing.T) {
 		want     *Stall
 		stallErr string
 	}{
-		{"wm1 o=1200 e=3 sf=1200", &Stall{First: 1200, MarkOnly: true}, ""},
-		{"wm1 o=1200 e=3 d=10.50 sf=1205 l=3", &Stall{First: 1205, MarkOnly: true}, ""},
+		{"wm1 o=1200 e=3 sf=1200", &Stall{Report: Report{First: 1200}, MarkOnly: true}, ""},
+		{"wm1 o=1200 e=3 d=10.50 sf=1205 l=3", &Stall{Report: Report{First: 1205}, MarkOnly: true}, ""},
 		{"wm1 o=1200 e=3 sf=1200 sl=1209", nil, "stall field ss"},
 		{"wm1 o=1200 e=3 sf=1200 sr=http+503", nil, "stall field sl"},
 		{"wm1 o=1200 e=3 sf=01200", nil, "stall field sf"},

@@ -37,53 +37,53 @@ func TestStallFields(t *testing.T) {
 		back Stall // what StallFromFields returns: s made printable and cut
 	}{
 		{
-			Stall{1200, 1209, since, 3, "http 503", "orders-sink@pod-7", false},
+			Stall{Report{1200, 1209, since, "http 503"}, 3, "orders-sink@pod-7", false},
 			"sf=1200 sl=1209 ss=1767225600000 sa=3 sm=orders-sink%40pod-7 sr=http+503",
-			Stall{1200, 1209, since, 3, "http 503", "orders-sink@pod-7", false},
+			Stall{Report{1200, 1209, since, "http 503"}, 3, "orders-sink@pod-7", false},
 		},
 		{
-			Stall{0, 0, time.UnixMilli(0), 1, "", "", false},
+			Stall{Report{0, 0, time.UnixMilli(0), ""}, 1, "", false},
 			"sf=0 sl=0 ss=0 sa=1 sm= sr=",
-			Stall{0, 0, time.UnixMilli(0), 1, "", "", false},
+			Stall{Report{0, 0, time.UnixMilli(0), ""}, 1, "", false},
 		},
 		{
-			Stall{math.MaxInt64, math.MaxInt64, time.UnixMilli(math.MaxInt64), math.MaxInt32, "a+b%c=d", "m", false},
+			Stall{Report{math.MaxInt64, math.MaxInt64, time.UnixMilli(math.MaxInt64), "a+b%c=d"}, math.MaxInt32, "m", false},
 			"sf=9223372036854775807 sl=9223372036854775807 ss=9223372036854775807 sa=2147483647 sm=m sr=a%2Bb%25c%3Dd",
-			Stall{math.MaxInt64, math.MaxInt64, time.UnixMilli(math.MaxInt64), math.MaxInt32, "a+b%c=d", "m", false},
+			Stall{Report{math.MaxInt64, math.MaxInt64, time.UnixMilli(math.MaxInt64), "a+b%c=d"}, math.MaxInt32, "m", false},
 		},
 		// The mark: First alone, whatever else the Stall holds.
 		{
-			Stall{First: 1200, MarkOnly: true},
+			Stall{Report: Report{First: 1200}, MarkOnly: true},
 			"sf=1200",
-			Stall{First: 1200, MarkOnly: true},
+			Stall{Report: Report{First: 1200}, MarkOnly: true},
 		},
 		{
-			Stall{math.MaxInt64, math.MaxInt64, since, 3, "http 503", "m", true},
+			Stall{Report{math.MaxInt64, math.MaxInt64, since, "http 503"}, 3, "m", true},
 			"sf=9223372036854775807",
-			Stall{First: math.MaxInt64, MarkOnly: true},
+			Stall{Report: Report{First: math.MaxInt64}, MarkOnly: true},
 		},
 		// Since keeps milliseconds only.
 		{
-			Stall{5, 9, since.Add(1500 * time.Microsecond), 2, "x", "y", false},
+			Stall{Report{5, 9, since.Add(1500 * time.Microsecond), "x"}, 2, "y", false},
 			"sf=5 sl=9 ss=1767225600001 sa=2 sm=y sr=x",
-			Stall{5, 9, since.Add(time.Millisecond), 2, "x", "y", false},
+			Stall{Report{5, 9, since.Add(time.Millisecond), "x"}, 2, "y", false},
 		},
 		// Control bytes become spaces, other bytes outside ASCII '?'.
 		{
-			Stall{1, 2, since, 1, "line one\nline\ttwo caf\u00e9", "\x7fid@h\u00f6st", false},
+			Stall{Report{1, 2, since, "line one\nline\ttwo caf\u00e9"}, 1, "\x7fid@h\u00f6st", false},
 			"sf=1 sl=2 ss=1767225600000 sa=1 sm=+id%40h%3F%3Fst sr=line+one+line+two+caf%3F%3F",
-			Stall{1, 2, since, 1, "line one line two caf??", " id@h??st", false},
+			Stall{Report{1, 2, since, "line one line two caf??"}, 1, " id@h??st", false},
 		},
 		// Cut to the limits before escaping.
 		{
-			Stall{1, 2, since, 1, long, long, false},
+			Stall{Report{1, 2, since, long}, 1, long, false},
 			"sf=1 sl=2 ss=1767225600000 sa=1 sm=" + long[:MaxMemberLen] + " sr=" + long[:MaxReasonLen],
-			Stall{1, 2, since, 1, long[:MaxReasonLen], long[:MaxMemberLen], false},
+			Stall{Report{1, 2, since, long[:MaxReasonLen]}, 1, long[:MaxMemberLen], false},
 		},
 		{
-			Stall{1, 2, since, 1, strings.Repeat(" ", 130), strings.Repeat("@", 90), false},
+			Stall{Report{1, 2, since, strings.Repeat(" ", 130)}, 1, strings.Repeat("@", 90), false},
 			"sf=1 sl=2 ss=1767225600000 sa=1 sm=" + strings.Repeat("%40", MaxMemberLen) + " sr=" + strings.Repeat("+", MaxReasonLen),
-			Stall{1, 2, since, 1, strings.Repeat(" ", MaxReasonLen), strings.Repeat("@", MaxMemberLen), false},
+			Stall{Report{1, 2, since, strings.Repeat(" ", MaxReasonLen)}, 1, strings.Repeat("@", MaxMemberLen), false},
 		},
 	} {
 		got := tc.s.Fields()
@@ -166,9 +166,9 @@ func TestStallFromFieldsMalformed(t *testing.T) {
 	} {
 		fields := with(tc.key, tc.value)
 		s, ok, err := StallFromFields(fields)
-		var se *StallError
-		if err == nil || ok || !sameStall(s, Stall{}) || !errors.As(err, &se) || se.Key != tc.key {
-			t.Errorf("StallFromFields(%s=%.50q) = %+v, %v, %v, want zero, false and a *StallError for %s", tc.key, tc.value, s, ok, err, tc.key)
+		var se *ReportError
+		if err == nil || ok || !sameStall(s, Stall{}) || !errors.As(err, &se) || se.Kind != KindStall || se.Key != tc.key {
+			t.Errorf("StallFromFields(%s=%.50q) = %+v, %v, %v, want zero, false and a stall *ReportError for %s", tc.key, tc.value, s, ok, err, tc.key)
 			continue
 		}
 		if !strings.Contains(err.Error(), tc.want) {
@@ -271,8 +271,12 @@ func TestStallRoundTripProperty(t *testing.T) {
 			t.Fatalf("seed %d case %d: DecodeFields(%q) = %v", propertySeed, i, enc, err)
 		}
 		back, ok, err := StallFromFields(gotFields)
-		want := Stall{s.First, s.Last, time.UnixMilli(s.Since.UnixMilli()), s.Attempts,
-			printable(s.Reason, MaxReasonLen), printable(s.Member, MaxMemberLen), false}
+		want := Stall{
+			Report{s.First, s.Last, time.UnixMilli(s.Since.UnixMilli()), printable(s.Reason, MaxReasonLen)},
+			s.Attempts,
+			printable(s.Member, MaxMemberLen),
+			false,
+		}
 		if err != nil || !ok || !sameStall(back, want) {
 			t.Fatalf("seed %d case %d: StallFromFields(%q) = %+v, %v, %v, want %+v", propertySeed, i, enc, back, ok, err, want)
 		}
@@ -289,8 +293,12 @@ func TestStallRoundTripProperty(t *testing.T) {
 // ranges within the input's default budget (4000 bytes, under the broker's
 // 4096): the ranges are cut, the provenance is whole.
 func TestStallWorstCaseFitsTheBroker(t *testing.T) {
-	worst := Stall{math.MaxInt64 - 10, math.MaxInt64, time.UnixMilli(math.MaxInt64), math.MaxInt32,
-		strings.Repeat("/", MaxReasonLen), strings.Repeat("@", MaxMemberLen), false}
+	worst := Stall{
+		Report{math.MaxInt64 - 10, math.MaxInt64, time.UnixMilli(math.MaxInt64), strings.Repeat("/", MaxReasonLen)},
+		math.MaxInt32,
+		strings.Repeat("@", MaxMemberLen),
+		false,
+	}
 	fields := worst.Fields()
 	if len(fields) != MaxStallFieldsLen {
 		t.Errorf("the worst case Fields() is %d bytes, want MaxStallFieldsLen %d", len(fields), MaxStallFieldsLen)
@@ -364,11 +372,12 @@ func TestFieldsLen(t *testing.T) {
 		return string(b)
 	}
 	for range 2000 {
-		s := Stall{num(), num(), time.UnixMilli(num()), int(num()), text(), text(), false}
+		first, last, since, attempts := num(), num(), time.UnixMilli(num()), int(num())
+		s := Stall{Report{first, last, since, text()}, attempts, text(), false}
 		if got, want := s.fieldsLen(), len(s.Fields()); got != want {
 			t.Fatalf("%+v: fieldsLen = %d, want len(Fields()) = %d", s, got, want)
 		}
-		l := Loss{num(), num(), num(), time.UnixMilli(num()), []string{CauseRetention, CauseTruncation, CauseUnknown, "", "x"}[r.IntN(5)]}
+		l := Loss{Report{num(), num(), time.UnixMilli(num()), []string{CauseRetention, CauseTruncation, CauseUnknown, "", "x"}[r.IntN(5)]}, num()}
 		if got, want := l.fieldsLen(), len(l.Fields()); got != want {
 			t.Fatalf("%+v: fieldsLen = %d, want len(Fields()) = %d", l, got, want)
 		}

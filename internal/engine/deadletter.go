@@ -152,7 +152,7 @@ func (o *owner) onDeadLetterDone(d deadLetterDone) {
 	o.m.deadLettered.Incr(n, p.labels[:]...)
 	o.log.Warnf("kafka_watermark: dead-lettered %d record(s) of %s/%d offsets %d-%d to %s after %d attempt(s); last error: %s",
 		n, p.tp.topic, p.tp.partition, first, last, d.dest, b.letterAttempts, letterError(b))
-	o.carryDeadLetter(p, commitmeta.DeadLetter{First: first, Last: last, Count: n, Since: o.now(), Error: cutReason(letterError(b))})
+	o.carryDeadLetter(p, commitmeta.DeadLetter{Report: commitmeta.Report{First: first, Last: last, Since: o.now(), Reason: cutReason(letterError(b))}, Count: n})
 	b.deadLettering, b.deadLetterErr = false, ""
 	o.resolve(b, nil)
 }

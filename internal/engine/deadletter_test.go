@@ -133,7 +133,7 @@ func TestDeadLetterEndsARetryLoop(t *testing.T) {
 		require.Equal(t, int64(4), d.Base, "the watermark passed the dead letters")
 		require.Empty(t, d.Attempts)
 		require.NotNil(t, d.DeadLetter)
-		require.Equal(t, commitmeta.DeadLetter{First: 0, Last: 1, Count: 2, Since: d.DeadLetter.Since, Error: letters[0].Error}, *d.DeadLetter)
+		require.Equal(t, commitmeta.DeadLetter{Report: commitmeta.Report{First: 0, Last: 1, Since: d.DeadLetter.Since, Reason: letters[0].Error}, Count: 2}, *d.DeadLetter)
 	})
 }
 

@@ -200,7 +200,7 @@ func (o *owner) lose(p *partState, from, to, logStart int64, after int32, cause 
 	gone := commitmeta.SubtractRanges(commitmeta.Range{From: from, To: to}, claims, o.lost.lossReported[p.tp], accepted.ranges)
 	if n := o.sayLost(p, gone, logStart, cause); n > 0 {
 		o.lost.lossReported[p.tp] = commitmeta.MergeRanges(o.lost.lossReported[p.tp], gone)
-		o.carryLoss(p, commitmeta.Loss{First: gone[0].From, Last: gone[len(gone)-1].To - 1, Count: n, Since: o.now(), Cause: cause})
+		o.carryLoss(p, commitmeta.Loss{Report: commitmeta.Report{First: gone[0].From, Last: gone[len(gone)-1].To - 1, Since: o.now(), Reason: cause}, Count: n})
 	}
 }
 
@@ -229,7 +229,7 @@ func (o *owner) inheritLoss(p *partState, loss *commitmeta.Loss) {
 		return // none, or malformed (DecodeCommit's LossErr): a malformed report is no report
 	}
 	l := *loss
-	if l.Count == l.Last-l.First+1 && l.Cause != causeTruncation {
+	if l.Count == l.Last-l.First+1 && l.Reason != causeTruncation {
 		// Every offset of the span was lost. A report that merged events
 		// with offsets between them not lost (held in memory then, say)
 		// does not say which: they may be lost since, and a member that
@@ -354,10 +354,10 @@ func (l *lossPart) inheritReport(loss commitmeta.Loss) { l.carried = loss }
 // there as reported; so a merge with one is named after the truncation.
 func (l *lossPart) carry(loss commitmeta.Loss) {
 	if l.carried.Count > 0 {
-		truncation := l.carried.Cause == causeTruncation || loss.Cause == causeTruncation
+		truncation := l.carried.Reason == causeTruncation || loss.Reason == causeTruncation
 		loss = commitmeta.MergeLoss(l.carried, loss)
 		if truncation {
-			loss.Cause = causeTruncation
+			loss.Reason = causeTruncation
 		}
 	}
 	l.carried = loss

@@ -97,7 +97,7 @@ func TestOwnerRetentionPastAStallReportsTheLossAndGoesOn(t *testing.T) {
 		meta, loss, ok := h.lastMeta(tp0)
 		require.True(t, ok, "the commit carries the loss")
 		require.Equal(t, int64(100), meta.Base)
-		require.Equal(t, commitmeta.Loss{First: 500, Last: 1499, Count: 1000, Since: loss.Since, Cause: commitmeta.CauseRetention}, loss)
+		require.Equal(t, commitmeta.Loss{Report: commitmeta.Report{First: 500, Last: 1499, Since: loss.Since, Reason: commitmeta.CauseRetention}, Count: 1000}, loss)
 
 		time.Sleep(10 * time.Second) // stall_replay_after: replayed in place
 		synctest.Wait()
@@ -127,7 +127,7 @@ func TestOwnerRetentionPastAStallReportsTheLossAndGoesOn(t *testing.T) {
 // deliver: from the commit to the log start, less the delivered ranges the
 // commit carries, less a loss the commit already reports.
 func TestOwnerCommitBelowTheLogStartIsALoss(t *testing.T) {
-	stalled := commitmeta.Stall{First: 100, Last: 199, Since: time.Unix(1, 0), Attempts: 1, Member: "m", Reason: "r"}
+	stalled := commitmeta.Stall{Report: commitmeta.Report{First: 100, Last: 199, Since: time.Unix(1, 0), Reason: "r"}, Attempts: 1, Member: "m"}
 	base := commitmeta.Meta{Base: 100, Epoch: 0, Delivered: []commitmeta.Range{{From: 200, To: 500}}}
 	for name, tc := range map[string]struct {
 		extra     string
@@ -136,7 +136,7 @@ func TestOwnerCommitBelowTheLogStartIsALoss(t *testing.T) {
 	}{
 		"nothing reported before": {extra: stalled.Fields() + " l=0", wantLost: 1100, wantFirst: 100},
 		"500-1499 reported before": {
-			extra:    stalled.Fields() + " l=0 " + commitmeta.Loss{First: 500, Last: 1499, Count: 1000, Since: time.Now(), Cause: commitmeta.CauseRetention}.Fields(),
+			extra:    stalled.Fields() + " l=0 " + commitmeta.Loss{Report: commitmeta.Report{First: 500, Last: 1499, Since: time.Now(), Reason: commitmeta.CauseRetention}, Count: 1000}.Fields(),
 			wantLost: 100, wantFirst: 100,
 		},
 	} {
@@ -378,7 +378,7 @@ func TestOwnerTruncationBelowTheQueueDeliversTheNewLog(t *testing.T) {
 		require.Equal(t, []kgo.EpochOffset{{Epoch: 0, Offset: 8}, {Epoch: 0, Offset: 5}}, h.cl.committed(tp0), "one commit back, at the divergence point")
 		_, loss, ok := h.lastMeta(tp0)
 		require.True(t, ok)
-		require.Equal(t, commitmeta.CauseTruncation, loss.Cause)
+		require.Equal(t, commitmeta.CauseTruncation, loss.Reason)
 		for _, b := range again {
 			h.ack(b, nil)
 		}
@@ -613,7 +613,7 @@ func TestOwnerMergedLossHidesNothing(t *testing.T) {
 	m, g := testMetrics(t)
 	synctest.Test(t, func(t *testing.T) {
 		h := startOwner(t, testConfig(t, "batch_max_records: 10\ncommit_period: 1s\n"), m)
-		loss := commitmeta.Loss{First: 2, Last: 10, Count: 2, Since: time.Now(), Cause: commitmeta.CauseRetention}
+		loss := commitmeta.Loss{Report: commitmeta.Report{First: 2, Last: 10, Since: time.Now(), Reason: commitmeta.CauseRetention}, Count: 2}
 		meta, _ := commitmeta.Encode(commitmeta.Meta{Base: 0, Epoch: 0}, loss.Fields(), 4000)
 		h.assign(tp0)
 		h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 0, leaderEpoch: 0, meta: meta}})
@@ -785,7 +785,7 @@ func TestOwnerMergedTruncationHidesNothing(t *testing.T) {
 		meta, loss, ok := h.lastMeta(tp0)
 		require.True(t, ok)
 		require.Equal(t, int64(5), meta.Base, "the commit back to the divergence point")
-		require.Equal(t, commitmeta.Loss{First: 0, Last: 9, Count: 10, Since: loss.Since, Cause: commitmeta.CauseTruncation}, loss)
+		require.Equal(t, commitmeta.Loss{Report: commitmeta.Report{First: 0, Last: 9, Since: loss.Since, Reason: commitmeta.CauseTruncation}, Count: 10}, loss)
 
 		h.cl.mu.Lock()
 		raw := h.cl.commits[len(h.cl.commits)-1].meta[tp0]

@@ -1303,7 +1303,7 @@ func (m *ownerModel) checkReportAge(o *owner) {
 	now, slack := time.Now(), o.gaugeEvery()
 	for tp, p := range o.parts {
 		if l := p.loss.carried; l.Count > 0 && (m.conf.reportFor == 0 || now.Sub(l.Since) >= m.conf.reportFor+slack) {
-			m.fail("10", "%v carries a loss report (offsets %d-%d, %s) made %v ago, lost_records_report_for %v", tp, l.First, l.Last, l.Cause, now.Sub(l.Since), m.conf.reportFor)
+			m.fail("10", "%v carries a loss report (offsets %d-%d, %s) made %v ago, lost_records_report_for %v", tp, l.First, l.Last, l.Reason, now.Sub(l.Since), m.conf.reportFor)
 		}
 		if d, reportFor := p.att.report, m.conf.deadLetterReportFor(); d.Count > 0 && now.Sub(d.Since) >= reportFor+slack {
 			m.fail("10", "%v carries a dead-letter report (offsets %d-%d) made %v ago, dead_letter.report_for %v", tp, d.First, d.Last, now.Sub(d.Since), reportFor)

@@ -59,7 +59,7 @@ func (p *partState) stallInfo() (s commitmeta.Stall, b *Batch, ok bool) {
 	switch {
 	case replayed:
 		r := p.replay.state
-		s = commitmeta.Stall{First: r.first, Last: r.last, Since: r.since, Attempts: r.attempts, Reason: r.reason}
+		s = commitmeta.Stall{Report: commitmeta.Report{First: r.first, Last: r.last, Since: r.since, Reason: r.reason}, Attempts: r.attempts}
 	case carried:
 		// The stall of the commit this epoch started from (a restart, a
 		// rebalance): its attempts are the batch's prior ones.

@@ -53,7 +53,7 @@ func TestOwnerRefusedMetadataKeepsTheStallMark(t *testing.T) {
 		d, err := commitmeta.DecodeCommit(last)
 		require.NoError(t, err, "the last commit carries metadata: %q", metas)
 		require.NotNil(t, d.Stall, "the last commit says the partition is stalled: %q", metas)
-		require.Equal(t, commitmeta.Stall{First: base, MarkOnly: true}, *d.Stall, "%q", metas)
+		require.Equal(t, commitmeta.Stall{Report: commitmeta.Report{First: base}, MarkOnly: true}, *d.Stall, "%q", metas)
 	})
 }
 
@@ -75,7 +75,7 @@ func TestOwnerInheritedStallMarkGivesWayToTheProvenance(t *testing.T) {
 		synctest.Wait()
 		_, s, ok := h.lastStall(tp0)
 		require.True(t, ok, "the inherited mark is carried")
-		require.Equal(t, commitmeta.Stall{First: 10, MarkOnly: true}, s)
+		require.Equal(t, commitmeta.Stall{Report: commitmeta.Report{First: 10}, MarkOnly: true}, s)
 
 		h.ack(a, errors.New("HTTP 503 Service Unavailable"))
 		time.Sleep(time.Second)

@@ -60,7 +60,7 @@ func TestOwnerStallShowsWhileRetryingAndClears(t *testing.T) {
 		meta, s, ok := h.lastStall(tp0)
 		require.True(t, ok, "the commit carries the stall")
 		require.Equal(t, int64(0), meta.Base, "the same offset is committed again")
-		require.Equal(t, commitmeta.Stall{First: 0, Last: 1, Since: start.UTC().Truncate(time.Millisecond), Attempts: 1, Reason: s.Reason, Member: s.Member}, s)
+		require.Equal(t, commitmeta.Stall{Report: commitmeta.Report{First: 0, Last: 1, Since: start.UTC().Truncate(time.Millisecond), Reason: s.Reason}, Attempts: 1, Member: s.Member}, s)
 		require.Contains(t, s.Reason, "503")
 
 		time.Sleep(4 * time.Second)

@@ -33,8 +33,8 @@ func TestSuccessorReportsExpire(t *testing.T) {
 				h := startOwner(t, testConfig(t, "batch_max_records: 2\ncommit_period: 1s\nstall_replay_after: 10s\ndrain_timeout: 1s\n"+
 					"lost_records_report_for: "+lostFor+"\ndead_letter: { report_for: 1m }\n"), m)
 				meta, _, _ := commitmeta.EncodeCommit(commitmeta.Commit{Base: 10, Epoch: 0,
-					Loss:       &commitmeta.Loss{First: 0, Last: 9, Count: 10, Since: time.Now(), Cause: commitmeta.CauseRetention},
-					DeadLetter: &commitmeta.DeadLetter{First: 5, Last: 5, Count: 1, Since: time.Now(), Error: "HTTP 400"},
+					Loss:       &commitmeta.Loss{Report: commitmeta.Report{First: 0, Last: 9, Since: time.Now(), Reason: commitmeta.CauseRetention}, Count: 10},
+					DeadLetter: &commitmeta.DeadLetter{Report: commitmeta.Report{First: 5, Last: 5, Since: time.Now(), Reason: "HTTP 400"}, Count: 1},
 				}, 4000)
 				h.assign(tp0)
 				h.fetched(map[topicPartition]fetchedCommit{tp0: {offset: 10, leaderEpoch: 0, meta: meta}})

@@ -99,7 +99,7 @@ func (o *owner) truncated(p *partState, at int64, epoch int32, seq uint64) *part
 	// report those records again when the new epoch resumes below them.
 	n := o.sayLost(np, lostRanges, at, causeTruncation)
 	first, last := at, max(end, at+1)-1
-	o.carryLoss(np, commitmeta.Loss{First: first, Last: last, Count: max(truncated+n, 1), Since: o.now(), Cause: causeTruncation})
+	o.carryLoss(np, commitmeta.Loss{Report: commitmeta.Report{First: first, Last: last, Since: o.now(), Reason: causeTruncation}, Count: max(truncated+n, 1)})
 	return o.goOnAfterTruncation(np, at, base, seq)
 }
 

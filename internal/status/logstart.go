@@ -40,7 +40,7 @@ func (p *Partition) goneBelowStart() *GoneBelowStart {
 		return nil
 	}
 	var reported []commitmeta.Range
-	if l := p.Loss; l != nil && l.Cause == commitmeta.CauseRetention && l.Count == l.Last-l.First+1 {
+	if l := p.Loss; l != nil && l.Reason == commitmeta.CauseRetention && l.Count == l.Last-l.First+1 {
 		reported = []commitmeta.Range{{From: l.First, To: l.Last + 1}}
 	}
 	gone := commitmeta.SubtractRanges(commitmeta.Range{From: p.Committed, To: p.LogStart}, p.delivered, reported)

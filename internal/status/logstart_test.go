@@ -45,14 +45,14 @@ func TestCollectBelowLogStart(t *testing.T) {
 	for p := range int32(6) {
 		c.produce(t, "orders", p, 150)
 	}
-	carried := commitmeta.Loss{First: 50, Last: 59, Count: 10, Since: testLoss.Since, Cause: commitmeta.CauseRetention}
+	carried := commitmeta.Loss{Report: commitmeta.Report{First: 50, Last: 59, Since: testLoss.Since, Reason: commitmeta.CauseRetention}, Count: 10}
 	c.commit(t, "g", "orders", 0, 50, meta(t, 50, nil, nil))
 	c.commit(t, "g", "orders", 1, 50, inputMeta(t, commitmeta.Commit{Base: 50, Delivered: []commitmeta.Range{{From: 60, To: 70}, {From: 120, To: 130}}}))
 	c.commit(t, "g", "orders", 2, 50, meta(t, 50, nil, &carried))
 	c.commit(t, "g", "orders", 3, 100, meta(t, 100, nil, nil))
 	c.commit(t, "g", "orders", 4, 50, inputMeta(t, commitmeta.Commit{Base: 50, Delivered: []commitmeta.Range{{From: 51, To: 100}}}))
 	c.commit(t, "g", "orders", 5, 50, inputMeta(t, commitmeta.Commit{Base: 50, Delivered: []commitmeta.Range{{From: 51, To: 100}},
-		Loss: &commitmeta.Loss{First: 50, Last: 50, Count: 1, Since: testLoss.Since, Cause: commitmeta.CauseRetention}}))
+		Loss: &commitmeta.Loss{Report: commitmeta.Report{First: 50, Last: 50, Since: testLoss.Since, Reason: commitmeta.CauseRetention}, Count: 1}}))
 	for p := range int32(6) {
 		c.deleteRecords(t, "orders", p, 100)
 	}

@@ -104,7 +104,7 @@ func WriteText(w io.Writer, r *Report) error {
 func lost(p Partition) string {
 	var cells []string
 	if l := p.Loss; l != nil {
-		cells = append(cells, fmt.Sprintf("%d (offsets %d-%d, %s, since %s)", l.Count, l.First, l.Last, l.Cause, FormatTime(l.Since, time.RFC3339)))
+		cells = append(cells, reportCell(l.Report, l.Count))
 	}
 	if g := p.BelowStart; g != nil {
 		cells = append(cells, fmt.Sprintf("%d (offsets %d-%d, %s, below the log start %d: seen by status)", g.Count, g.First, g.Last, g.Cause(), g.LogStart))
@@ -142,11 +142,20 @@ func deadLettered(d *commitmeta.DeadLetter) string {
 	if d == nil {
 		return "-"
 	}
-	cause := ""
-	if d.Error != "" {
-		cause = d.Error + ", "
+	return reportCell(d.Report, d.Count)
+}
+
+// reportCell is a report that counts offsets (a loss, a dead letter) as the
+// LOST and DEAD-LETTERED cells show it: "<count> (offsets <first>-<last>,
+// <reason>, since <since>)", without the reason and its comma when it is
+// empty. A loss read from a commit always has one, its cause; a dead letter
+// of a failure without an error class may not.
+func reportCell(r commitmeta.Report, count int64) string {
+	reason := ""
+	if r.Reason != "" {
+		reason = r.Reason + ", "
 	}
-	return fmt.Sprintf("%d (offsets %d-%d, %ssince %s)", d.Count, d.First, d.Last, cause, FormatTime(d.Since, time.RFC3339))
+	return fmt.Sprintf("%d (offsets %d-%d, %ssince %s)", count, r.First, r.Last, reason, FormatTime(r.Since, time.RFC3339))
 }
 
 func plural(n int) string {
@@ -290,7 +299,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 				LastOffset:  l.Last,
 				Count:       l.Count,
 				Since:       FormatTime(l.Since, sinceJSON),
-				Cause:       l.Cause,
+				Cause:       l.Reason,
 			}
 		}
 		if g := p.BelowStart; g != nil {
@@ -302,7 +311,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 				LastOffset:  d.Last,
 				Count:       d.Count,
 				Since:       FormatTime(d.Since, sinceJSON),
-				Error:       d.Error,
+				Error:       d.Reason,
 			}
 		}
 		if p.MetadataErr != nil {

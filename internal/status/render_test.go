@@ -64,7 +64,7 @@ group orders-to-http: 1 of 5 partitions stalled; 1 of 5 lost records before deli
 				"group g: healthy, none of 1 partition stalled; 1 of 1 dead-lettered records\n"},
 		// Every report on one row; a report without an error class.
 		{&Report{Group: "g", At: testStall.Since.Add(time.Minute), Partitions: []Partition{{Topic: "t", Committed: 20, LogEnd: 30, Stall: &testStall, Loss: &testLoss,
-			DeadLetter: &commitmeta.DeadLetter{First: 30, Last: 39, Count: 4, Since: testDeadLetter.Since}}}},
+			DeadLetter: &commitmeta.DeadLetter{Report: commitmeta.Report{First: 30, Last: 39, Since: testDeadLetter.Since}, Count: 4}}}},
 			"20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)  4 (offsets 30-39, since 2026-01-01T11:30:00Z)\n" +
 				"group g: 1 of 1 partition stalled; 1 of 1 lost records before delivery; 1 of 1 dead-lettered records\n"},
 	} {

@@ -17,33 +17,24 @@ import (
 // The stall the tests commit: the batch 20-29 of orders/2, nacked three
 // times since a fixed instant.
 var testStall = commitmeta.Stall{
-	First:    20,
-	Last:     29,
-	Since:    time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC),
+	Report:   commitmeta.Report{First: 20, Last: 29, Since: time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC), Reason: "http 503"},
 	Attempts: 3,
-	Reason:   "http 503",
 	Member:   "watermark-connect@pod-7",
 }
 
 // The loss the tests commit: retention deleted offsets 10-29 of orders/1
 // before they were delivered, an hour before testStall.
 var testLoss = commitmeta.Loss{
-	First: 10,
-	Last:  29,
-	Count: 20,
-	Since: time.Date(2026, 1, 1, 11, 0, 0, 0, time.UTC),
-	Cause: commitmeta.CauseRetention,
+	Report: commitmeta.Report{First: 10, Last: 29, Since: time.Date(2026, 1, 1, 11, 0, 0, 0, time.UTC), Reason: commitmeta.CauseRetention},
+	Count:  20,
 }
 
 // The dead letter the tests commit: 4 of the records 30-39 of orders/0
 // went to the dead-letter topic, the first half an hour before testStall,
 // the last for "http 400".
 var testDeadLetter = commitmeta.DeadLetter{
-	First: 30,
-	Last:  39,
-	Count: 4,
-	Since: time.Date(2026, 1, 1, 11, 30, 0, 0, time.UTC),
-	Error: "http 400",
+	Report: commitmeta.Report{First: 30, Last: 39, Since: time.Date(2026, 1, 1, 11, 30, 0, 0, time.UTC), Reason: "http 400"},
+	Count:  4,
 }
 
 // seedGroup commits, for group, one partition of each kind a report tells
@@ -150,7 +141,7 @@ func TestCollect(t *testing.T) {
 	if l := got[partitionKey{"orders", 1}].Loss; assert.NotNil(t, l) {
 		assert.Equal(t, []int64{testLoss.First, testLoss.Last, testLoss.Count}, []int64{l.First, l.Last, l.Count})
 		assert.True(t, testLoss.Since.Equal(l.Since), "since %v, want %v", l.Since, testLoss.Since)
-		assert.Equal(t, commitmeta.CauseRetention, l.Cause)
+		assert.Equal(t, commitmeta.CauseRetention, l.Reason)
 	}
 }
 
@@ -333,9 +324,24 @@ func TestReadMetadata(t *testing.T) {
 	// Both reports stay reachable when both are malformed.
 	p := Partition{Committed: 7}
 	p.readMetadata("wm1 o=7 e=0 sf=7 sa=1 " + badLoss)
-	var se *commitmeta.StallError
-	var le *commitmeta.LossError
-	assert.True(t, errors.As(p.MetadataErr, &se) && errors.As(p.MetadataErr, &le), "MetadataErr %v, want a *StallError and a *LossError", p.MetadataErr)
+	assert.Equal(t, []commitmeta.Kind{commitmeta.KindStall, commitmeta.KindLoss}, reportKinds(p.MetadataErr),
+		"MetadataErr %v, want a stall and a loss *ReportError", p.MetadataErr)
+}
+
+// reportKinds returns the kinds of the *commitmeta.ReportError err holds,
+// one for each error a reportErrors joins, in order.
+func reportKinds(err error) []commitmeta.Kind {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	var kinds []commitmeta.Kind
+	for _, err := range errs {
+		if re := (*commitmeta.ReportError)(nil); errors.As(err, &re) {
+			kinds = append(kinds, re.Kind)
+		}
+	}
+	return kinds
 }
 
 // TestReadMetadataDeadLetter: the dead-letter report is read like the loss
@@ -367,7 +373,7 @@ func TestReadMetadataDeadLetter(t *testing.T) {
 		assert.Equal(t, tc.lost, p.Lost(), "%s: lost", tc.name)
 		assert.Equal(t, tc.dead, p.DeadLettered(), "%s: dead-lettered", tc.name)
 		if tc.dead {
-			assert.Equal(t, testDeadLetter.Error, p.DeadLetter.Error, tc.name)
+			assert.Equal(t, testDeadLetter.Reason, p.DeadLetter.Reason, tc.name)
 			assert.True(t, testDeadLetter.Since.Equal(p.DeadLetter.Since), tc.name)
 		}
 		if tc.errText == "" {
@@ -383,10 +389,7 @@ func TestReadMetadataDeadLetter(t *testing.T) {
 	// All three stay reachable when all three are malformed.
 	p := Partition{Committed: 7}
 	p.readMetadata("wm1 o=7 e=0 sf=7 sa=1 " + badLoss + " " + badDead)
-	var se *commitmeta.StallError
-	var le *commitmeta.LossError
-	var de *commitmeta.DeadLetterError
-	assert.True(t, errors.As(p.MetadataErr, &se) && errors.As(p.MetadataErr, &le) && errors.As(p.MetadataErr, &de),
-		"MetadataErr %v, want a *StallError, a *LossError and a *DeadLetterError", p.MetadataErr)
+	assert.Equal(t, []commitmeta.Kind{commitmeta.KindStall, commitmeta.KindLoss, commitmeta.KindDeadLetter}, reportKinds(p.MetadataErr),
+		"MetadataErr %v, want a stall, a loss and a dead-letter *ReportError", p.MetadataErr)
 	assert.Equal(t, 3, strings.Count(p.MetadataErr.Error(), "commitmeta: "), "MetadataErr %v: three errors on one line", p.MetadataErr)
 }
