@@ -258,7 +258,7 @@ func TestDemoLiveTable(t *testing.T) {
 			assert.Contains(t, out, "STALLED at")
 			assert.Contains(t, out, "watermark-connect status, asked of the broker at", "status is mirrored in the live view")
 			assert.Contains(t, out, "partition(s) not stalled left out")
-			assert.Contains(t, out, "yes:")
+			assert.Contains(t, out, "stalled: offsets")
 			assert.Contains(t, out, c.healed)
 			assert.Contains(t, out, "Summary")
 			for _, line := range strings.Split(out[:strings.Index(out, "Summary")], "\n") {

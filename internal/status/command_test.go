@@ -74,20 +74,20 @@ func TestRunExitStatus(t *testing.T) {
 			[]string{"orders  0          100", "group healthy: healthy, none of 2 partitions stalled"}, ""},
 		// A stall comes first: stalled and lost is ExitStalled.
 		{"stalled", Options{SeedBrokers: []string{c.addr}, Group: "mixed"}, ExitStalled,
-			[]string{"yes: offsets 20-29 for", "by watermark-connect@pod-7: http 503", "20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)",
+			[]string{"stalled: offsets 20-29 for", "by watermark-connect@pod-7: http 503", "lost: 20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)",
 				"group mixed: 1 of 6 partitions stalled; 1 of 6 lost records before delivery"}, ""},
 		// other/0's stall and loss were written for another offset: no
 		// exit status for them.
 		{"stalled and lost, but not in the topics asked for", Options{SeedBrokers: []string{c.addr}, Group: "mixed", Topics: []string{"other"}}, ExitHealthy,
 			[]string{"group mixed: healthy, none of 2 partitions stalled"}, ""},
 		{"lost records, nothing stalled", Options{SeedBrokers: []string{c.addr}, Group: "lost"}, ExitLost,
-			[]string{"orders  1          40         100      60   0                no       20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)",
+			[]string{"orders  1          40         100      60   0                no       20    -", "orders/1: lost: 20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)",
 				"group lost: none of 2 partitions stalled; 1 of 2 lost records before delivery"}, ""},
 		{"lost records, nothing stalled, json", Options{SeedBrokers: []string{c.addr}, Group: "lost", Format: "json"}, ExitLost,
 			[]string{`"healthy": true`, `"cause": "retention"`}, ""},
 		// Dead-lettering is by design: it changes no exit status.
 		{"dead-lettered records", Options{SeedBrokers: []string{c.addr}, Group: "dead"}, ExitHealthy,
-			[]string{"LOST  DEAD-LETTERED", "orders  0          100        100      0    0                no       -     4 (offsets 30-39, http 400, since 2026-01-01T11:30:00Z)",
+			[]string{"LOST  DEAD-LETTERED", "orders  0          100        100      0    0                no       -     4\n", "orders/0: dead-lettered: 4 (offsets 30-39, http 400, since 2026-01-01T11:30:00Z)",
 				"group dead: healthy, none of 2 partitions stalled; 1 of 2 dead-lettered records"}, ""},
 		{"dead-lettered records, json", Options{SeedBrokers: []string{c.addr}, Group: "dead", Format: "json"}, ExitHealthy,
 			[]string{`"healthy": true`, `"dead_lettered": {`, `"error": "http 400"`, `"since": "2026-01-01T11:30:00.000Z"`}, ""},
