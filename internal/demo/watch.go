@@ -198,6 +198,27 @@ type watched struct {
 	Story   *story
 }
 
+// failing says what the sink does to the batches it fails, for the
+// heading: short, to fit the live view's (liveWidth), or in full.
+func (o demoOptions) failing(short bool) string {
+	switch {
+	case !o.deadLetters():
+		return fmt.Sprintf("sink fails %d batch(es) for %v", o.FailBatches, o.FailFor)
+	case short:
+		return fmt.Sprintf("sink fails %d batch(es), dead-lettered after %d", o.FailBatches, o.DeadLetterAfter)
+	}
+	return fmt.Sprintf("sink fails %d batch(es) on every delivery, dead-lettered to %s after %d attempt(s)",
+		o.FailBatches, o.deadLetterTopic(), o.DeadLetterAfter)
+}
+
+// writeHeading is the first line of the output when it is not a
+// terminal: what the demo is about to run, said before the topic is
+// prepared (on a real cluster, producing the records takes a while).
+func writeHeading(w io.Writer, o demoOptions, head string) {
+	fmt.Fprintf(w, "watermark-connect demo: %s; %d records, %s, stall_replay_after %s%s\n",
+		head, o.Records, o.failing(false), o.replayAfterYAML(), o.keysHead())
+}
+
 // watch shows progress until every partition settles, the duration passes,
 // ctx is cancelled (Ctrl-C) or the pipeline ends by itself, and asks status
 // of the broker on every tick. It returns the pipeline's error if the
@@ -210,13 +231,6 @@ func watch(ctx context.Context, ob observer, o demoOptions, w io.Writer, live bo
 	}
 	res := watched{Story: newStory(o)}
 	res.Story.maxAttempts, res.Story.dlq = o.DeadLetterAfter, o.deadLetterTopic()
-	failing := fmt.Sprintf("sink fails %d batch(es) for %v", o.FailBatches, o.FailFor)
-	failingLive := failing // the live view's heading fits in liveWidth
-	if o.deadLetters() {
-		failing = fmt.Sprintf("sink fails %d batch(es) on every delivery, dead-lettered to %s after %d attempt(s)",
-			o.FailBatches, o.deadLetterTopic(), o.DeadLetterAfter)
-		failingLive = fmt.Sprintf("sink fails %d batch(es), dead-lettered after %d", o.FailBatches, o.DeadLetterAfter)
-	}
 	var lt *liveTable
 	if live {
 		lt = &liveTable{w: w}
@@ -225,9 +239,6 @@ func watch(ctx context.Context, ob observer, o demoOptions, w io.Writer, live bo
 			lt.draw(nil) // the final table and the summary replace it
 			lt.end()
 		}()
-	} else {
-		fmt.Fprintf(w, "watermark-connect demo: %s; %d records, %s, stall_replay_after %s%s\n",
-			head, o.Records, failing, o.replayAfterYAML(), o.keysHead())
 	}
 	deadline := time.NewTimer(o.Duration)
 	defer deadline.Stop()
@@ -244,7 +255,7 @@ func watch(ctx context.Context, ob observer, o demoOptions, w io.Writer, live bo
 				if time.Since(lastPrint) >= printEvery-tick/2 {
 					lastPrint = time.Now()
 					lt.draw(liveLines(views, res.Story.latest, fmt.Sprintf("watermark-connect demo, %.1fs: %s, %d in flight",
-						at.Seconds(), failingLive, o.MaxInFlight), head))
+						at.Seconds(), o.failing(true), o.MaxInFlight), head))
 				}
 			} else {
 				for _, e := range events {
