@@ -204,8 +204,8 @@ func TestDemoPausesTheStalledPartition(t *testing.T) {
 			assert.Equal(t, v.Sink.Expected, int64(v.Sink.Distinct))
 		}
 	}
-	assert.Contains(t, out, "paused with 4 batches pending")
-	assert.Contains(t, unwrapped(out), "With 4 batches pending behind the failed one (max_pending_batches), the partition paused its fetching")
+	assert.Contains(t, out, "paused with 4 batches pending behind the failed one (max_pending_batches: 4 per partition)")
+	assert.Contains(t, unwrapped(out), "With 4 batches pending behind the failed one (max_pending_batches: 4 per partition), the partition paused its fetching")
 }
 
 // With --brokers the demo works against an existing cluster and group: a
