@@ -128,7 +128,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "status: %s\n", Scrub(s, secrets))
 	}
 	if err != nil {
-		return fail(timedOut(err))
+		return fail(timedOut(kafkaconn.SilenceOf(cl).Explain(err)))
 	}
 
 	var out bytes.Buffer

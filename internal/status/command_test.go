@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/watermark-connect/watermark-connect/internal/kafkaconn"
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // run is Run with the test's environment and a short timeout; it returns
@@ -259,36 +259,20 @@ func TestScrub(t *testing.T) {
 	assert.Equal(t, "abc", Scrub("abc", []string{"ab"}), "secrets under four bytes are left")
 }
 
+// Issue 30: against a listener that accepts and never answers, status
+// waited until --timeout and said only "context deadline exceeded". It
+// still gives up at --timeout, and now names the address and that it
+// accepted the connection and never answered.
 func TestRunTimeout(t *testing.T) {
-	// A listener that accepts and never answers: the client waits until
-	// the timeout, which the message names.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	silent, err := testkit.NewSilent()
 	require.NoError(t, err)
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	go func() {
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, conn)
-			mu.Unlock()
-		}
-	}()
+	t.Cleanup(silent.Close)
 	start := time.Now()
-	code, _, stderr := run(t, Options{SeedBrokers: []string{l.Addr().String()}, Group: "g", Timeout: 500 * time.Millisecond})
+	code, _, stderr := run(t, Options{SeedBrokers: []string{silent.Addr()}, Group: "g", Timeout: 500 * time.Millisecond})
 	assert.Equal(t, ExitUnknown, code)
-	assert.Contains(t, stderr, "no answer within --timeout 500ms")
+	assert.Contains(t, stderr, "status: no answer within --timeout 500ms: cannot reach seed brokers "+silent.Addr()+
+		": broker "+silent.Addr()+" accepted the connection and answered nothing in ")
+	assert.Contains(t, stderr, "(not even ApiVersions, the first request on a connection, which a Kafka broker answers at once): context deadline exceeded")
 	assert.Less(t, time.Since(start), 5*time.Second)
 	assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
 }
