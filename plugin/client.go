@@ -34,7 +34,7 @@ func (in *Input) clientOpts(e *engine.Engine) []kgo.Opt {
 		// ends in a marker is committed one short of its end for ever.
 		kgo.KeepControlRecords(),
 	)
-	opts = append(opts, logOpts(in.log)...)
+	opts = append(opts, in.connLog.opts()...)
 	if c.readCommitted {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}

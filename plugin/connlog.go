@@ -12,14 +12,8 @@ import (
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/twmb/franz-go/pkg/kgo"
-)
 
-// How often dial failures of one broker address are reported: the first at
-// once, the next after dialReportFirst, each next interval twice the last,
-// up to dialReportMax.
-const (
-	dialReportFirst = 5 * time.Second
-	dialReportMax   = 5 * time.Minute
+	"github.com/watermark-connect/watermark-connect/internal/kafkaconn"
 )
 
 // kgoDialMessages are kgo's log lines for a failed dial (broker.go:1010-1013
@@ -30,26 +24,63 @@ var kgoDialMessages = map[string]bool{
 	"unable to open connection to broker due to an immediate EOF, which often means the client is using TLS when the broker is not expecting it (is TLS misconfigured?)": true,
 }
 
-// logOpts returns the kgo options through which the client's logging
-// reaches log: kgo's own lines (kgoLogger), except its per-dial failures,
-// which a dialReporter sums up per address instead.
-func logOpts(log *service.Logger) []kgo.Opt {
+// connLog is how the input's clients log: kgo's own lines (kgoLogger),
+// except its per-dial failures, which a dialReporter sums up per address
+// instead, and the reports of a kafkaconn.Silence: an address that accepts
+// connections and answers none is said to be so after
+// kafkaconn.SilentAfter, where kgo would say nothing until it gave up on
+// the connection, request_timeout_overhead later (10s by default), then
+// call it a failed dial.
+//
+// One per Input, shared by the clients of its successive Connects (a
+// failed Connect closes its client, and Benthos tries again within a
+// second): a broker that stays unreachable is reported at a growing
+// interval across them, not anew at each. Safe for concurrent use, as its
+// parts are.
+type connLog struct {
+	log     *service.Logger
+	dials   *dialReporter
+	silence *kafkaconn.Silence
+}
+
+func newConnLog(log *service.Logger) *connLog {
+	silence := newSilenceLog(log)
+	return &connLog{log: log, dials: newDialReporter(log, time.Now, silence), silence: silence}
+}
+
+// opts returns the kgo options through which a client logs.
+func (c *connLog) opts() []kgo.Opt {
 	return []kgo.Opt{
-		kgo.WithLogger(&kgoLogger{log: log}),
-		kgo.WithHooks(newDialReporter(log, time.Now)),
+		kgo.WithLogger(&kgoLogger{log: c.log}),
+		kgo.WithHooks(c.dials, c.silence),
 	}
 }
 
+// newSilenceLog returns a kafkaconn.Silence that reports to log: a WARN
+// line per report, at kafkaconn.NextReport's intervals, and an INFO line
+// when a reported address answers.
+func newSilenceLog(log *service.Logger) *kafkaconn.Silence {
+	return kafkaconn.NewSilence(kafkaconn.SilentAfter, func(s kafkaconn.Silent, next time.Duration) {
+		log.Warnf("kafka_watermark: %v: is it a Kafka listener, not another service or a proxy without a backend? "+
+			"Each connection is given up after %s and another one tried; next report in %v", s, kafkaconn.FieldRequestTimeoutOverhead, next)
+	}, func(s kafkaconn.Silent) {
+		log.Infof("kafka_watermark: broker %s answered, after %v of silence", s.Addr, s.For.Round(time.Second))
+	})
+}
+
 // dialReporter is a kgo.HookBrokerConnect that reports failed dials of each
-// broker address as WARN lines at a growing interval, each naming the
-// address, the last error and how many dials failed since the line before;
-// and, once a dial of an address succeeds after failures, an INFO line
-// saying so. It replaces kgo's own line per failed dial (kgoDialMessages).
+// broker address as WARN lines at a growing interval (kafkaconn.NextReport),
+// each naming the address, the last error and how many dials failed since
+// the line before; and, once a dial of an address succeeds after failures,
+// an INFO line saying so. It replaces kgo's own line per failed dial
+// (kgoDialMessages). A connection to an address that silence reports,
+// given up unanswered, is left to silence: it was no failed dial.
 //
 // Safe for concurrent use: kgo dials from many goroutines; mu guards addrs.
 type dialReporter struct {
-	log *service.Logger
-	now func() time.Time
+	log     *service.Logger
+	now     func() time.Time
+	silence *kafkaconn.Silence // nil: none
 
 	mu    sync.Mutex
 	addrs map[string]*dialFailures // by host:port; an address is here while its dials fail
@@ -64,16 +95,19 @@ type dialFailures struct {
 	interval time.Duration // from the last line to the next
 }
 
-func newDialReporter(log *service.Logger, now func() time.Time) *dialReporter {
-	return &dialReporter{log: log, now: now, addrs: map[string]*dialFailures{}}
+func newDialReporter(log *service.Logger, now func() time.Time, silence *kafkaconn.Silence) *dialReporter {
+	return &dialReporter{log: log, now: now, silence: silence, addrs: map[string]*dialFailures{}}
 }
 
 // OnBrokerConnect implements kgo.HookBrokerConnect.
-func (r *dialReporter) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+func (r *dialReporter) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, conn net.Conn, err error) {
 	if errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
 		return // the client is closing: not the broker's doing
 	}
 	addr := net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port)))
+	if err != nil && conn != nil && r.silence.Silent(addr) {
+		return // connected, and no answer came: silence reports it
+	}
 	now := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -98,7 +132,7 @@ func (r *dialReporter) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration,
 	if errors.Is(err, io.EOF) {
 		hint = " (an immediate EOF often means TLS is on here and not at the broker)"
 	}
-	f.interval = min(max(2*f.interval, dialReportFirst), dialReportMax)
+	f.interval = kafkaconn.NextReport(f.interval)
 	if f.total == 1 {
 		r.log.Warnf("kafka_watermark: cannot connect to broker %s: %v%s; retrying, next report in %v", addr, err, hint, f.interval)
 	} else {

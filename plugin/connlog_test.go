@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/watermark-connect/watermark-connect/internal/kafkaconn"
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // warnLines returns the lines of out that are WARN or ERROR.
@@ -35,7 +37,7 @@ func TestDialReporter(t *testing.T) {
 	var out syncBuf
 	log := service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(&out, nil)))
 	now := time.Unix(0, 0)
-	r := newDialReporter(log, func() time.Time { return now })
+	r := newDialReporter(log, func() time.Time { return now }, nil)
 	meta := kgo.BrokerMetadata{NodeID: -1, Host: "localhost", Port: 1}
 	refused := errors.New("unable to dial: dial tcp 127.0.0.1:1: connect: connection refused")
 
@@ -81,7 +83,7 @@ func TestClientLogsFailedDialsWithBackoff(t *testing.T) {
 	// Connecting as the input does: a refused dial is retriable
 	// (internal/kafkaconn/refused.go), so kgo dials again every 250 ms to 5 s.
 	conn := kafkaconn.Config{SeedBrokers: []string{addr}, ClientID: "t", SessionTimeout: 10 * time.Second}
-	opts := append(conn.Opts(), logOpts(log)...)
+	opts := append(conn.Opts(), newConnLog(log).opts()...)
 	cl, err := kgo.NewClient(append(opts, kgo.ConsumerGroup("g"), kgo.ConsumeTopics("orders"))...)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
@@ -96,4 +98,80 @@ func TestClientLogsFailedDialsWithBackoff(t *testing.T) {
 	assert.LessOrEqual(t, len(lines), 2, "lines in 3s:\n%s", out.String())
 	assert.Contains(t, lines[0], "cannot connect to broker "+addr)
 	assert.Contains(t, lines[0], "connection refused")
+}
+
+// Issue 30: a seed broker that accepts connections and never answers gave
+// 20s of silence: kgo waits for the first answer on a connection as long as
+// for any request (request_timeout_overhead, 10s) and then called it a
+// failed dial ("cannot connect ... i/o timeout"). The input now says, after
+// kafkaconn.SilentAfter and while Connect still waits, that the address
+// accepted the connection and answered nothing, and Connect's error names
+// it.
+func TestInputSaysABrokerNeverAnswers(t *testing.T) {
+	t.Parallel()
+	silent, err := testkit.NewSilent()
+	require.NoError(t, err)
+	t.Cleanup(silent.Close)
+	var out syncBuf
+	log := service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(&out, nil)))
+	pc, err := ConfigSpec().ParseYAML(fmt.Sprintf("seed_brokers: [ %q ]\ntopics: [ orders ]\nconsumer_group: g\n", silent.Addr()), nil)
+	require.NoError(t, err)
+	c, err := parseConfig(pc)
+	require.NoError(t, err)
+	in := newInput(c, service.MockResources(service.MockResourcesOptUseLogger(log)))
+	t.Cleanup(func() { _ = in.Close(context.Background()) })
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	connected := make(chan error, 1)
+	go func() { connected <- in.Connect(ctx) }()
+	want := "kafka_watermark: broker " + silent.Addr() + " accepted the connection and answered nothing in 3s (not even ApiVersions"
+	deadline := time.After(kafkaconn.SilentAfter + 5*time.Second) // kgo gives up on the connection after 10s
+	for !strings.Contains(out.String(), want) {
+		select {
+		case err := <-connected:
+			t.Fatalf("Connect returned (%v) before the silence was reported:\n%s", err, out.String())
+		case <-deadline:
+			t.Fatalf("no report of the silent broker:\n%s", out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	lines := warnLines(out.String())
+	require.Len(t, lines, 1, "one line, and no failed dial: it connected")
+	assert.Contains(t, lines[0], "next report in 5s")
+
+	cancel()
+	err = <-connected
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "kafka_watermark: cannot reach seed brokers "+silent.Addr()+": broker "+silent.Addr()+" accepted the connection and answered nothing in ")
+}
+
+// A failed Connect closes its client, and Benthos calls Connect again
+// within a second, for as long as the broker is unreachable: with a
+// reporter per client, each try reported the address anew, a WARN line a
+// second for ever. The reporters are the Input's, shared by the clients of
+// its tries, so the address is reported once here, then at a growing
+// interval.
+func TestInputReportsAnAddressOnceAcrossConnects(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	var out syncBuf
+	log := service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(&out, nil)))
+	pc, err := ConfigSpec().ParseYAML(fmt.Sprintf("seed_brokers: [ %q ]\ntopics: [ orders ]\nconsumer_group: g\n", addr), nil)
+	require.NoError(t, err)
+	c, err := parseConfig(pc)
+	require.NoError(t, err)
+	in := newInput(c, service.MockResources(service.MockResourcesOptUseLogger(log)))
+	t.Cleanup(func() { _ = in.Close(context.Background()) })
+
+	for range 3 {
+		err := in.Connect(t.Context())
+		require.ErrorContains(t, err, "cannot reach seed brokers "+addr)
+	}
+	lines := warnLines(out.String())
+	require.Len(t, lines, 1, out.String())
+	assert.Contains(t, lines[0], "cannot connect to broker "+addr)
 }

@@ -50,9 +50,10 @@ func newInputFromConfig(pc *service.ParsedConfig, res *service.Resources) (servi
 // of these are safe for concurrent use with each other. It is the Benthos
 // face of an engine (internal/engine), one per connection.
 type Input struct {
-	conf *config
-	log  *service.Logger
-	m    *engine.Metrics
+	conf    *config
+	log     *service.Logger
+	m       *engine.Metrics
+	connLog *connLog // the clients' logging, shared by those of successive Connects
 
 	mu  sync.Mutex // guards eng, dlw and stopWatch across Connect and Close
 	eng *engine.Engine
@@ -64,7 +65,7 @@ type Input struct {
 }
 
 func newInput(conf *config, res *service.Resources) *Input {
-	return &Input{conf: conf, log: res.Logger(), m: engine.NewMetrics(res.Metrics())}
+	return &Input{conf: conf, log: res.Logger(), m: engine.NewMetrics(res.Metrics()), connLog: newConnLog(res.Logger())}
 }
 
 // Connect creates the client, checks that a seed broker answers (so an
@@ -94,6 +95,7 @@ func (in *Input) Connect(ctx context.Context) error {
 		return fmt.Errorf("kafka_watermark: invalid client options: %w", err)
 	}
 	if err := cl.Ping(ctx); err != nil {
+		err = in.connLog.silence.Explain(err) // names a broker that accepted and never answered
 		// The engine never ran: mark it stopped so a callback fired by
 		// closing this client returns at once.
 		e.Abandon()

@@ -50,7 +50,7 @@ func TestStallHealsInPlace(t *testing.T) {
 			"nack_retry:\n  max_retries: 1\n  initial_backoff: 50ms\n  max_backoff: 50ms\n", batchMax)}
 	p := startProc(t, "heal", conf.yaml())
 
-	failed := fmt.Sprintf("yes: offsets %d-%d for", badOff, badOff+batchMax-1)
+	failed := fmt.Sprintf("%s/%d: stalled: offsets %d-%d for", topic, bad, badOff, badOff+batchMax-1)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		code, stdout, stderr := runStatus(t, nil, "--seed-brokers", env.Brokers, "--consumer-group", group, "--topics", topic)
 		assert.Equal(c, 1, code, "status exit; stdout:\n%s\nstderr: %s", stdout, stderr)

@@ -125,7 +125,7 @@ output:
 	t.Run("stalled", func(t *testing.T) {
 		code, stdout, stderr := runStatus(t, vars(stalled, env.Password), "-c", trusted)
 		assert.Equal(t, 1, code, "stderr: %s", stderr)
-		assert.Contains(t, stdout, "yes: offsets 60-69 for 5m")
+		assert.Contains(t, stdout, "stalled: offsets 60-69 for 5m")
 		assert.Contains(t, stdout, "2 attempts, by watermark-connect@e2e: http 503")
 		noSecrets(t, "the output", stdout+stderr)
 
@@ -244,7 +244,7 @@ output:
 			var stderr string
 			code, stdout, stderr = runStatus(t, nil, "--seed-brokers", env.Brokers, "--consumer-group", group, "--topics", topic)
 			assert.Equal(c, 1, code, "stdout:\n%s\nstderr: %s", stdout, stderr)
-			assert.Equal(c, 2, strings.Count(stdout, "yes: offsets 0-9 for"), stdout)
+			assert.Equal(c, 2, strings.Count(stdout, "stalled: offsets 0-9 for"), stdout)
 		}, 60*time.Second, 200*time.Millisecond, "status to report both partitions stalled")
 		assert.Contains(t, stdout, "sink down: http 503")
 		assert.Contains(t, stdout, "group "+group+": 2 of 2 partitions stalled")

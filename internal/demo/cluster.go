@@ -31,6 +31,18 @@ type demoCluster struct {
 	log io.Writer
 }
 
+// metadataMinAge is how long the demo's client answers kadm's questions
+// about a topic from what it learnt before. kadm asks for metadata through
+// kgo's cache (kadm v1.20.0 metadata.go:251, RequestCachedMetadata with
+// limit 0), which kgo keeps for MetadataMinAge, 5s by default (kgo v1.22.3
+// client.go:1577-1580, 3214-3220), an "unknown topic" answer included.
+// ensureTopic asks whether a topic exists before it creates it, so the
+// dead-letter topic, created a moment after the demo's own, was "unknown"
+// to every ListEndOffsets for 5s: `demo --dead-letter-after 3` printed
+// nothing for its first 5s. The demo's client asks a few questions, once:
+// asking the broker again sooner costs nothing.
+const metadataMinAge = 100 * time.Millisecond
+
 // startCluster connects to brokers, or starts kfake on a random free
 // loopback port when brokers is empty, and checks that a broker answers.
 func startCluster(ctx context.Context, brokers []string) (*demoCluster, error) {
@@ -42,7 +54,7 @@ func startCluster(ctx context.Context, brokers []string) (*demoCluster, error) {
 		}
 		c.fake, c.brokers = fake, fake.ListenAddrs()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MetadataMinAge(metadataMinAge))
 	if err != nil {
 		c.close()
 		return nil, err

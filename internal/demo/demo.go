@@ -108,6 +108,12 @@ const neverReplay = time.Duration(math.MinInt64)
 // replays reports whether the input replays a stalled partition in place.
 func (o demoOptions) replays() bool { return o.StallReplayAfter > 0 }
 
+// pendingLimit is max_pending_batches, for the text beside a partition's
+// batches pending.
+func (o demoOptions) pendingLimit() pendingLimit {
+	return pendingLimit{max: int64(o.MaxPending), keyed: o.keyOrdered()}
+}
+
 // deadLetters reports whether the input has a dead-letter topic.
 func (o demoOptions) deadLetters() bool { return o.DeadLetterAfter > 0 }
 

@@ -79,6 +79,10 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer, live bool) (*demoR
 	}
 	defer cluster.close()
 	cluster.log = w
+	head := fmt.Sprintf("topic %s, group %s, brokers %s", o.Topic, o.Group, strings.Join(cluster.brokers, ","))
+	if !live {
+		writeHeading(w, o, head)
+	}
 
 	ranges, err := prepareTopic(setupCtx, cluster, o, rng, w)
 	if err != nil {
@@ -105,7 +109,6 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer, live bool) (*demoR
 	go func() { runDone <- st.Run(context.Background()) }()
 
 	obs := observer{cluster: cluster, o: o, ranges: ranges, sink: sink, gauges: gauges}
-	head := fmt.Sprintf("topic %s, group %s, brokers %s", o.Topic, o.Group, strings.Join(cluster.brokers, ","))
 	if live {
 		// A line between two redraws of the table would leave it garbled:
 		// the live view says nothing of its reads' retries.

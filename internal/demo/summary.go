@@ -45,7 +45,7 @@ func writeSummary(w io.Writer, r *demoResult) {
 	p("  %5s %10s %10s %8s %13s", "part", "committed", "log end", "behind", "delivered")
 	for _, v := range r.Parts {
 		p("%s", strings.TrimRight(fmt.Sprintf("  %5d %10s %10s %8d %13s  %s", v.Partition, fmtOffset(v.Committed), fmtOffset(v.LogEnd),
-			max(v.LogEnd-v.resumeAt(), 0), fmt.Sprintf("%d/%d", v.Sink.Distinct, v.Sink.Expected), partitionNote(v)), " "))
+			max(v.LogEnd-v.resumeAt(), 0), fmt.Sprintf("%d/%d", v.Sink.Distinct, v.Sink.Expected), partitionNote(v, r.Story.limit)), " "))
 	}
 	for _, v := range r.Parts {
 		if v.Sink.firstFailure() == nil {
@@ -96,7 +96,7 @@ func (v partitionView) healed() bool {
 }
 
 // partitionNote is the summary table's note on one partition.
-func partitionNote(v partitionView) string {
+func partitionNote(v partitionView, limit pendingLimit) string {
 	f := v.Sink.firstFailure()
 	switch {
 	case f != nil && v.healed() && v.DeadLettered > 0:
@@ -114,7 +114,7 @@ func partitionNote(v partitionView) string {
 	case f != nil:
 		note := fmt.Sprintf("STALLED at the failed batch %d-%d", f.First, f.Last)
 		if v.Paused {
-			note += fmt.Sprintf(", paused with %d batches pending", v.Pending)
+			note += ", paused with " + limit.pausedWith(v.Pending)
 		}
 		if v.Replays > 0 {
 			note += fmt.Sprintf(", %d replay(s)", v.Replays)
@@ -209,8 +209,7 @@ func steps(r *demoResult, v partitionView) []step {
 			s.abridged()...)
 	}
 	if at, ok := st.pausedAt[v.Partition]; ok {
-		add(at, fmt.Sprintf("With %d batches pending behind the failed one (max_pending_batches), the partition paused its fetching; "+
-			"the other partitions went on.", r.MaxPending))
+		add(at, fmt.Sprintf("With %s, the partition paused its fetching; the other partitions went on.", st.limit.pausedWith(st.pausedWith[v.Partition])))
 	}
 	f := v.Sink.firstFailure()
 	for _, ks := range keySteps(r, v, f) {
@@ -277,7 +276,7 @@ func explanation(r *demoResult) string {
 			"were acknowledged; ", v.Partition, r.Story.keys.batchName(f), stallCommit(r, v), stopNote(stallCommit(r, v), f))
 	}
 	if _, ok := r.Story.pausedAt[v.Partition]; ok {
-		s += fmt.Sprintf("once %d batches were pending behind the failure the partition paused (max_pending_batches), ", r.MaxPending)
+		s += fmt.Sprintf("once it had %s the partition paused, ", r.Story.limit.pausedWith(r.Story.pausedWith[v.Partition]))
 	} else {
 		s += fmt.Sprintf("it went on delivering the batches after it (up to max_pending_batches=%d pending), ", r.MaxPending)
 	}

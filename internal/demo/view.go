@@ -18,10 +18,13 @@ type partitionView struct {
 	End       int64 // the log end once this run's records were produced
 	Committed int64 // the group's committed offset on the broker, -1 if none
 	LogEnd    int64 // the log end now
-	Pending   int64
-	Stalled   bool
-	Paused    bool
-	Replays   int64 // kafka_watermark_stall_replays_total: replays in place so far
+	Pending   int64 // kafka_watermark_pending_batches
+	// MaxPending is max_pending_batches, the bound on Pending: per
+	// partition, and under ordering: key on the hand-outs not answered too.
+	MaxPending int64
+	Stalled    bool
+	Paused     bool
+	Replays    int64 // kafka_watermark_stall_replays_total: replays in place so far
 	// Held is kafka_watermark_held_records: records fetched and waiting
 	// for their key, under ordering: key (0 under none).
 	Held int64
@@ -94,8 +97,10 @@ func (v partitionView) baseState() string {
 		return "healed, consuming"
 	case f != nil:
 		return fmt.Sprintf("batch %d failed", f.First)
-	case v.Paused:
+	case v.Paused && v.Pending >= v.MaxPending:
 		return "paused: max pending"
+	case v.Paused: // under key: its hand-outs or its held records reached their bound
+		return "paused"
 	case v.resumeAt() >= v.End:
 		return "at the log end"
 	}
@@ -107,6 +112,34 @@ func fmtOffset(o int64) string {
 		return "-"
 	}
 	return fmt.Sprint(o)
+}
+
+// pendingLimit is max_pending_batches as the demo tells it beside one
+// partition's batches pending (kafka_watermark_pending_batches).
+type pendingLimit struct {
+	max   int64
+	keyed bool // ordering: key
+}
+
+// pausedWith says what a partition that paused behind its failed batch had
+// pending, beside the limit, so that neither figure reads as a breach of
+// the other: "16 batches pending behind the failed one (max_pending_batches:
+// 16 per partition)". Under ordering: key the limit also bounds the batches
+// handed out and not yet answered, which no gauge shows, and
+// max_held_records the records waiting for their key: a partition may pause
+// on those with fewer batches pending, and the text says so. Above the
+// limit are the batches a replay in place skips as already delivered:
+// they count, but are registered at once.
+func (l pendingLimit) pausedWith(pending int64) string {
+	text := fmt.Sprintf("%d batches pending behind the failed one (max_pending_batches: %d per partition", pending, l.max)
+	switch {
+	case pending > l.max:
+		text += "; the batches a replay in place skips as already delivered count too, registered at once"
+	case pending < l.max && l.keyed:
+		text += ", which under ordering: key also bounds the batches handed out and not yet answered, " +
+			"as max_held_records bounds the records waiting for their key: one of those paused it"
+	}
+	return text + ")"
 }
 
 // tableLines renders the per-partition table under the given header lines,
@@ -143,8 +176,10 @@ func liveLines(views []partitionView, st *statusSeen, head ...string) []string {
 }
 
 // progressLine is the periodic line printed when the output is not a
-// terminal: totals and the partitions worth a look.
-func progressLine(elapsed time.Duration, views []partitionView) string {
+// terminal: totals and the partitions worth a look. The batches pending are
+// every partition's, so the line says so beside max_pending_batches, which
+// bounds each partition's: 120 pending in 8 partitions is no breach of 16.
+func progressLine(elapsed time.Duration, views []partitionView, maxPending int) string {
 	var committed, expected, delivered, pending int64
 	var stalled, paused, replayed, held []string
 	for _, v := range views {
@@ -165,8 +200,8 @@ func progressLine(elapsed time.Duration, views []partitionView) string {
 			held = append(held, fmt.Sprintf("%d:%d", v.Partition, v.Held))
 		}
 	}
-	s := fmt.Sprintf("[%5.1fs] committed %d/%d, delivered %d/%d, %d batches pending",
-		elapsed.Seconds(), committed, expected, delivered, expected, pending)
+	s := fmt.Sprintf("[%5.1fs] committed %d/%d, delivered %d/%d, %d batches pending in %d partitions (max_pending_batches %d each)",
+		elapsed.Seconds(), committed, expected, delivered, expected, pending, len(views), maxPending)
 	if len(stalled) > 0 {
 		s += ", stalled " + strings.Join(stalled, " ")
 	}

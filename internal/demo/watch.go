@@ -56,6 +56,7 @@ func (ob observer) observe(ctx context.Context) ([]partitionView, error) {
 		views = append(views, partitionView{
 			Partition: p, Start: r[0], End: r[1], Committed: c, LogEnd: ends[p],
 			Pending:      ob.gauges.Get(gaugePending, t, p),
+			MaxPending:   int64(ob.o.MaxPending),
 			Stalled:      ob.gauges.Get(gaugeStalled, t, p) == 1,
 			Paused:       ob.gauges.Get(gaugePaused, t, p) == 1,
 			Replays:      ob.gauges.Get(counterReplays, t, p),
@@ -79,6 +80,7 @@ type story struct {
 
 	stalledAt  map[int32]time.Duration   // when the input first reported the partition stalled
 	pausedAt   map[int32]time.Duration   // when it first reported it stalled and paused (max_pending_batches)
+	pausedWith map[int32]int64           // its batches pending then
 	replaysAt  map[int32][]time.Duration // when each replay of the partition was first counted
 	passedAt   map[int32]time.Duration   // when a failed partition's commit first passed its failed batch
 	reachedEnd map[int32]time.Duration   // when that commit then reached the log end
@@ -86,6 +88,8 @@ type story struct {
 	// With --dead-letter-after (maxAttempts > 0, set before the first
 	// record): the answered deliveries of each partition's failed batch
 	// already told, and when its dead letters were first counted.
+	limit pendingLimit // set before the first record
+
 	maxAttempts    int
 	dlq            string
 	attemptsTold   map[int32]int
@@ -95,7 +99,8 @@ type story struct {
 }
 
 func newStory(o demoOptions) *story {
-	return &story{stalledAt: map[int32]time.Duration{}, pausedAt: map[int32]time.Duration{}, replaysAt: map[int32][]time.Duration{},
+	return &story{stalledAt: map[int32]time.Duration{}, pausedAt: map[int32]time.Duration{}, pausedWith: map[int32]int64{},
+		limit: o.pendingLimit(), replaysAt: map[int32][]time.Duration{},
 		passedAt: map[int32]time.Duration{}, reachedEnd: map[int32]time.Duration{},
 		attemptsTold: map[int32]int{}, deadLetteredAt: map[int32]time.Duration{}, keys: newKeyStory(o)}
 }
@@ -144,8 +149,8 @@ func (s *story) record(at time.Duration, views []partitionView, st *statusSeen) 
 			ev("partition %d stalled: the sink rejected %s, so its commit cannot pass offset %d", p, s.keys.batchName(f), f.First)
 		}
 		if _, ok := s.pausedAt[p]; !ok && v.Stalled && v.Paused {
-			s.pausedAt[p] = at
-			ev("partition %d paused: %d batches pending behind the failed one (max_pending_batches)", p, v.Pending)
+			s.pausedAt[p], s.pausedWith[p] = at, v.Pending
+			ev("partition %d paused: %s", p, s.limit.pausedWith(v.Pending))
 		}
 		for int64(len(s.replaysAt[p])) < v.Replays {
 			s.replaysAt[p] = append(s.replaysAt[p], at)
@@ -198,6 +203,27 @@ type watched struct {
 	Story   *story
 }
 
+// failing says what the sink does to the batches it fails, for the
+// heading: short, to fit the live view's (liveWidth), or in full.
+func (o demoOptions) failing(short bool) string {
+	switch {
+	case !o.deadLetters():
+		return fmt.Sprintf("sink fails %d batch(es) for %v", o.FailBatches, o.FailFor)
+	case short:
+		return fmt.Sprintf("sink fails %d batch(es), dead-lettered after %d", o.FailBatches, o.DeadLetterAfter)
+	}
+	return fmt.Sprintf("sink fails %d batch(es) on every delivery, dead-lettered to %s after %d attempt(s)",
+		o.FailBatches, o.deadLetterTopic(), o.DeadLetterAfter)
+}
+
+// writeHeading is the first line of the output when it is not a
+// terminal: what the demo is about to run, said before the topic is
+// prepared (on a real cluster, producing the records takes a while).
+func writeHeading(w io.Writer, o demoOptions, head string) {
+	fmt.Fprintf(w, "watermark-connect demo: %s; %d records, %s, stall_replay_after %s%s\n",
+		head, o.Records, o.failing(false), o.replayAfterYAML(), o.keysHead())
+}
+
 // watch shows progress until every partition settles, the duration passes,
 // ctx is cancelled (Ctrl-C) or the pipeline ends by itself, and asks status
 // of the broker on every tick. It returns the pipeline's error if the
@@ -210,13 +236,6 @@ func watch(ctx context.Context, ob observer, o demoOptions, w io.Writer, live bo
 	}
 	res := watched{Story: newStory(o)}
 	res.Story.maxAttempts, res.Story.dlq = o.DeadLetterAfter, o.deadLetterTopic()
-	failing := fmt.Sprintf("sink fails %d batch(es) for %v", o.FailBatches, o.FailFor)
-	failingLive := failing // the live view's heading fits in liveWidth
-	if o.deadLetters() {
-		failing = fmt.Sprintf("sink fails %d batch(es) on every delivery, dead-lettered to %s after %d attempt(s)",
-			o.FailBatches, o.deadLetterTopic(), o.DeadLetterAfter)
-		failingLive = fmt.Sprintf("sink fails %d batch(es), dead-lettered after %d", o.FailBatches, o.DeadLetterAfter)
-	}
 	var lt *liveTable
 	if live {
 		lt = &liveTable{w: w}
@@ -225,9 +244,6 @@ func watch(ctx context.Context, ob observer, o demoOptions, w io.Writer, live bo
 			lt.draw(nil) // the final table and the summary replace it
 			lt.end()
 		}()
-	} else {
-		fmt.Fprintf(w, "watermark-connect demo: %s; %d records, %s, stall_replay_after %s%s\n",
-			head, o.Records, failing, o.replayAfterYAML(), o.keysHead())
 	}
 	deadline := time.NewTimer(o.Duration)
 	defer deadline.Stop()
@@ -244,7 +260,7 @@ func watch(ctx context.Context, ob observer, o demoOptions, w io.Writer, live bo
 				if time.Since(lastPrint) >= printEvery-tick/2 {
 					lastPrint = time.Now()
 					lt.draw(liveLines(views, res.Story.latest, fmt.Sprintf("watermark-connect demo, %.1fs: %s, %d in flight",
-						at.Seconds(), failingLive, o.MaxInFlight), head))
+						at.Seconds(), o.failing(true), o.MaxInFlight), head))
 				}
 			} else {
 				for _, e := range events {
@@ -252,7 +268,7 @@ func watch(ctx context.Context, ob observer, o demoOptions, w io.Writer, live bo
 				}
 				if time.Since(lastPrint) >= printEvery-tick/2 {
 					lastPrint = time.Now()
-					fmt.Fprintln(w, progressLine(at, views))
+					fmt.Fprintln(w, progressLine(at, views, o.MaxPending))
 				}
 			}
 			if allSettled(views, o.heals()) {

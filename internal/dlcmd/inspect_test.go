@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/watermark-connect/watermark-connect/internal/status"
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 func TestInspectText(t *testing.T) {
@@ -115,4 +116,18 @@ func TestTransactionMarkerAtTheEnd(t *testing.T) {
 	code, stdout, stderr = runCLI(t, "redrive", "--seed-brokers", c.addr, "--dead-letter-topic", "orders.dlq", "--timeout", "5s")
 	require.Equal(t, ExitOK, code, stderr)
 	assert.Equal(t, "redrove 2 of 2 selected records from orders.dlq\norders: 2 records from orders.dlq partition 0 offsets 0-1\n", stdout)
+}
+
+// Issue 30: against a listener that accepts and never answers, the
+// command gives up at --timeout, naming the address and that it accepted
+// the connection and never answered.
+func TestInspectABrokerThatNeverAnswers(t *testing.T) {
+	silent, err := testkit.NewSilent()
+	require.NoError(t, err)
+	t.Cleanup(silent.Close)
+	code, stdout, stderr := runCLI(t, "inspect", "--seed-brokers", silent.Addr(), "--dead-letter-topic", "orders.dlq", "--timeout", "500ms")
+	assert.Equal(t, ExitFailed, code)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "dead-letter inspect: not done within --timeout 500ms: cannot reach seed brokers "+silent.Addr()+
+		": broker "+silent.Addr()+" accepted the connection and answered nothing in ")
 }

@@ -22,17 +22,23 @@
 //   - A command (status, demo) retries answers a broker gives only for a
 //     while, such as a fresh broker's COORDINATOR_NOT_AVAILABLE, which kgo
 //     does not retry for it, within the command's deadline (transient.go).
+//   - A broker that accepts connections and never answers is told as such,
+//     after SilentAfter rather than at kgo's request timeout, in the
+//     input's log and in a command's error (silence.go); connection
+//     problems are reported again at a growing interval (report.go).
 //
 // Files: conn.go (Config and Opts), parse.go (Parse), sasl.go (SASL
 // mechanisms, ValidateSASL), dialer.go (the tcp block and TLS), refused.go,
-// retry.go, transient.go (Transient, Retry).
+// retry.go, transient.go (Transient, Retry), silence.go (Silence),
+// report.go (NextReport).
 //
 // # Concurrency
 //
-// Parse, ValidateSASL, Transient and Retry keep no state. Config, SASL,
-// Retries and UnknownMechanismError are values, safe for concurrent reads;
-// Opts neither
-// keeps nor modifies its Config. The options share the Config's *tls.Config
+// Parse, ValidateSASL, Transient and Retry keep no state; a Silence is
+// safe for concurrent use (kgo calls its hooks from many goroutines, its
+// reports come from timers). Config, SASL, Retries and
+// UnknownMechanismError are values, safe for concurrent reads; Opts
+// neither keeps nor modifies its Config. The options share the Config's *tls.Config
 // and *net.Dialer, which must not be modified once Opts has been called. The
 // dial function in the options is safe for concurrent use, as kgo needs (it
 // dials from many goroutines): it only reads the dialer and clones the TLS

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/kafkaconn"
 )
 
 // NewClient returns a kgo client for t, and checks that a seed broker
@@ -30,11 +32,17 @@ func Connect(ctx context.Context, t Target, extra ...kgo.Opt) (*kgo.Client, erro
 	if err := t.validateConn(); err != nil {
 		return nil, err
 	}
-	cl, err := kgo.NewClient(append(t.Conn.Opts(), extra...)...)
+	// The Silence names, in the error, a broker that accepted the
+	// connection and never answered: without it the error said only that
+	// the deadline passed.
+	silence := kafkaconn.NewSilence(kafkaconn.SilentAfter, nil, nil)
+	opts := append(t.Conn.Opts(), kgo.WithHooks(silence))
+	cl, err := kgo.NewClient(append(opts, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("invalid client options: %w", err)
 	}
 	if err := cl.Ping(ctx); err != nil {
+		err = silence.Explain(err)
 		cl.Close()
 		return nil, fmt.Errorf("cannot reach seed brokers %s%s: %w", strings.Join(t.Conn.SeedBrokers, ","), t.security(), err)
 	}

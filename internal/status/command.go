@@ -128,7 +128,7 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "status: %s\n", Scrub(s, secrets))
 	}
 	if err != nil {
-		return fail(timedOut(err))
+		return fail(timedOut(kafkaconn.SilenceOf(cl).Explain(err)))
 	}
 
 	var out bytes.Buffer
@@ -169,13 +169,15 @@ before they were delivered, as long as the input's commits carry the report
 (lost_records_report_for), and under DEAD-LETTERED the records the input
 dead-lettered lately: how many, within which offsets, since when, and the
 error class of the last failure. When writing to the dead-letter topic fails,
-the partition stalls and STALLED names it (e.g. "dead_letter_write: broker
-down"). LOST also shows the records deleted from below the log start before
+the partition stalls and its stall names it (e.g. "dead_letter_write: broker
+down"). LOST also counts the records deleted from below the log start before
 they were delivered, as status sees them from the committed offset ("below
 the log start 100: seen by status"), counted as the input will when it
-resumes; LAG counts only records that exist. A partition without a commit
-that no member of the group is assigned is listed after the table as "not
-consumed".
+resumes; LAG counts only records that exist. The table holds short cells
+(yes or no, counts), so that no column is padded to a long message; what
+each report says follows the table on a line of its own ("orders/1:
+stalled: offsets ..."). A partition without a commit that no member of the
+group is assigned is listed after the table as "not consumed".
 
 It joins no group and needs no metrics endpoint: it works from any host that
 can read the group's offsets, while the pipeline runs or after it stopped.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/watermark-connect/watermark-connect/internal/kafkaconn"
+	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
 // run is Run with the test's environment and a short timeout; it returns
@@ -74,20 +74,20 @@ func TestRunExitStatus(t *testing.T) {
 			[]string{"orders  0          100", "group healthy: healthy, none of 2 partitions stalled"}, ""},
 		// A stall comes first: stalled and lost is ExitStalled.
 		{"stalled", Options{SeedBrokers: []string{c.addr}, Group: "mixed"}, ExitStalled,
-			[]string{"yes: offsets 20-29 for", "by watermark-connect@pod-7: http 503", "20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)",
+			[]string{"stalled: offsets 20-29 for", "by watermark-connect@pod-7: http 503", "lost: 20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)",
 				"group mixed: 1 of 6 partitions stalled; 1 of 6 lost records before delivery"}, ""},
 		// other/0's stall and loss were written for another offset: no
 		// exit status for them.
 		{"stalled and lost, but not in the topics asked for", Options{SeedBrokers: []string{c.addr}, Group: "mixed", Topics: []string{"other"}}, ExitHealthy,
 			[]string{"group mixed: healthy, none of 2 partitions stalled"}, ""},
 		{"lost records, nothing stalled", Options{SeedBrokers: []string{c.addr}, Group: "lost"}, ExitLost,
-			[]string{"orders  1          40         100      60   0                no       20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)",
+			[]string{"orders  1          40         100      60   0                no       20    -", "orders/1: lost: 20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)",
 				"group lost: none of 2 partitions stalled; 1 of 2 lost records before delivery"}, ""},
 		{"lost records, nothing stalled, json", Options{SeedBrokers: []string{c.addr}, Group: "lost", Format: "json"}, ExitLost,
 			[]string{`"healthy": true`, `"cause": "retention"`}, ""},
 		// Dead-lettering is by design: it changes no exit status.
 		{"dead-lettered records", Options{SeedBrokers: []string{c.addr}, Group: "dead"}, ExitHealthy,
-			[]string{"LOST  DEAD-LETTERED", "orders  0          100        100      0    0                no       -     4 (offsets 30-39, http 400, since 2026-01-01T11:30:00Z)",
+			[]string{"LOST  DEAD-LETTERED", "orders  0          100        100      0    0                no       -     4\n", "orders/0: dead-lettered: 4 (offsets 30-39, http 400, since 2026-01-01T11:30:00Z)",
 				"group dead: healthy, none of 2 partitions stalled; 1 of 2 dead-lettered records"}, ""},
 		{"dead-lettered records, json", Options{SeedBrokers: []string{c.addr}, Group: "dead", Format: "json"}, ExitHealthy,
 			[]string{`"healthy": true`, `"dead_lettered": {`, `"error": "http 400"`, `"since": "2026-01-01T11:30:00.000Z"`}, ""},
@@ -259,36 +259,20 @@ func TestScrub(t *testing.T) {
 	assert.Equal(t, "abc", Scrub("abc", []string{"ab"}), "secrets under four bytes are left")
 }
 
+// Issue 30: against a listener that accepts and never answers, status
+// waited until --timeout and said only "context deadline exceeded". It
+// still gives up at --timeout, and now names the address and that it
+// accepted the connection and never answered.
 func TestRunTimeout(t *testing.T) {
-	// A listener that accepts and never answers: the client waits until
-	// the timeout, which the message names.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	silent, err := testkit.NewSilent()
 	require.NoError(t, err)
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	go func() {
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, conn)
-			mu.Unlock()
-		}
-	}()
+	t.Cleanup(silent.Close)
 	start := time.Now()
-	code, _, stderr := run(t, Options{SeedBrokers: []string{l.Addr().String()}, Group: "g", Timeout: 500 * time.Millisecond})
+	code, _, stderr := run(t, Options{SeedBrokers: []string{silent.Addr()}, Group: "g", Timeout: 500 * time.Millisecond})
 	assert.Equal(t, ExitUnknown, code)
-	assert.Contains(t, stderr, "no answer within --timeout 500ms")
+	assert.Contains(t, stderr, "status: no answer within --timeout 500ms: cannot reach seed brokers "+silent.Addr()+
+		": broker "+silent.Addr()+" accepted the connection and answered nothing in ")
+	assert.Contains(t, stderr, "(not even ApiVersions, the first request on a connection, which a Kafka broker answers at once): context deadline exceeded")
 	assert.Less(t, time.Since(start), 5*time.Second)
 	assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
 }

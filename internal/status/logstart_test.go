@@ -98,8 +98,9 @@ func TestRunBelowLogStart(t *testing.T) {
 
 	code, stdout, stderr := run(t, Options{SeedBrokers: []string{c.addr}, Group: "g"})
 	assert.Equal(t, ExitLost, code, stderr)
-	assert.Contains(t, stdout, "orders  0          50         150      50   0                no       50 (offsets 50-99, retention, below the log start 100: seen by status)")
-	assert.Contains(t, stdout, "20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z); 60 (offsets 40-99, retention, below the log start 100: seen by status)")
+	assert.Contains(t, stdout, "orders  0          50         150      50   0                no       50    -\n")
+	assert.Contains(t, stdout, "orders/0: lost: 50 (offsets 50-99, retention, below the log start 100: seen by status)\n")
+	assert.Contains(t, stdout, "orders/1: lost: 20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z); 60 (offsets 40-99, retention, below the log start 100: seen by status)")
 	assert.Contains(t, stdout, "group g: none of 2 partitions stalled; 2 of 2 lost records before delivery\n")
 
 	code, stdout, stderr = run(t, Options{SeedBrokers: []string{c.addr}, Group: "g", Format: "json"})

@@ -11,23 +11,33 @@ import (
 	"github.com/watermark-connect/watermark-connect/internal/commitmeta"
 )
 
-// WriteText writes r as a table, one row per partition, and a summary line:
+// WriteText writes r as a table, one row per partition, then one line per
+// report a partition carries, and a summary line:
 //
-//	TOPIC   PARTITION  COMMITTED  LOG END  LAG  DELIVERED ABOVE  STALLED                                                                                             LOST                                                            DEAD-LETTERED
-//	orders  0          1200       1500     300  50               yes: offsets 1200-1209 for 4m12s (since 2026-01-01T00:00:00Z), 3 attempts, by sink@pod-7: http 503  -                                                               -
-//	orders  1          1500       1500     0    0                no                                                                                                  1100 (offsets 100-1499, retention, since 2026-01-01T00:00:00Z)  12 (offsets 100-140, http 503, since 2026-01-01T11:00:00Z)
+//	TOPIC   PARTITION  COMMITTED  LOG END  LAG  DELIVERED ABOVE  STALLED  LOST  DEAD-LETTERED
+//	orders  0          1200       1500     300  50               yes      -     -
+//	orders  1          1500       1500     0    0                no       1100  12
+//	orders/0: stalled: offsets 1200-1209 for 4m12s (since 2026-01-01T00:00:00Z), 3 attempts, by sink@pod-7: http 503
+//	orders/1: lost: 1100 (offsets 100-1499, retention, since 2026-01-01T00:00:00Z)
+//	orders/1: dead-lettered: 12 (offsets 100-140, http 503, since 2026-01-01T11:00:00Z)
 //	group orders-to-http: 1 of 2 partitions stalled; 1 of 2 lost records before delivery; 1 of 2 dead-lettered records
 //
-// A stalled partition whose commit had room for the stall's mark only shows
-// "yes: at offset 1200 (the rest of the stall did not fit the commit
-// metadata)". A partition without a commit shows "-" for COMMITTED and LAG,
-// one that lost nothing "-" for LOST, and one whose commit carries no
-// dead-letter report "-" for DEAD-LETTERED. LAG counts the records that
-// exist: from the committed offset or the log start, whichever is higher.
-// LOST shows the commit's loss report and what status sees below the log
-// start (lost). The columns that came later come last, so that the columns
-// before them read as they did before they existed. Metadata that was not
-// used, then the partitions not consumed, are listed after the table.
+// The table holds only short cells: STALLED is yes or no, LOST and
+// DEAD-LETTERED the number of offsets or "-". What a report says at length
+// (a stall's error class is the sink's message, hundreds of characters)
+// is on its own line after the table: in a cell it set the width of its
+// column, so that every other row was padded to it, ~300 columns of spaces
+// in a file or a pipe, where nothing wraps the lines.
+//
+// A stalled partition whose commit had room for the stall's mark only says
+// "stalled: at offset 1200 (the rest of the stall did not fit the commit
+// metadata)". A partition without a commit shows "-" for COMMITTED and LAG.
+// LAG counts the records that exist: from the committed offset or the log
+// start, whichever is higher. LOST counts the offsets of the commit's loss
+// report and those status sees lost below the log start (lost). The columns
+// that came later come last, so that the columns before them read as they
+// did before they existed. Metadata that was not used, then the partitions
+// not consumed, are listed after the reports.
 //
 // Dead-lettering is by design (the input sets aside records its output
 // refuses, so that the partition flows): unlike a loss, it does not keep
@@ -41,13 +51,28 @@ func WriteText(w io.Writer, r *Report) error {
 			committed, lag = strconv.FormatInt(p.Committed, 10), strconv.FormatInt(l, 10)
 		}
 		stalled := "no"
-		if s := p.Stall; s != nil {
-			stalled = stalledCell(r.At, s)
+		if p.Stall != nil {
+			stalled = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%d\t%s\t%s\t%s\n", TextSafe(p.Topic), p.Partition, committed, p.LogEnd, lag, p.DeliveredAbove, stalled, lost(p), deadLettered(p.DeadLetter))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%d\t%s\t%s\t%s\n", TextSafe(p.Topic), p.Partition, committed, p.LogEnd, lag, p.DeliveredAbove,
+			stalled, lostCount(p), deadLetteredCount(p.DeadLetter))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, p := range r.Partitions {
+		for _, d := range []struct{ what, text string }{
+			{"stalled", stallText(r.At, p.Stall)},
+			{"lost", lost(p)},
+			{"dead-lettered", deadLettered(p.DeadLetter)},
+		} {
+			if d.text == "" {
+				continue
+			}
+			if _, err := fmt.Fprintf(w, "%s/%d: %s: %s\n", TextSafe(p.Topic), p.Partition, d.what, d.text); err != nil {
+				return err
+			}
+		}
 	}
 	for _, p := range r.Partitions {
 		if p.MetadataErr != nil {
@@ -97,10 +122,28 @@ func WriteText(w io.Writer, r *Report) error {
 	return err
 }
 
-// lost is the LOST cell of p: the loss report its commit carries, as
-// "20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)", then, after
-// "; ", what status sees below the log start, as "50 (offsets 100-149,
-// retention, below the log start 150: seen by status)"; "-" for none.
+// lostCount is the LOST cell of p: the offsets its commit's loss report
+// counts plus those status sees lost below the log start (the two never
+// overlap: GoneBelowStart leaves out what the report names); "-" for none.
+func lostCount(p Partition) string {
+	var n int64
+	if l := p.Loss; l != nil {
+		n += l.Count
+	}
+	if g := p.BelowStart; g != nil {
+		n += g.Count
+	}
+	if p.Loss == nil && p.BelowStart == nil {
+		return "-"
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+// lost is what p's "lost:" line says: the loss report its commit carries,
+// as "20 (offsets 10-29, retention, since 2026-01-01T11:00:00Z)", then,
+// after "; ", what status sees below the log start, as "50 (offsets
+// 100-149, retention, below the log start 150: seen by status)"; "" for
+// none.
 func lost(p Partition) string {
 	var cells []string
 	if l := p.Loss; l != nil {
@@ -109,47 +152,56 @@ func lost(p Partition) string {
 	if g := p.BelowStart; g != nil {
 		cells = append(cells, fmt.Sprintf("%d (offsets %d-%d, %s, below the log start %d: seen by status)", g.Count, g.First, g.Last, g.Cause(), g.LogStart))
 	}
-	if len(cells) == 0 {
-		return "-"
-	}
 	return strings.Join(cells, "; ")
 }
 
-// stalledCell is the STALLED cell of a stalled partition: "yes: offsets
+// stallText is what a stalled partition's "stalled:" line says: "offsets
 // 1200-1209 for 4m12s (since 2026-01-01T00:00:00Z), 3 attempts, by
 // sink@pod-7: http 503", or, when the commit carried only the stall's mark,
-// what the mark says: "yes: at offset 1200 (the rest of the stall did not
-// fit the commit metadata)".
-func stalledCell(at time.Time, s *commitmeta.Stall) string {
-	if s.MarkOnly {
-		return fmt.Sprintf("yes: at offset %d (the rest of the stall did not fit the commit metadata)", s.First)
+// what the mark says: "at offset 1200 (the rest of the stall did not fit
+// the commit metadata)"; "" for s nil.
+func stallText(at time.Time, s *commitmeta.Stall) string {
+	switch {
+	case s == nil:
+		return ""
+	case s.MarkOnly:
+		return fmt.Sprintf("at offset %d (the rest of the stall did not fit the commit metadata)", s.First)
 	}
-	cell := fmt.Sprintf("yes: offsets %d-%d for %s (since %s), %d attempt%s",
+	text := fmt.Sprintf("offsets %d-%d for %s (since %s), %d attempt%s",
 		s.First, s.Last, stallAge(at, s.Since), FormatTime(s.Since, time.RFC3339), s.Attempts, plural(s.Attempts))
 	if s.Member != "" {
-		cell += ", by " + s.Member
+		text += ", by " + s.Member
 	}
 	if s.Reason != "" {
-		cell += ": " + s.Reason
+		text += ": " + s.Reason
 	}
-	return cell
+	return text
 }
 
-// deadLettered is the DEAD-LETTERED cell of a report, in LOST's form with
-// the error class in the cause's place: "12 (offsets 100-140, http 503,
-// since 2026-01-01T11:00:00Z)"; "-" for none.
-func deadLettered(d *commitmeta.DeadLetter) string {
+// deadLetteredCount is the DEAD-LETTERED cell of a report: how many
+// offsets it counts; "-" for none.
+func deadLetteredCount(d *commitmeta.DeadLetter) string {
 	if d == nil {
 		return "-"
+	}
+	return strconv.FormatInt(d.Count, 10)
+}
+
+// deadLettered is what a "dead-lettered:" line says, in lost's form with
+// the error class in the cause's place: "12 (offsets 100-140, http 503,
+// since 2026-01-01T11:00:00Z)"; "" for none.
+func deadLettered(d *commitmeta.DeadLetter) string {
+	if d == nil {
+		return ""
 	}
 	return reportCell(d.Report, d.Count)
 }
 
 // reportCell is a report that counts offsets (a loss, a dead letter) as the
-// LOST and DEAD-LETTERED cells show it: "<count> (offsets <first>-<last>,
-// <reason>, since <since>)", without the reason and its comma when it is
-// empty. A loss read from a commit always has one, its cause; a dead letter
-// of a failure without an error class may not.
+// "lost:" and "dead-lettered:" lines show it: "<count> (offsets
+// <first>-<last>, <reason>, since <since>)", without the reason and its
+// comma when it is empty. A loss read from a commit always has one, its
+// cause; a dead letter of a failure without an error class may not.
 func reportCell(r commitmeta.Report, count int64) string {
 	reason := ""
 	if r.Reason != "" {

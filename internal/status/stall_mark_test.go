@@ -27,7 +27,8 @@ func TestRunStallMarkIsStalled(t *testing.T) {
 
 	code, stdout, stderr := run(t, Options{SeedBrokers: []string{c.addr}, Group: "marked"})
 	assert.Equal(t, ExitStalled, code, "exit status; stderr: %s", stderr)
-	assert.Contains(t, stdout, "orders  1          20         100      80   0                yes: at offset 20 (the rest of the stall did not fit the commit metadata)")
+	assert.Contains(t, stdout, "orders  1          20         100      80   0                yes")
+	assert.Contains(t, stdout, "orders/1: stalled: at offset 20 (the rest of the stall did not fit the commit metadata)\n")
 	assert.Contains(t, stdout, "group marked: 1 of 2 partitions stalled")
 	assert.NotContains(t, stdout, "commit metadata not used", "the mark is no malformed provenance")
 

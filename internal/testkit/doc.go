@@ -18,6 +18,8 @@
 //     that a binary serves at /metrics, as samples.
 //   - BrokerEnv (brokerenv.go): the env file resources/kafka/broker.sh
 //     writes, read with the shell's quoting rules.
+//   - Silent (silent.go): a broker address that accepts connections and
+//     never answers.
 //
 // # Vocabulary
 //
@@ -36,9 +38,10 @@
 // # Concurrency
 //
 // Each exported type says whether it is safe for concurrent use. Sink,
-// Pacer, Gate and Binary are; Ledger is not (a Sink guards its own and
+// Pacer, Gate, Binary and Silent are; Ledger is not (a Sink guards its own and
 // hands out copies or views under its lock); Record, Batch, Metrics,
 // BrokerEnv and Build are plain values.
 // A Sink runs one goroutine per request (net/http's) and one that serves
-// its listener; Close ends both.
+// its listener; Close ends both. A Silent runs one goroutine that accepts;
+// Close ends it.
 package testkit
