@@ -152,6 +152,14 @@ func TestInputSaysABrokerNeverAnswers(t *testing.T) {
 // second for ever. The reporters are the Input's, shared by the clients of
 // its tries, so the address is reported once here, then at a growing
 // interval.
+func TestConnectBackoffGrowsToItsCap(t *testing.T) {
+	var got []time.Duration
+	for fails := 1; fails <= 8; fails++ {
+		got = append(got, connectBackoff(fails))
+	}
+	assert.Equal(t, []time.Duration{1e9, 2e9, 4e9, 8e9, 16e9, 30e9, 30e9, 30e9}, got)
+}
+
 func TestInputReportsAnAddressOnceAcrossConnects(t *testing.T) {
 	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -167,9 +175,15 @@ func TestInputReportsAnAddressOnceAcrossConnects(t *testing.T) {
 	in := newInput(c, service.MockResources(service.MockResourcesOptUseLogger(log)))
 	t.Cleanup(func() { _ = in.Close(context.Background()) })
 
-	for range 3 {
+	for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
 		err := in.Connect(t.Context())
 		require.ErrorContains(t, err, "cannot reach seed brokers "+addr)
+		// Benthos waits what the error says before trying again, and logs
+		// each failed Connect: without it, a line a second for ever.
+		var boff *service.ErrBackOff
+		require.ErrorAs(t, err, &boff, "try %d", i+1)
+		assert.Equal(t, want, boff.Wait, "try %d", i+1)
+		assert.ErrorContains(t, err, fmt.Sprintf("trying again in %v", want))
 	}
 	lines := warnLines(out.String())
 	require.Len(t, lines, 1, out.String())

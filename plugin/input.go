@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -61,6 +62,9 @@ type Input struct {
 	// stopWatch ends the watch of missing topics (watchTopics) and waits
 	// for it; nil without one.
 	stopWatch func()
+	// connFails counts the Connects that failed in a row, for their
+	// backoff (connectBackoff); guarded by mu.
+	connFails int
 	closed    atomic.Bool
 }
 
@@ -101,8 +105,12 @@ func (in *Input) Connect(ctx context.Context) error {
 		e.Abandon()
 		cl.Close()
 		dlw.close()
-		return fmt.Errorf("kafka_watermark: cannot reach seed brokers %s%s: %w", strings.Join(in.conf.seedBrokers, ","), in.authDescription(), err)
+		in.connFails++
+		wait := connectBackoff(in.connFails)
+		return service.NewErrBackOff(fmt.Errorf("kafka_watermark: cannot reach seed brokers %s%s: %w; trying again in %v",
+			strings.Join(in.conf.seedBrokers, ","), in.authDescription(), err, wait), wait)
 	}
+	in.connFails = 0
 	in.eng, in.dlw = e, dlw
 	e.Start(cl)
 	in.log.Infof("kafka_watermark: consuming %v as group %q (%s protocol)", in.conf.topics, in.conf.group, in.conf.groupProtocol)
@@ -116,6 +124,17 @@ func (in *Input) Connect(ctx context.Context) error {
 		in.stopWatch = func() { cancel(); <-done }
 	}
 	return nil
+}
+
+// connectBackoff is how long Benthos waits before the next Connect after
+// the fails-th failure in a row: 1s, doubling, at most 30s. Benthos logs
+// every failed Connect as an ERROR and, on its own, tries again within a
+// second for ever (benthos v4.60.0 internal/component/input/async_reader.go:
+// 44-47, MaxInterval one second); a *service.ErrBackOff sets the wait
+// instead (public/service/errors.go:45-58, read by the same loop at
+// async_reader.go:132-137). A broker that comes back is found within 30s.
+func connectBackoff(fails int) time.Duration {
+	return min(time.Second<<min(fails-1, 5), 30*time.Second)
 }
 
 // authDescription names the security settings for connection errors, never
