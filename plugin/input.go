@@ -118,21 +118,7 @@ func (in *Input) Connect(ctx context.Context) error {
 
 // authDescription names the security settings for connection errors, never
 // a secret.
-func (in *Input) authDescription() string {
-	var parts []string
-	if in.conf.tls != nil {
-		parts = append(parts, "TLS")
-	}
-	for _, s := range in.conf.sasl {
-		if s.Mechanism != saslNone {
-			parts = append(parts, "SASL "+s.Mechanism)
-		}
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return " with " + strings.Join(parts, " and ")
-}
+func (in *Input) authDescription() string { return authDescription(in.conf.conn()) }
 
 // ReadBatch returns the next batch, already registered with its partition's
 // tracker. The returned ack function may be called from any goroutine, in
