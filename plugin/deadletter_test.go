@@ -24,16 +24,27 @@ import (
 // then checks every commit against what reached the sink or the dead-letter
 // topic, at the moment of the commit.
 func (c *cluster) watchDeadLetters(t *testing.T, dlq string) {
+	c.watchProduced(t, dlq, func(h map[string]string) rec {
+		p, _ := strconv.Atoi(h["dead_letter_partition"])
+		o, _ := strconv.ParseInt(h["dead_letter_offset"], 10, 64)
+		return rec{topic: h["dead_letter_topic"], partition: int32(p), offset: o}
+	})
+}
+
+// watchProduced marks, in the sink, the origin of every record produced to
+// topic as acknowledged when its produce request reaches the broker; origin
+// tells it from the record's headers.
+func (c *cluster) watchProduced(t *testing.T, topic string, origin func(headers map[string]string) rec) {
 	c.ControlKey(int16(kmsg.Produce), func(r kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		for _, rt := range r.(*kmsg.ProduceRequest).Topics {
-			topic := rt.Topic
-			if topic == "" {
+			name := rt.Topic
+			if name == "" {
 				c.mu.Lock()
-				topic = c.names[rt.TopicID]
+				name = c.names[rt.TopicID]
 				c.mu.Unlock()
 			}
-			if topic != dlq {
+			if name != topic {
 				continue
 			}
 			for _, rp := range rt.Partitions {
@@ -44,13 +55,13 @@ func (c *cluster) watchDeadLetters(t *testing.T, dlq string) {
 				}
 				raw, err := kgo.DefaultDecompressor().Decompress(b.Records, kgo.CompressionCodecType(b.Attributes&7))
 				if err != nil {
-					t.Errorf("dead-letter batch: %v", err)
+					t.Errorf("produced batch: %v", err)
 					continue
 				}
 				for range b.NumRecords {
 					r := kmsg.NewRecord()
 					if err := r.ReadFrom(raw); err != nil {
-						t.Errorf("dead-letter record: %v", err)
+						t.Errorf("produced record: %v", err)
 						break
 					}
 					n, amt := binary.Varint(raw)
@@ -59,9 +70,7 @@ func (c *cluster) watchDeadLetters(t *testing.T, dlq string) {
 					for _, hd := range r.Headers {
 						h[hd.Key] = string(hd.Value)
 					}
-					p, _ := strconv.Atoi(h["dead_letter_partition"])
-					o, _ := strconv.ParseInt(h["dead_letter_offset"], 10, 64)
-					origins = append(origins, rec{topic: h["dead_letter_topic"], partition: int32(p), offset: o})
+					origins = append(origins, origin(h))
 				}
 				c.sink.ack(origins)
 			}

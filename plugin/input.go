@@ -23,10 +23,13 @@ func init() {
 	}
 }
 
-// Register adds the kafka_watermark input to env. Importing the package
-// registers it on Benthos's global environment already.
+// Register adds the kafka_watermark input and output to env. Importing the
+// package registers them on Benthos's global environment already.
 func Register(env *service.Environment) error {
-	return env.RegisterBatchInput(InputName, ConfigSpec(), newInputFromConfig)
+	if err := env.RegisterBatchInput(InputName, ConfigSpec(), newInputFromConfig); err != nil {
+		return err
+	}
+	return env.RegisterBatchOutput(OutputName, OutputConfigSpec(), newOutputFromConfig)
 }
 
 // newInputFromConfig builds the input with the redpanda input's wrappers,
