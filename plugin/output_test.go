@@ -193,3 +193,92 @@ func TestOutputNotConnected(t *testing.T) {
 	err = o.Connect(ctx)
 	require.ErrorContains(t, err, "kafka_watermark output: cannot reach seed brokers 127.0.0.1:1")
 }
+
+// Kafka to Kafka, through Benthos: the input's records written by the output
+// to another topic, keyed as they were read. One record, made too large by
+// the pipeline, fails alone: the output's batch error names it, the input
+// retries only it (nack_retry), so every other record of its batch is
+// written once, and its partition's commit never passes it while the other
+// partitions commit to their end. The audit checks every commit against
+// the records the output had sent to the broker at that moment (their
+// origins travel in their headers).
+func TestOutputKafkaToKafka(t *testing.T) {
+	const (
+		src, dst   = "src", "dst"
+		partitions = 4
+		n          = 400
+		poisonP    = 2
+		poisonO    = 7
+	)
+	c := newCluster(t, partitions, src, dst)
+	c.produce(t, src, partitions, n)
+	s := newSink()
+	c.sink = s
+	c.watchProduced(t, dst, func(h map[string]string) rec {
+		var r rec
+		_, err := fmt.Sscanf(h["kafka_topic"]+" "+h["kafka_partition"]+" "+h["kafka_offset"], "%s %d %d", &r.topic, &r.partition, &r.offset)
+		require.NoError(t, err, "origin headers %v", h)
+		return r
+	})
+
+	env := service.NewEnvironment()
+	require.NoError(t, Register(env))
+	b := env.NewStreamBuilder()
+	require.NoError(t, b.SetLoggerYAML("level: ${TEST_LOG_LEVEL:warn}"))
+	require.NoError(t, b.AddInputYAML(inputYAML(c.addr, src, "k2k", `
+  batch_max_records: 10
+  nack_retry: { max_retries: -1, initial_backoff: 10ms, max_backoff: 50ms }
+`)))
+	require.NoError(t, b.AddProcessorYAML(fmt.Sprintf(`mapping: |
+  meta = @
+  root = if @kafka_partition == %d && @kafka_offset == %d { "x".repeat(2000) } else { content() }
+`, poisonP, poisonO)))
+	require.NoError(t, b.AddOutputYAML(fmt.Sprintf(`
+kafka_watermark:
+  seed_brokers: [ %q ]
+  topic: %s
+  key: '${! @kafka_key }'
+  max_message_bytes: 1KiB
+  max_in_flight: 8
+  metadata: { include_prefixes: [ kafka_ ] }
+`, c.addr, dst)))
+	st, err := b.Build()
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- st.Run(context.Background()) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, st.Stop(ctx))
+		<-done
+	})
+
+	ends := c.endOffsets(t, src, partitions)
+	stalled := ends[poisonP]
+	delete(ends, poisonP)
+	waitCommitted(t, c, "k2k", src, ends)
+	require.Eventually(t, func() bool {
+		var written int64
+		for _, e := range c.endOffsets(t, dst, partitions) {
+			written += e
+		}
+		return written == n-1
+	}, 30*time.Second, 10*time.Millisecond, "every record but the poisoned one written")
+	require.LessOrEqual(t, c.lastCommit("k2k", src, poisonP), int64(poisonO), "the poisoned partition's commit never passes the record that failed (of %d)", stalled)
+
+	seen := map[string]int{}
+	kp := kgo.StickyKeyPartitioner(nil).ForTopic(dst)
+	for _, r := range c.readTopic(t, dst, partitions) {
+		h := map[string]string{}
+		for _, hd := range r.Headers {
+			h[hd.Key] = string(hd.Value)
+		}
+		origin := h["kafka_partition"] + "/" + h["kafka_offset"]
+		seen[origin]++
+		require.Equal(t, int32(kp.Partition(r, partitions)), r.Partition, "record of key %q on its murmur2 partition", r.Key)
+	}
+	require.Len(t, seen, n-1)
+	for origin, times := range seen {
+		require.Equal(t, 1, times, "record %s written once: only the failed record of its batch was retried", origin)
+	}
+}
