@@ -228,3 +228,33 @@ func TestDeadLetterTopicConsumedAtTheWrite(t *testing.T) {
 		require.NoError(t, err, "another origin names a topic the input does not consume")
 	}
 }
+
+// A dead letter too large to produce (an origin record near Kafka's default
+// max.message.bytes, with the provenance headers added) is a failed write
+// that names its size and the limit, through the output's producer code;
+// a dead letter that fits is written.
+func TestDeadLetterTooLarge(t *testing.T) {
+	c := newCluster(t, 1, "orders", "orders-dlq")
+	pc, err := ConfigSpec().ParseYAML(fmt.Sprintf("seed_brokers: [ %q ]\ntopics: [ orders ]\nconsumer_group: g\ndead_letter: { topic: orders-dlq }\n", c.addr), nil)
+	require.NoError(t, err)
+	conf, err := parseConfig(pc)
+	require.NoError(t, err)
+	w, err := newDeadLetterWriter(conf)
+	require.NoError(t, err)
+	defer w.close()
+
+	letter := func(size int) *engine.Letter {
+		return &engine.Letter{
+			Records:  []*kgo.Record{{Topic: "orders", Partition: 0, Offset: 7, Value: make([]byte, size), Timestamp: time.UnixMilli(1)}},
+			Attempts: 5, Error: "http_500", FirstFailed: time.UnixMilli(2), Member: "m@h",
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	dest, err := w.Write(ctx, letter(1000))
+	require.NoError(t, err)
+	require.Equal(t, "orders-dlq", dest)
+
+	_, err = w.Write(ctx, letter(1000012))
+	require.ErrorContains(t, err, `producing to dead-letter topic orders-dlq: record of 1000288 bytes for topic "orders-dlq" (its size as a record batch of its own) is larger than Kafka's default max.message.bytes (1000012 bytes): not produced`)
+}
