@@ -55,7 +55,12 @@ var outputFieldChecks = map[string]fieldCheck{
 	fieldSeedBrokers:    checkBrokers(outMsgNoBrokers),
 	fieldOutTopic:       checkNotEmpty(outMsgNoTopic),
 	fieldOutPartitioner: checkOneOf(produce.PartitionerMurmur2, produce.PartitionerRoundRobin, produce.PartitionerLeastBackup, produce.PartitionerManual),
-	fieldOutCompression: checkOneOf(produce.CompressionLz4, produce.CompressionSnappy, produce.CompressionGzip, produce.CompressionNone, produce.CompressionZstd),
+	fieldOutCompression: func(path string, v any) error {
+		if v == "" {
+			return nil // kgo's default, as absent
+		}
+		return checkOneOf(produce.CompressionLz4, produce.CompressionSnappy, produce.CompressionGzip, produce.CompressionNone, produce.CompressionZstd)(path, v)
+	},
 	fieldOutAcks: func(path string, v any) error {
 		if err := checkOneOf(acksAll, acksLeader, acksNone)(path, v); err != nil {
 			return err
@@ -94,8 +99,10 @@ func parseOutputConfig(pc *service.ParsedConfig) (*outputConfig, error) {
 	c := &outputConfig{}
 	var errs []error
 	keep := func(err error) { errs = append(errs, err) }
+	// An empty interpolated field is absent, as the redpanda output reads
+	// partition: `create` writes the optional fields as "".
 	interpolated := func(dst **service.InterpolatedString, name string) {
-		if pc.Contains(name) {
+		if raw, _ := pc.FieldString(name); raw != "" {
 			v, err := pc.FieldInterpolatedString(name)
 			keep(err)
 			*dst = v
@@ -119,7 +126,7 @@ func parseOutputConfig(pc *service.ParsedConfig) (*outputConfig, error) {
 	interpolated(&c.key, fieldOutKey)
 	interpolated(&c.partition, fieldOutPartition)
 	interpolated(&c.timestamp, fieldOutTimestampMs)
-	if pc.Contains(fieldOutTimestamp) {
+	if raw, _ := pc.FieldString(fieldOutTimestamp); raw != "" {
 		if c.timestamp != nil {
 			keep(fmt.Errorf("%s: %s", fieldOutTimestamp, outMsgTimestamps))
 		}
@@ -129,6 +136,9 @@ func parseOutputConfig(pc *service.ParsedConfig) (*outputConfig, error) {
 	if pc.Contains(fieldOutMetadata) {
 		c.metadata, err = pc.FieldMetadataFilter(fieldOutMetadata)
 		keep(err)
+		if c.metadata.IsEmpty() {
+			c.metadata = nil // Benthos fills the block in: empty, it selects nothing
+		}
 	}
 	c.maxInFlight, err = pc.FieldInt(fieldOutMaxInFlight)
 	keep(err)
@@ -181,8 +191,8 @@ func parseOutputConfig(pc *service.ParsedConfig) (*outputConfig, error) {
 func (c *outputConfig) validate(pc *service.ParsedConfig) error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	// A partition field that evaluates to "" is absent, as in the redpanda
-	// output (NewFranzWriterFromConfig reads it only when not empty).
+	// A partition field written "" is absent, as in the redpanda output
+	// (NewFranzWriterFromConfig, franz_writer.go:492 of v4.106).
 	partition, _ := pc.FieldString(fieldOutPartition)
 	manual := c.produce.Partitioner == produce.PartitionerManual
 	switch {
@@ -190,9 +200,6 @@ func (c *outputConfig) validate(pc *service.ParsedConfig) error {
 		bad("%s (%q) %s", fieldOutPartitioner, produce.PartitionerManual, outMsgManual)
 	case !manual && partition != "":
 		bad("%s (%q) %s (%s is %q)", fieldOutPartition, partition, outMsgPartition, fieldOutPartitioner, c.produce.Partitioner)
-	}
-	if !manual {
-		c.partition = nil
 	}
 	if !c.produce.NotIdempotent && c.produce.MaxInFlightRequests != 1 {
 		bad("%s (%d) %s", fieldOutMaxInFlightRequests, c.produce.MaxInFlightRequests, outMsgIdempotentIn)

@@ -18,11 +18,11 @@ import (
 const metaRecordHeaders = "__rpcn_kafka_headers"
 
 // record builds the record of msg as c says, as Redpanda Connect's redpanda
-// output does (messageBatchToFranzRecords, franz_writer.go), but for one
-// message, so that a message whose topic, key, partition or timestamp
-// cannot be evaluated fails alone; and with its headers in key order, so
-// that the same message always makes the same record. The record shares
-// the message's bytes.
+// output does (messageBatchToFranzRecords, franz_writer.go:533-610 of
+// v4.106), but for one message, so that a message whose topic, key,
+// partition or timestamp cannot be evaluated fails alone; and with its
+// headers in key order, so that the same message always makes the same
+// record. The record shares the message's bytes.
 func (c *outputConfig) record(msg *service.Message) (*kgo.Record, error) {
 	value, err := msg.AsBytes()
 	if err != nil {

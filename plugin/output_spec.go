@@ -11,8 +11,9 @@ import (
 const OutputName = "kafka_watermark"
 
 // The output's fields. Each is named and defaulted as the field of Redpanda
-// Connect's redpanda output (v4.106: internal/impl/kafka/output_redpanda.go,
-// franz_writer.go, franz_client.go) with the same meaning; rack_id, which the
+// Connect's redpanda output with the same meaning (v4.106:
+// internal/impl/kafka/output_redpanda.go:70-85, franz_writer.go:54-170 and
+// 389-417, franz_client.go:56-86); rack_id, which the
 // redpanda output lacks, is the input's. The connection's fields are the
 // input's constants (spec.go). The README's output table lists every field
 // of the redpanda output and its outcome here.
@@ -78,14 +79,12 @@ silent drop. Records are placed as the Java client places them: by the murmur2 h
 				Description("The topic to write each message to. A message whose topic evaluates to an error or to an empty string fails alone.").
 				Example("orders-enriched").
 				Example(`${! @kafka_topic }-copy`),
+			// No examples on the optional fields: `create` would write them in.
 			service.NewInterpolatedStringField(fieldOutKey).
-				Description("The key of each message's record. Absent, records have no key (a null key); an interpolation that fails fails its message.").
-				Example(`${! @kafka_key }`).
-				Example(`${! json("customer_id") }`).
+				Description("The key of each message's record, such as `${! @kafka_key }` or `${! json(\"customer_id\") }`. Absent or empty, records have no key (a null key); an interpolation that fails fails its message.").
 				Optional(),
 			service.NewInterpolatedStringField(fieldOutPartition).
-				Description("The partition of each message's record, a whole number; only with `partitioner: manual`, which needs it.").
-				Example(`${! @kafka_partition }`).
+				Description("The partition of each message's record, a whole number, such as `${! @kafka_partition }`; only with `partitioner: manual`, which needs it. Empty is absent.").
 				Optional(),
 			service.NewStringAnnotatedEnumField(fieldOutPartitioner, map[string]string{
 				produce.PartitionerMurmur2:     "Kafka's default: the murmur2 hash of the key, its sign bit masked, modulo the partition count, as the Java client places a keyed record. A record without a key goes to a partition kept until its batch is full (KIP-480).",
@@ -101,15 +100,13 @@ silent drop. Records are placed as the Java client places them: by the murmur2 h
 				Example(map[string]any{"include_patterns": []string{".*"}}).
 				Optional(),
 			service.NewInterpolatedStringField(fieldOutTimestampMs).
-				Description("The timestamp of each message's record, in milliseconds since the Unix epoch. Absent, the time the record is produced. A value that is not a whole number fails its message.").
-				Example(`${! @kafka_timestamp_ms }`).
-				Example(`${! timestamp_unix_milli() }`).
+				Description("The timestamp of each message's record, in milliseconds since the Unix epoch, such as `${! @kafka_timestamp_ms }` or `${! timestamp_unix_milli() }`. Absent or empty, the time the record is produced. A value that is not a whole number fails its message.").
 				Optional().Advanced(),
 			service.NewInterpolatedStringField(fieldOutTimestamp).
 				Description("Deprecated, as in the redpanda output: the timestamp in seconds. Use `timestamp_ms`; not both.").
 				Optional().Advanced().Deprecated(),
 			service.NewStringEnumField(fieldOutCompression, produce.CompressionLz4, produce.CompressionSnappy, produce.CompressionGzip, produce.CompressionNone, produce.CompressionZstd).LintRule(rule(fieldOutCompression)).
-				Description("The compression of record batches. Absent, snappy where the broker takes it, else none (kgo's default, as in the redpanda output).").
+				Description("The compression of record batches. Absent or empty, snappy where the broker takes it, else none (kgo's default, as in the redpanda output).").
 				Optional().Advanced(),
 			service.NewIntField(fieldOutMaxInFlight).LintRule(rule(fieldOutMaxInFlight)).
 				Description("The most batches being written at once.").
@@ -157,7 +154,7 @@ silent drop. Records are placed as the Java client places them: by the murmur2 h
 				Default("").Advanced(),
 			service.NewTLSToggledField(fieldTLS),
 			saslFieldSpec("output"),
-			tcpFieldSpec(),
+			tcpFieldSpec("output"),
 			service.NewDurationField(fieldMetadataMaxAge).LintRule(rule(fieldMetadataMaxAge)).
 				Description("How often to refresh metadata: how quickly new partitions are seen.").
 				Default("1m").Advanced(),

@@ -105,10 +105,12 @@ metadata:
 }
 
 // Without a metadata filter a record has no headers; with one, the list of
-// headers a message read from Kafka carries is never a header itself.
+// headers a message read from Kafka carries is never a header itself. The
+// optional fields written empty, as create writes them, are absent: no key
+// (not an empty one), the time of producing, kgo's compression.
 func TestOutputHeadersFilter(t *testing.T) {
 	c := newCluster(t, 1, "out")
-	plain := connectedOutput(t, c.addr, "topic: out\n")
+	plain := connectedOutput(t, c.addr, "topic: out\nkey: \"\"\npartition: \"\"\ntimestamp_ms: \"\"\ncompression: \"\"\n")
 	all := connectedOutput(t, c.addr, "topic: out\nmetadata: { include_patterns: [ '.*' ] }\n")
 	m := func() *service.Message {
 		msg := message("v", "h", "1")
@@ -120,6 +122,8 @@ func TestOutputHeadersFilter(t *testing.T) {
 	got := c.readTopic(t, "out", 1)
 	require.Len(t, got, 2)
 	require.Empty(t, got[0].Headers)
+	require.Nil(t, got[0].Key, "key: \"\" is no key")
+	require.WithinDuration(t, time.Now(), got[0].Timestamp, time.Minute, "timestamp_ms: \"\" is the time of producing")
 	require.Equal(t, []kgo.RecordHeader{{Key: "h", Value: []byte("1")}}, got[1].Headers)
 }
 

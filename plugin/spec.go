@@ -226,7 +226,7 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 				Description("The transaction isolation level of fetches. At either level the transaction markers (control records) are accounted for without being delivered, so commits reach the log end past them.").
 				Default(isolationUncommitted).Advanced(),
 			service.NewTLSToggledField(fieldTLS),
-			tcpFieldSpec(),
+			tcpFieldSpec("input"),
 			saslFieldSpec("input"),
 
 			service.NewDurationField(fieldCommitPeriod).LintRule(fieldRule(fieldCommitPeriod)).

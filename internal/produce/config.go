@@ -7,7 +7,7 @@ import (
 )
 
 // Partitioners, by the names the redpanda output's partitioner field takes
-// (Redpanda Connect v4.106, internal/impl/kafka/franz_writer.go).
+// (Redpanda Connect v4.106, internal/impl/kafka/franz_writer.go:126-170).
 const (
 	// PartitionerMurmur2 hashes a record's key with murmur2, masks the sign
 	// bit and takes it modulo the partition count, as the Java client's
