@@ -45,6 +45,7 @@ const DefaultMaxMessageBytes = 1000012
 // output. Its zero value is the dead-letter writer's producer: murmur2 on the
 // key, idempotent, kgo's limits and timeouts. A zero field leaves kgo's
 // default. Acks are always from all in-sync replicas: no field changes that.
+// A Config is a value, safe for concurrent reads.
 type Config struct {
 	Partitioner string // one of the Partitioner constants; "" is PartitionerMurmur2
 	Compression string // one of the Compression constants; "": kgo's (snappy where the broker takes it, else none)
