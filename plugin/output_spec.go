@@ -112,7 +112,7 @@ silent drop. Records are placed as the Java client places them: by the murmur2 h
 				Description("The most batches being written at once.").
 				Default(256),
 			service.NewBatchPolicyField(fieldOutBatching).
-				Description("How messages are grouped into batches before they are written. A batch error still fails only the messages whose records failed."),
+				Description("How messages are grouped into batches before they are written. With it, Benthos resolves the output's batch error per input batch: an input batch holding a message whose record failed fails whole (the `kafka_watermark` input then retries all of it), where without it the input learns which messages failed and retries only those."),
 			service.NewBoolField(fieldOutIdempotentWrite).
 				Description("Idempotent writes: the broker drops the duplicates of a record that the client sends again after a lost answer, and keeps each partition's records in order. Needs the `IDEMPOTENT_WRITE` permission on the cluster (Kafka 3.0+ grants it with `WRITE` on a topic). `false` allows `max_in_flight_requests` above 1, at the cost of duplicates and reordering on retries.").
 				Default(true).Advanced(),
