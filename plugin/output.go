@@ -3,6 +3,7 @@ package plugin
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -160,14 +161,14 @@ func (w *ownProducer) close() {
 // produceSome produces the records of rs that are not nil, and returns the
 // outcomes of all of rs (nil for a nil record).
 func produceSome(ctx context.Context, p *produce.Producer, rs []*kgo.Record) []error {
+	if !slices.Contains(rs, nil) {
+		return p.ProduceAll(ctx, rs)
+	}
 	some := make([]*kgo.Record, 0, len(rs))
 	for _, r := range rs {
 		if r != nil {
 			some = append(some, r)
 		}
-	}
-	if len(some) == len(rs) {
-		return p.ProduceAll(ctx, rs)
 	}
 	outcomes := make([]error, len(rs))
 	got := p.ProduceAll(ctx, some)
