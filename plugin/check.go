@@ -33,7 +33,7 @@ type fieldCheck func(path string, v any) error
 
 // fieldChecks holds every field check, by the field's dotted path.
 var fieldChecks = map[string]fieldCheck{
-	fieldSeedBrokers:   checkBrokers,
+	fieldSeedBrokers:   checkBrokers(msgNoBrokers),
 	fieldConsumerGroup: checkNotEmpty(msgNoGroup),
 
 	fieldStartOffset:    checkOneOf(startEarliest, startLatest, startCommitted),
@@ -86,17 +86,18 @@ type fieldError struct {
 
 func (e fieldError) Unwrap() error { return e.error }
 
-// checkFields runs every field check on the field's value in pc.
-func checkFields(pc *service.ParsedConfig) []error {
+// checkFields runs every check of checks on its field's value in pc; a
+// field of required is checked when absent too, with a nil value.
+func checkFields(pc *service.ParsedConfig, checks map[string]fieldCheck, required map[string]bool) []error {
 	var errs []error
-	for path, check := range fieldChecks {
+	for path, check := range checks {
 		p := strings.Split(path, ".")
 		var v any
 		var err error
 		switch {
 		case pc.Contains(p...):
 			v, err = pc.FieldAny(p...)
-		case !requiredFields[path]:
+		case !required[path]:
 			continue
 		}
 		if err == nil {
@@ -192,16 +193,21 @@ func checkCommitMetadataBytes(path string, v any) error {
 
 // checkByteSize: a byte size as parseBytes reads it, that fits a Kafka
 // request's int32.
-func checkByteSize(path string, v any) error {
-	s, ok := v.(string)
-	if !ok {
-		return fmt.Errorf("%s (%v) is not a byte size such as 1048576, 512KiB or 1MB: write it as a string", path, v)
+var checkByteSize = checkByteSizeBetween(1, maxInt32)
+
+// checkByteSizeBetween: a byte size as parseBytes reads it, from lo to hi.
+func checkByteSizeBetween(lo, hi int64) fieldCheck {
+	return func(path string, v any) error {
+		s, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("%s (%v) is not a byte size such as 1048576, 512KiB or 1MB: write it as a string", path, v)
+		}
+		n, err := parseBytes(path, s)
+		if err == nil && (n < lo || n > hi) {
+			err = fmt.Errorf("%s (%d) must be between %d and %d bytes", path, n, lo, hi)
+		}
+		return err
 	}
-	n, err := parseBytes(path, s)
-	if err == nil && (n < 1 || n > maxInt32) {
-		err = fmt.Errorf("%s (%d) must be between 1 and %d bytes", path, n, int64(maxInt32))
-	}
-	return err
 }
 
 func checkOneOf(options ...string) fieldCheck {
@@ -225,12 +231,16 @@ func checkNotEmpty(msg string) fieldCheck {
 	}
 }
 
-// checkBrokers: at least one address, each one kgo can dial. kgo takes a
-// missing port as 9092 and refuses a port that is not a number only when it
-// connects, which at start means retrying for ever. Lint calls a list
-// field's rule on the list and on each entry: an entry alone (a string) is
-// left to the list's call.
-func checkBrokers(path string, v any) error {
+// checkBrokers: at least one address (noBrokers says so when there is
+// none), each one kgo can dial. kgo takes a missing port as 9092 and refuses
+// a port that is not a number only when it connects, which at start means
+// retrying for ever. Lint calls a list field's rule on the list and on each
+// entry: an entry alone (a string) is left to the list's call.
+func checkBrokers(noBrokers string) fieldCheck {
+	return func(path string, v any) error { return checkBrokerList(path, v, noBrokers) }
+}
+
+func checkBrokerList(path string, v any, noBrokers string) error {
 	var entries []string
 	switch l := v.(type) {
 	case []any:
@@ -245,7 +255,7 @@ func checkBrokers(path string, v any) error {
 	}
 	addrs := kafkaconn.SplitEntries(entries)
 	if len(addrs) == 0 {
-		return fmt.Errorf("%s: %s", path, msgNoBrokers)
+		return fmt.Errorf("%s: %s", path, noBrokers)
 	}
 	var errs []error
 	for _, a := range addrs {

@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -53,8 +52,6 @@ const (
 	msgMaxYieldConflict   = "this is batch_max_bytes here, which is set too: set only one of them"
 	msgCheckpointConflict = "this is max_pending_batches here (counted in batches, not messages), which is set too: set only one of them"
 	msgBatching           = "batches here are cut by batch_max_records and batch_max_bytes, one partition per batch; use a batching policy on the output instead"
-	msgSASLNotBuilt       = "is not built into this input: use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
-	msgSASLAWS            = "AWS_MSK_IAM is not built into this input: remove these settings and use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
 )
 
 // redpandaFields are the spec's fields for the redpanda input's settings that
@@ -219,15 +216,5 @@ func (c *config) validateRedpanda(bad func(format string, args ...any)) {
 	if rp.batching != nil && !rp.batching.IsNoop() {
 		bad("%s.%s: %s", fieldUnordered, fieldUnorderedBatching, msgBatching)
 	}
-	for i, s := range c.sasl {
-		if s.AWS {
-			bad("%s[%d].%s: %s", fieldSASL, i, fieldSASLAWS, msgSASLAWS)
-		}
-	}
-}
-
-// saslRejected is validate's message for a mechanism the enum takes only to
-// name what to use instead.
-func saslRejected(i int, mechanism string) error {
-	return fmt.Errorf("%s[%d].%s: %s %s", fieldSASL, i, fieldSASLMechanism, mechanism, msgSASLNotBuilt)
+	validateSASL(c.sasl, "input", func(err error) { bad("%v", err) })
 }

@@ -105,7 +105,7 @@ func (c *config) setConn(conn kafkaconn.Config) {
 // parseConfig checks each field's value (check.go), reads every field, then
 // validates the whole config once. Lint runs it too (lint.go).
 func parseConfig(pc *service.ParsedConfig) (*config, error) {
-	if errs := checkFields(pc); len(errs) > 0 {
+	if errs := checkFields(pc, fieldChecks, requiredFields); len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	c := &config{}
@@ -236,14 +236,6 @@ func (c *config) validate() error {
 		bad("%s (%v) must be below %s (%v)", fieldHeartbeatInterval, c.heartbeat, fieldSessionTimeout, c.sessionTimeout)
 	}
 	c.validateDeadLetter(bad)
-	for _, err := range kafkaconn.ValidateSASL(c.sasl) {
-		// The enum takes these names only to say what to use instead.
-		var unknown *kafkaconn.UnknownMechanismError
-		if errors.As(err, &unknown) && (unknown.Mechanism == saslAWSMSKIAM || unknown.Mechanism == saslRedpandaCloudSA) {
-			err = saslRejected(unknown.Index, unknown.Mechanism)
-		}
-		errs = append(errs, err)
-	}
 	return errors.Join(errs...)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/watermark-connect/watermark-connect/internal/deadletter"
 	"github.com/watermark-connect/watermark-connect/internal/engine"
 	"github.com/watermark-connect/watermark-connect/internal/kafkamsg"
+	"github.com/watermark-connect/watermark-connect/internal/produce"
 )
 
 // validateDeadLetter checks the dead_letter block: the lint rule's checks,
@@ -77,31 +78,34 @@ func (m topicMatcher) matches(topic string) bool {
 }
 
 // deadLetterWriter writes dead letters with a producer client of its own,
-// on the input's cluster and connection settings: acks from all in-sync
-// replicas and idempotence (kgo's defaults, stated), records keyed and
-// stamped as the originals. Safe for concurrent use: Write is called from a
-// goroutine per batch.
+// on the input's cluster and connection settings, through the output's
+// producer code (internal/produce): acks from all in-sync replicas,
+// idempotence, murmur2 on the key, no linger; records keyed and stamped as
+// the originals. Safe for concurrent use: Write is called from a goroutine
+// per batch.
 type deadLetterWriter struct {
 	topic    *service.InterpolatedString
 	consumed topicMatcher // the input's topics: never a dead-letter topic
 	cl       *kgo.Client
+	p        *produce.Producer // writes through cl
 }
+
+// deadLetterProducer is how dead letters are produced: the producer's
+// defaults, sent at once. A dead letter larger than Kafka's default
+// max.message.bytes (an origin record near it, with the provenance headers
+// added) is a failed write that says so.
+var deadLetterProducer = produce.Config{NoLinger: true, LimitName: "Kafka's default max.message.bytes"}
 
 // newDeadLetterWriter makes the producer; nil when dead_letter.topic is empty.
 func newDeadLetterWriter(conf *config) (*deadLetterWriter, error) {
 	if conf.deadLetter == nil {
 		return nil, nil
 	}
-	opts := append(conf.conn().Opts(),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.ProducerLinger(0),
-		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
-	)
-	cl, err := kgo.NewClient(opts...)
+	cl, p, err := produce.NewClient(conf.conn().Opts(), deadLetterProducer)
 	if err != nil {
 		return nil, fmt.Errorf("kafka_watermark: invalid dead-letter producer options: %w", err)
 	}
-	return &deadLetterWriter{topic: conf.deadLetter, consumed: conf.topicMatcher(), cl: cl}, nil
+	return &deadLetterWriter{topic: conf.deadLetter, consumed: conf.topicMatcher(), cl: cl, p: p}, nil
 }
 
 // Write produces l's records to their dead-letter topic and returns once the
@@ -130,7 +134,7 @@ func (w *deadLetterWriter) Write(ctx context.Context, l *engine.Letter) (string,
 			dests = append(dests, dest)
 		}
 	}
-	if err := w.cl.ProduceSync(ctx, out...).FirstErr(); err != nil {
+	if err := produce.FirstErr(w.p.ProduceAll(ctx, out)); err != nil {
 		return "", fmt.Errorf("producing to dead-letter topic %s: %w", strings.Join(dests, ","), err)
 	}
 	return strings.Join(dests, ","), nil

@@ -24,16 +24,27 @@ import (
 // then checks every commit against what reached the sink or the dead-letter
 // topic, at the moment of the commit.
 func (c *cluster) watchDeadLetters(t *testing.T, dlq string) {
+	c.watchProduced(t, dlq, func(h map[string]string) rec {
+		p, _ := strconv.Atoi(h["dead_letter_partition"])
+		o, _ := strconv.ParseInt(h["dead_letter_offset"], 10, 64)
+		return rec{topic: h["dead_letter_topic"], partition: int32(p), offset: o}
+	})
+}
+
+// watchProduced marks, in the sink, the origin of every record produced to
+// topic as acknowledged when its produce request reaches the broker; origin
+// tells it from the record's headers.
+func (c *cluster) watchProduced(t *testing.T, topic string, origin func(headers map[string]string) rec) {
 	c.ControlKey(int16(kmsg.Produce), func(r kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		for _, rt := range r.(*kmsg.ProduceRequest).Topics {
-			topic := rt.Topic
-			if topic == "" {
+			name := rt.Topic
+			if name == "" {
 				c.mu.Lock()
-				topic = c.names[rt.TopicID]
+				name = c.names[rt.TopicID]
 				c.mu.Unlock()
 			}
-			if topic != dlq {
+			if name != topic {
 				continue
 			}
 			for _, rp := range rt.Partitions {
@@ -44,13 +55,13 @@ func (c *cluster) watchDeadLetters(t *testing.T, dlq string) {
 				}
 				raw, err := kgo.DefaultDecompressor().Decompress(b.Records, kgo.CompressionCodecType(b.Attributes&7))
 				if err != nil {
-					t.Errorf("dead-letter batch: %v", err)
+					t.Errorf("produced batch: %v", err)
 					continue
 				}
 				for range b.NumRecords {
 					r := kmsg.NewRecord()
 					if err := r.ReadFrom(raw); err != nil {
-						t.Errorf("dead-letter record: %v", err)
+						t.Errorf("produced record: %v", err)
 						break
 					}
 					n, amt := binary.Varint(raw)
@@ -59,9 +70,7 @@ func (c *cluster) watchDeadLetters(t *testing.T, dlq string) {
 					for _, hd := range r.Headers {
 						h[hd.Key] = string(hd.Value)
 					}
-					p, _ := strconv.Atoi(h["dead_letter_partition"])
-					o, _ := strconv.ParseInt(h["dead_letter_offset"], 10, 64)
-					origins = append(origins, rec{topic: h["dead_letter_topic"], partition: int32(p), offset: o})
+					origins = append(origins, origin(h))
 				}
 				c.sink.ack(origins)
 			}
@@ -218,4 +227,34 @@ func TestDeadLetterTopicConsumedAtTheWrite(t *testing.T) {
 		_, err = w.destination(&kgo.Record{Topic: "payments", Value: []byte("v")})
 		require.NoError(t, err, "another origin names a topic the input does not consume")
 	}
+}
+
+// A dead letter too large to produce (an origin record near Kafka's default
+// max.message.bytes, with the provenance headers added) is a failed write
+// that names its size and the limit, through the output's producer code;
+// a dead letter that fits is written.
+func TestDeadLetterTooLarge(t *testing.T) {
+	c := newCluster(t, 1, "orders", "orders-dlq")
+	pc, err := ConfigSpec().ParseYAML(fmt.Sprintf("seed_brokers: [ %q ]\ntopics: [ orders ]\nconsumer_group: g\ndead_letter: { topic: orders-dlq }\n", c.addr), nil)
+	require.NoError(t, err)
+	conf, err := parseConfig(pc)
+	require.NoError(t, err)
+	w, err := newDeadLetterWriter(conf)
+	require.NoError(t, err)
+	defer w.close()
+
+	letter := func(size int) *engine.Letter {
+		return &engine.Letter{
+			Records:  []*kgo.Record{{Topic: "orders", Partition: 0, Offset: 7, Value: make([]byte, size), Timestamp: time.UnixMilli(1)}},
+			Attempts: 5, Error: "http_500", FirstFailed: time.UnixMilli(2), Member: "m@h",
+		}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	dest, err := w.Write(ctx, letter(1000))
+	require.NoError(t, err)
+	require.Equal(t, "orders-dlq", dest)
+
+	_, err = w.Write(ctx, letter(1000012))
+	require.ErrorContains(t, err, `producing to dead-letter topic orders-dlq: record of 1000288 bytes for topic "orders-dlq" (its size as a record batch of its own) is larger than Kafka's default max.message.bytes (1000012 bytes): not produced`)
 }

@@ -16,10 +16,11 @@ const (
 
 // tcpFieldSpec is the tcp block: netutil.DialerConfigSpec's fields (names,
 // types, defaults, nesting: TestTCPSpecMatchesNetutil holds it to them), so that
-// netutil.DialerConfigFromParsed parses it, but described as this input
-// dials. netutil's own descriptions are wrong here: its connect_timeout "Zero
-// disables", where 0s is kgo's 10s here (kafkaconn.Parse reads the block).
-func tcpFieldSpec() *service.ConfigField {
+// netutil.DialerConfigFromParsed parses it, but described as the input and
+// the output dial (who names the component: "input", "output"). netutil's
+// own descriptions are wrong here: its connect_timeout "Zero disables",
+// where 0s is kgo's 10s here (kafkaconn.Parse reads the block).
+func tcpFieldSpec(who string) *service.ConfigField {
 	return service.NewObjectField(fieldTCP,
 		service.NewDurationField(fieldTCPConnectTimeout).
 			Description("How long a dial of a broker may take, the TLS handshake included when TLS is on. "+
@@ -43,10 +44,10 @@ func tcpFieldSpec() *service.ConfigField {
 			Description("How long sent data may stay unacknowledged before the connection is dropped (TCP_USER_TIMEOUT): "+
 				"Linux only (kernel 2.6.37+), ignored elsewhere. 0s, the default, leaves it unset. "+
 				"When set, `keep_alive.idle` must be greater (RFC 5482): otherwise a config error, "+
-				"where the redpanda input logs it and dials without the block.").
+				"where the redpanda "+who+" logs it and dials without the block.").
 			Default("0s"),
 	).
-		Description("TCP socket settings of broker connections: the redpanda input's fields, except that a `connect_timeout` of 0s is a 10s timeout here, not none. " +
+		Description("TCP socket settings of broker connections: the redpanda " + who + "'s fields, except that a `connect_timeout` of 0s is a 10s timeout here, not none. " +
 			"The block always applies: a config that leaves it, or some of its fields, out dials with their defaults. " +
 			"With TLS on, the TLS handshake runs over this dialer (the server name is each broker's host unless the TLS settings name one).").
 		Optional().

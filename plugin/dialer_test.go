@@ -55,10 +55,10 @@ func tcpSpecJSON(t *testing.T, f *service.ConfigField) any {
 // netutil.DialerConfigSpec's, so that netutil.DialerConfigFromParsed parses
 // it, and a redpanda input's tcp block means the same here.
 func TestTCPSpecMatchesNetutil(t *testing.T) {
-	require.Equal(t, tcpSpecJSON(t, netutil.DialerConfigSpec()), tcpSpecJSON(t, tcpFieldSpec()))
+	require.Equal(t, tcpSpecJSON(t, netutil.DialerConfigSpec()), tcpSpecJSON(t, tcpFieldSpec("input")))
 
 	// Parsed from either spec, netutil reads the same DialerConfig.
-	ours := service.NewConfigSpec().Field(tcpFieldSpec())
+	ours := service.NewConfigSpec().Field(tcpFieldSpec("input"))
 	theirs := service.NewConfigSpec().Field(netutil.DialerConfigSpec())
 	for _, yaml := range []string{
 		"",

@@ -1,14 +1,24 @@
-// Package plugin is the kafka_watermark Benthos input: it consumes Kafka
-// topics in a consumer group with franz-go and commits, per partition, only
-// the watermark of the delivered batches, so an offset is never committed
-// past a batch that is unacknowledged or failed.
+// Package plugin is the kafka_watermark Benthos input and output. The input
+// consumes Kafka topics in a consumer group with franz-go and commits, per
+// partition, only the watermark of the delivered batches, so an offset is
+// never committed past a batch that is unacknowledged or failed. The output
+// writes messages to Kafka and acknowledges a batch only once every in-sync
+// replica has every record of it, failing only the messages whose records
+// failed.
 //
-// This package is the input's Benthos face: its config spec and lint rules
-// (spec.go, compat.go for the redpanda input's fields), the parsed config
-// (config.go), the kgo client options (client.go, dialer.go), its logging
-// (connlog.go: kgo's lines, failed dials summed up per address, brokers
-// that accept connections and never answer, across reconnects), and the
-// Input, whose Connect, ReadBatch, ack functions and Close are the
-// engine's API (internal/engine) put to Benthos's use. Register adds the
-// input to an environment; RecordsToBatch is the message conversion.
+// This package is their Benthos face. The input: its config spec and lint
+// rules (spec.go, compat.go for the redpanda input's fields), the parsed
+// config (config.go), the kgo client options (client.go, dialer.go), its
+// logging (connlog.go: kgo's lines, failed dials summed up per address,
+// brokers that accept connections and never answer, across reconnects), and
+// the Input, whose Connect, ReadBatch, ack functions and Close are the
+// engine's API (internal/engine) put to Benthos's use. The output: its spec
+// (output_spec.go), its parsed config, read and validated in
+// output_config.go, messages to records and batch errors
+// (output_records.go), and the Output (output.go), which writes through
+// internal/produce behind one seam, recordWriter, where exactly once will
+// plug in. Both share the connection's fields (connspec.go, dialer.go,
+// internal/kafkaconn) and the lint machinery (lint.go, check.go). Register
+// adds both to an environment; RecordsToBatch is the input's message
+// conversion.
 package plugin

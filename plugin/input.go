@@ -24,10 +24,13 @@ func init() {
 	}
 }
 
-// Register adds the kafka_watermark input to env. Importing the package
-// registers it on Benthos's global environment already.
+// Register adds the kafka_watermark input and output to env. Importing the
+// package registers them on Benthos's global environment already.
 func Register(env *service.Environment) error {
-	return env.RegisterBatchInput(InputName, ConfigSpec(), newInputFromConfig)
+	if err := env.RegisterBatchInput(InputName, ConfigSpec(), newInputFromConfig); err != nil {
+		return err
+	}
+	return env.RegisterBatchOutput(OutputName, OutputConfigSpec(), newOutputFromConfig)
 }
 
 // newInputFromConfig builds the input with the redpanda input's wrappers,
@@ -139,21 +142,7 @@ func connectBackoff(fails int) time.Duration {
 
 // authDescription names the security settings for connection errors, never
 // a secret.
-func (in *Input) authDescription() string {
-	var parts []string
-	if in.conf.tls != nil {
-		parts = append(parts, "TLS")
-	}
-	for _, s := range in.conf.sasl {
-		if s.Mechanism != saslNone {
-			parts = append(parts, "SASL "+s.Mechanism)
-		}
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return " with " + strings.Join(parts, " and ")
-}
+func (in *Input) authDescription() string { return authDescription(in.conf.conn()) }
 
 // ReadBatch returns the next batch, already registered with its partition's
 // tracker. The returned ack function may be called from any goroutine, in

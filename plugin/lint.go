@@ -11,29 +11,79 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 )
 
-// Lint runs the checks start runs (check.go, and validate in config.go), through two Bloblang
-// methods that call them. Benthos evaluates lint rules in its global Bloblang
-// environment, so the methods are registered there, once, before the spec
-// that uses them is built; they are pure and read nothing but their input.
+// Lint runs the checks start runs (check.go, and validate in config.go and
+// output_config.go), through Bloblang methods that call them: per component,
+// one that checks a field and one that parses the whole config. Benthos
+// evaluates lint rules in its global Bloblang environment, so the methods
+// are registered there, once, before the specs that use them are built; they
+// are pure and read nothing but their input.
+//
+// The input's methods keep the names they had before the output came; the
+// output's are named after it.
 const (
-	methodCheckField = "kafka_watermark_check_field"
-	methodLintConfig = "kafka_watermark_lint"
+	methodCheckField       = "kafka_watermark_check_field"
+	methodLintConfig       = "kafka_watermark_lint"
+	methodOutputCheckField = "kafka_watermark_output_check_field"
+	methodOutputLintConfig = "kafka_watermark_output_lint"
 )
 
-// fieldRule is the LintRule of the field at path: its field check, on the
-// value as written, reported at the field's line.
+// lintTarget is what one component's lint runs: the checks its fields'
+// rules call, and how its whole config is parsed and validated.
+type lintTarget struct {
+	checkMethod, lintMethod string
+	checks                  map[string]fieldCheck
+	required                map[string]bool // checked when absent too (checkFields)
+	spec                    func() *service.ConfigSpec
+	parse                   func(*service.ParsedConfig) error
+}
+
+// lintTargets returns the input's and the output's lint targets. A function,
+// not a variable: the specs it names register the methods that read it.
+func lintTargets() []lintTarget {
+	return []lintTarget{
+		{
+			checkMethod: methodCheckField, lintMethod: methodLintConfig,
+			checks: fieldChecks, required: requiredFields,
+			spec:  func() *service.ConfigSpec { return lintSpecs.get(ConfigSpec) },
+			parse: func(pc *service.ParsedConfig) error { _, err := parseConfig(pc); return err },
+		},
+		{
+			checkMethod: methodOutputCheckField, lintMethod: methodOutputLintConfig,
+			checks: outputFieldChecks, required: outputRequiredFields,
+			spec:  func() *service.ConfigSpec { return outputLintSpecs.get(OutputConfigSpec) },
+			parse: func(pc *service.ParsedConfig) error { _, err := parseOutputConfig(pc); return err },
+		},
+	}
+}
+
+// fieldRule is the LintRule of the input's field at path: its field check,
+// on the value as written, reported at the field's line.
 func fieldRule(path string) string {
 	return fmt.Sprintf("root = this.%s(%q)", methodCheckField, path)
 }
 
-// lintRule is the spec's lint rule: everything parseConfig refuses that no
-// field's own rule reports (rules across fields, values Benthos cannot read),
-// reported at the input's line.
-var lintRule = "root = this." + methodLintConfig + "()"
+// outputFieldRule is fieldRule for the output's field at path.
+func outputFieldRule(path string) string {
+	return fmt.Sprintf("root = this.%s(%q)", methodOutputCheckField, path)
+}
 
-// registerLintMethods registers the methods, once.
+// lintRule and outputLintRule are the specs' lint rules: everything parsing
+// refuses that no field's own rule reports (rules across fields, values
+// Benthos cannot read), reported at the component's line.
+var (
+	lintRule       = "root = this." + methodLintConfig + "()"
+	outputLintRule = "root = this." + methodOutputLintConfig + "()"
+)
+
+// registerLintMethods registers the methods of every component, once.
 func registerLintMethods() error {
-	lintMethods.once.Do(func() { lintMethods.err = registerLintMethodsNow() })
+	lintMethods.once.Do(func() {
+		for _, target := range lintTargets() {
+			if lintMethods.err = target.register(); lintMethods.err != nil {
+				return
+			}
+		}
+	})
 	return lintMethods.err
 }
 
@@ -42,17 +92,17 @@ var lintMethods struct {
 	err  error
 }
 
-func registerLintMethodsNow() error {
-	err := bloblang.RegisterMethodV2(methodCheckField,
+func (target lintTarget) register() error {
+	err := bloblang.RegisterMethodV2(target.checkMethod,
 		bloblang.NewPluginSpec().
-			Description("Internal to the kafka_watermark input's lint rules: the errors of one field's value, as the input's start finds them.").
+			Description("Internal to the kafka_watermark lint rules: the errors of one field's value, as the component's start finds them.").
 			Param(bloblang.NewStringParam("field").Description("The field's dotted path.")),
 		func(args *bloblang.ParsedParams) (bloblang.Method, error) {
 			path, err := args.GetString("field")
 			if err != nil {
 				return nil, err
 			}
-			check, ok := fieldChecks[path]
+			check, ok := target.checks[path]
 			if !ok {
 				return nil, fmt.Errorf("no check for field %s", path)
 			}
@@ -66,20 +116,20 @@ func registerLintMethodsNow() error {
 	if err != nil {
 		return err
 	}
-	return bloblang.RegisterMethodV2(methodLintConfig,
+	return bloblang.RegisterMethodV2(target.lintMethod,
 		bloblang.NewPluginSpec().
-			Description("Internal to the kafka_watermark input's lint rule: the errors the input's start finds in a config, but for those of a single field."),
+			Description("Internal to the kafka_watermark lint rules: the errors the component's start finds in a config, but for those of a single field."),
 		func(*bloblang.ParsedParams) (bloblang.Method, error) {
-			return func(v any) (any, error) { return lintConfig(v), nil }, nil
+			return func(v any) (any, error) { return target.lintConfig(v), nil }, nil
 		})
 }
 
-// lintConfig parses the input's config as written (lint sees it without
-// defaults; ParseYAML fills them in, as at start) and returns parseConfig's
+// lintConfig parses the component's config as written (lint sees it without
+// defaults; ParseYAML fills them in, as at start) and returns the parse's
 // errors, leaving out the field checks' (each field's rule reports those).
 // The tls block is left out: its files are read at start, and lint reads no
 // files (Benthos lints the block's fields itself).
-func lintConfig(v any) []any {
+func (target lintTarget) lintConfig(v any) []any {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return nil // not an object: Benthos says so
@@ -90,9 +140,9 @@ func lintConfig(v any) []any {
 	if err != nil {
 		return []any{err.Error()}
 	}
-	pc, err := lintSpec().ParseYAML(string(raw), nil)
+	pc, err := target.spec().ParseYAML(string(raw), nil)
 	if err == nil {
-		_, err = parseConfig(pc)
+		err = target.parse(pc)
 	}
 	var out []any
 	for _, e := range flatten(err) {
@@ -147,16 +197,18 @@ func written(conf map[string]any, path string) bool {
 	return v != nil
 }
 
-// lintSpec is the spec lintConfig parses with, built once.
-func lintSpec() *service.ConfigSpec {
-	lintSpecs.once.Do(func() { lintSpecs.spec = ConfigSpec() })
-	return lintSpecs.spec
-}
-
-var lintSpecs struct {
+// specOnce is a spec built once, for lintConfig to parse with.
+type specOnce struct {
 	once sync.Once
 	spec *service.ConfigSpec
 }
+
+func (s *specOnce) get(build func() *service.ConfigSpec) *service.ConfigSpec {
+	s.once.Do(func() { s.spec = build() })
+	return s.spec
+}
+
+var lintSpecs, outputLintSpecs specOnce
 
 // flatten lists the errors joined in err.
 func flatten(err error) []error {

@@ -226,32 +226,8 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 				Description("The transaction isolation level of fetches. At either level the transaction markers (control records) are accounted for without being delivered, so commits reach the log end past them.").
 				Default(isolationUncommitted).Advanced(),
 			service.NewTLSToggledField(fieldTLS),
-			tcpFieldSpec(),
-			service.NewObjectListField(fieldSASL,
-				service.NewStringAnnotatedEnumField(fieldSASLMechanism, map[string]string{
-					saslPlain:           "Plain text authentication.",
-					saslScram256:        "SCRAM authentication (RFC 5802) with SHA-256.",
-					saslScram512:        "SCRAM authentication (RFC 5802) with SHA-512.",
-					saslOAuthBearer:     "OAuth bearer token authentication.",
-					saslNone:            "No authentication: the entry is skipped, as in the redpanda input.",
-					saslAWSMSKIAM:       "Rejected: not built into this input; use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER.",
-					saslRedpandaCloudSA: "Rejected: not built into this input; use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER.",
-				}).
-					Description("The SASL mechanism."),
-				service.NewStringField(fieldSASLUsername).Description("The user name, for PLAIN and SCRAM.").Default(""),
-				service.NewStringField(fieldSASLPassword).Description("The password, for PLAIN and SCRAM.").Default("").Secret(),
-				service.NewStringField(fieldSASLToken).Description("The bearer token, for OAUTHBEARER.").Default("").Secret(),
-				service.NewStringMapField(fieldSASLExtensions).Description("Key/value pairs added to OAUTHBEARER authentication requests.").Optional(),
-				// An object without declared fields: lint checks only that it is an
-				// object, whatever fields it holds (the redpanda input's region,
-				// endpoint, credentials), and Benthos leaves it unset when absent (a
-				// map field would be filled in empty, and so always rejected). Set, the
-				// lint rule and validate reject it.
-				service.NewObjectField(fieldSASLAWS).Description("Rejected: the redpanda input's settings for `AWS_MSK_IAM`, which is not built into this input.").Optional(),
-			).
-				Description("SASL authentication, tried in order.").
-				Optional().Advanced().
-				Example([]any{map[string]any{"mechanism": saslScram512, "username": "${KAFKA_USER}", "password": "${KAFKA_PASSWORD}"}}),
+			tcpFieldSpec("input"),
+			saslFieldSpec("input"),
 
 			service.NewDurationField(fieldCommitPeriod).LintRule(fieldRule(fieldCommitPeriod)).
 				Description("How often to commit the partitions whose watermark moved. Shorter means less replay after a crash, more commit requests. Our own default: 1s, where the redpanda input's is 5s.").

@@ -228,7 +228,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 // partition_buffer_bytes: "", max_yield_batch_bytes: "", checkpoint_limit: 0),
 // and lint refused the template however its required fields were filled.
 // Filled in, every template the help shows lints clean (and lint runs the
-// checks the input runs at start).
+// checks the input runs at start); so do the output's, whose optional
+// fields create writes empty, which is absent.
 func TestCreateTemplateLintsOnceFilled(t *testing.T) {
 	t.Parallel()
 	fill := strings.NewReplacer(
@@ -237,7 +238,8 @@ func TestCreateTemplateLintsOnceFilled(t *testing.T) {
 		`consumer_group: "" # No default (required)`, "consumer_group: g",
 	)
 	dir := t.TempDir()
-	for i, expr := range []string{"kafka_watermark", "kafka_watermark/mapping/http_client", "kafka_watermark/mapping,log/file"} {
+	for i, expr := range []string{"kafka_watermark", "kafka_watermark/mapping/http_client", "kafka_watermark/mapping,log/file",
+		"kafka_watermark/mapping/kafka_watermark"} {
 		out, code := runBinary(t, nil, "create", expr)
 		require.Equal(t, 0, code, out)
 		for _, stale := range []string{"auto_replay_nacks", "partition_buffer_bytes", "max_yield_batch_bytes", "checkpoint_limit"} {

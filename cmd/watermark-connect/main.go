@@ -1,5 +1,5 @@
 // Command watermark-connect is a Benthos / Redpanda Connect-style binary with
-// the kafka_watermark input.
+// the kafka_watermark input and output.
 package main
 
 import (
