@@ -1,7 +1,6 @@
 package plugin
 
 import (
-	"context"
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -10,19 +9,18 @@ import (
 
 // InputClientOpts is, for the tests of package plugin_test, the kgo
 // options the input would connect with for fields (the input's config,
-// parsed with ConfigSpec and validated), bound to an engine that never runs.
-// The rebalance callbacks are replaced with ones that return at once: the
-// engine's wait for its owner goroutine, which never runs here, and a
-// client built from these options that joined its group and then failed
-// (a lost callback, seen under load: 3 s connect_timeout) hung in Close for
-// ever, waiting on the callback.
+// parsed with ConfigSpec and validated), bound to an engine that never runs
+// and is marked stopped (Abandon): a client built from these options that
+// joined its group and then failed (seen under load: a 3 s connect_timeout)
+// called the lost callback, which waited for the owner goroutine for ever,
+// and Close hung the package's tests for 10 minutes.
 func InputClientOpts(pc *service.ParsedConfig) ([]kgo.Opt, error) {
 	c, err := parseConfig(pc)
 	if err != nil {
 		return nil, err
 	}
 	in := newInput(c, service.MockResources())
-	noop := func(context.Context, *kgo.Client, map[string][]int32) {}
-	return append(in.clientOpts(engine.New(c.engine(), in.log, in.m)),
-		kgo.OnPartitionsAssigned(noop), kgo.OnPartitionsRevoked(noop), kgo.OnPartitionsLost(noop)), nil
+	e := engine.New(c.engine(), in.log, in.m)
+	e.Abandon()
+	return in.clientOpts(e), nil
 }
