@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +55,7 @@ func TestSecurity(t *testing.T) {
 		}
 	}
 	// connectErrors returns the input's connection failures.
+	tryingAgainIn := regexp.MustCompile(`trying again in ([0-9.]+[a-zµ]+)`)
 	connectErrors := func(p *proc) []logLine {
 		return p.grep("Failed to connect to kafka_watermark")
 	}
@@ -141,35 +144,33 @@ func TestSecurity(t *testing.T) {
 				t.Errorf("the connection error does not contain %q:\n%s", w, first.text)
 			}
 		}
-		// Retries: several attempts, spaced out (Benthos's connect backoff
-		// grows from 100ms to 1s), not a hot loop.
+		// Retries: several attempts, each after the wait its error names
+		// (1s, doubling to 30s: plugin/input.go, connectBackoff), never a
+		// hot loop and never a line a second for ever.
 		require.EventuallyWithT(t, func(c *assert.CollectT) {
 			assert.GreaterOrEqual(c, len(connectErrors(p)), 4, "connection attempts")
 		}, 60*time.Second, 50*time.Millisecond, "four connection attempts")
-		// Count the attempts in the 3s that follow, once an attempt after
-		// them shows the window is complete (or the process is gone, which
-		// fails below).
-		window := time.Now()
-		windowEnd := window.Add(3 * time.Second)
-		require.EventuallyWithT(t, func(c *assert.CollectT) {
-			if !p.running() {
-				return
+		attempts := connectErrors(p)[:4]
+		var waits []time.Duration
+		for i, l := range attempts {
+			m := tryingAgainIn.FindStringSubmatch(l.text)
+			if m == nil {
+				t.Fatalf("connection error %d does not say when it tries again:\n%s", i+1, l.text)
 			}
-			ls := connectErrors(p)
-			last := ls[len(ls)-1].at
-			assert.Truef(c, last.After(windowEnd), "%d connection attempts, the last %v after the window opened",
-				len(ls), last.Sub(window).Round(time.Millisecond))
-		}, 30*time.Second, 50*time.Millisecond, "a connection attempt after the 3s window")
-		attempts := connectErrors(p)
-		var inWindow int
-		for _, l := range attempts {
-			if l.at.After(window) && !l.at.After(windowEnd) {
-				inWindow++
+			w, err := time.ParseDuration(m[1])
+			require.NoError(t, err)
+			waits = append(waits, w)
+			if i > 0 {
+				gap := l.at.Sub(attempts[i-1].at)
+				// Lines are stamped as the test reads them: allow a little.
+				if gap < waits[i-1]-250*time.Millisecond {
+					t.Errorf("attempt %d came %v after the one that said %q", i+1, gap, m[0])
+				}
 			}
 		}
-		t.Logf("%d connection attempts so far, %d in the 3s window", len(attempts), inWindow)
-		if inWindow < 1 || inWindow > 15 {
-			t.Errorf("%d connection attempts in 3s: want retries with backoff, 1 to 15", inWindow)
+		t.Logf("connection attempts waited %v", waits)
+		if !slices.Equal(waits, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}) {
+			t.Errorf("the waits between connection attempts are %v, want 1s doubling", waits)
 		}
 		if !p.running() {
 			t.Fatalf("the process gave up: %v", p.waitErr)
