@@ -45,6 +45,7 @@ type measured struct {
 	window  time.Duration // the window's length
 	records int64         // records sent within the window
 	total   time.Duration // the whole process's CPU time, from its rusage
+	peakRSS float64       // the process's peak resident set, bytes (its rusage's maxrss)
 }
 
 // sample is one scrape.
@@ -63,7 +64,9 @@ type proc struct {
 	done chan error
 }
 
-func startProc(dir, name, bin string, args []string, addr string) (*proc, error) {
+// startProc starts bin in dir with args, in this process's environment
+// plus env.
+func startProc(dir, name, bin string, args []string, addr string, env ...string) (*proc, error) {
 	logPath := filepath.Join(dir, name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -71,6 +74,9 @@ func startProc(dir, name, bin string, args []string, addr string) (*proc, error)
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, f, f
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return nil, err
@@ -169,6 +175,7 @@ func (p *proc) measure(ctx context.Context, want int64, every, timeout time.Dura
 	m.cpuPerM = (cpu - first.cpu).Seconds() / (float64(m.records) / 1e6)
 	if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		m.total = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+		m.peakRSS = float64(ru.Maxrss) * 1024 // kilobytes on Linux
 	}
 	return m, nil
 }
