@@ -39,10 +39,11 @@ import (
 
 const (
 	// DefaultPercent is the GC percent when GOGC is not set. Chosen by
-	// measurement (docs/BENCHMARKS.md, "GC settings"): against Go's 100 it
-	// cut the CPU per record by about a fifth, and past it the gain
-	// flattened while the peak memory kept growing.
-	DefaultPercent = 400
+	// measurement (docs/BENCHMARKS.md, "The GC percent"): against Go's 100,
+	// 300 took 0.76 to 0.88 of the CPU per record over four cells (8 and 64
+	// partitions, 100 B and 1 KiB), as much as 400, 600 or 800 did, at
+	// 1.35 to 1.8 times the peak RSS, where 400 cost 1.5 to 2.2 times.
+	DefaultPercent = 300
 
 	// LimitFraction is the share of the container's memory limit that
 	// becomes the soft memory limit. The rest is headroom for what the Go

@@ -23,13 +23,13 @@ func TestDecide(t *testing.T) {
 			name:        "nothing set, a container limit: the default percent and 90% of the container",
 			in:          Inputs{Container: gib},
 			percentFrom: FromDefault, limitFrom: FromContainer, limit: 966367641,
-			line: []string{"GC percent 400, the binary's default (GOGC unset)", "memory limit 922 MiB, 90% of the container limit 1.0 GiB in cgroup v2 /sys/fs/cgroup/memory.max"},
+			line: []string{"GC percent 300, the binary's default (GOGC unset)", "memory limit 922 MiB, 90% of the container limit 1.0 GiB in cgroup v2 /sys/fs/cgroup/memory.max"},
 		},
 		{
 			name:        "nothing set, no container limit: the percent alone",
 			in:          Inputs{Container: none},
 			percentFrom: FromDefault, limitFrom: FromNone,
-			line: []string{"GC percent 400", "no memory limit (container: cgroup v2 /sys/fs/cgroup/memory.max: max)"},
+			line: []string{"GC percent 300", "no memory limit (container: cgroup v2 /sys/fs/cgroup/memory.max: max)"},
 		},
 		{
 			name:        "the cgroup could not be read: the percent alone, and the line says why",
@@ -53,7 +53,7 @@ func TestDecide(t *testing.T) {
 			name:        "GOMEMLIMIT set: the user's limit, over the container's",
 			in:          Inputs{Env: Env{GOMEMLIMIT: "512MiB"}, Container: gib},
 			percentFrom: FromDefault, limitFrom: FromEnv,
-			line: []string{"GC percent 400", "memory limit 512MiB from GOMEMLIMIT; container limit 1.0 GiB in cgroup v2"},
+			line: []string{"GC percent 300", "memory limit 512MiB from GOMEMLIMIT; container limit 1.0 GiB in cgroup v2"},
 		},
 		{
 			name:        "both set: nothing of the binary's",
