@@ -53,6 +53,7 @@ type options struct {
 	root         string
 	loadAtStart  string
 	key          keyOptions
+	pgoOut       string   // -sections pgo: where the merged profile goes
 	contenders   []string // of the throughput matrix: raw, base, wm, wm-nometa, wm-old
 	variants     []string // more contenders: today's binary with one thing changed (contenders.go)
 }
@@ -70,7 +71,8 @@ func main() {
 	flag.StringVar(&o.oldRef, "old-ref", "4cc7f9b", "commit whose cmd/watermark-connect is the fixed \"before\" (empty: none)")
 	flag.StringVar(&tpContenders, "contenders", "raw,base,wm,wm-nometa,wm-old", "contenders of the throughput matrix and its profiles, of raw, base, wm, wm-nometa and wm-old (wm-old only with -old-ref)")
 	flag.StringVar(&variants, "variants", "", "more contenders, today's kafka_watermark (wm) with one thing changed: nopgo (built with -pgo=off), plain (-pgo=off and GOGC=100: Go's defaults), gogc<N> (GOGC=<N> in its environment), e.g. nopgo,plain or gogc100,gogc200,gogc400")
-	flag.StringVar(&sections, "sections", "throughput,profile,convert,replay", "what to run, of throughput, profile, convert, replay and keyorder")
+	flag.StringVar(&sections, "sections", "throughput,profile,convert,replay", "what to run, of throughput, profile, convert, replay, keyorder and pgo (a CPU profile of wm over every cell, merged into -pgo-out: make pgo)")
+	flag.StringVar(&o.pgoOut, "pgo-out", "", "-sections pgo: the merged profile to write (make pgo: cmd/watermark-connect/default.pgo)")
 	flag.IntVar(&o.replayRounds, "replay-rounds", 5, "kill -9 trials per replay configuration")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "where to keep the CPU profiles (default: the work dir)")
 	flag.StringVar(&o.workDir, "work", "", "work dir for binaries, configs and logs (default: a temporary one, removed at the end)")
@@ -180,6 +182,14 @@ func runAll(o options) error {
 	}
 	if o.sections["profile"] {
 		if err := profile(ctx, w, o, m); err != nil {
+			return err
+		}
+	}
+	if o.sections["pgo"] {
+		if o.pgoOut == "" {
+			return fmt.Errorf("-sections pgo needs -pgo-out")
+		}
+		if err := pgoProfile(ctx, o, m, o.pgoOut); err != nil {
 			return err
 		}
 	}
