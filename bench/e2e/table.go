@@ -56,7 +56,7 @@ func (m *matrix) write(w io.Writer, o options) {
 	for _, c := range m.cs {
 		fmt.Fprintf(w, "- `%s`: %s\n", c.key, c.name)
 	}
-	fmt.Fprintf(w, "\n%d rounds; each cell's topic is filled once (%d records of up to 512 B, %d of 1 KiB; keys are the record number, values random hex) and read from the start by a fresh group in every run. The figures cover the window from the first scrape of the process's metrics that sees a record sent to the moment all are (interpolated; scrapes every %v, the raw loop's every %v): process start, group join and shutdown are outside it. CPU is the process's (all threads, /proc). Peak RSS is the process's over its whole run (its rusage's maxrss). Every contender runs in the driver's environment (GOGC and GOMEMLIMIT unset there, the binaries and the baseline pick their own GC settings: internal/gctune); a variant adds its own.\n\n",
+	fmt.Fprintf(w, "\n%d rounds; each cell's topic is filled once (%d records of up to 512 B, %d of 1 KiB; keys are the record number, values random hex) and read from the start by a fresh group in every run. The figures cover the window from the first scrape of the process's metrics that sees a record sent to the moment all are (interpolated; scrapes every %v, the raw loop's every %v): process start, group join and shutdown are outside it. CPU is the process's (all threads, /proc). Peak RSS is the process's from its start to its last scrape (VmHWM). Every contender runs in the driver's environment (GOGC and GOMEMLIMIT unset there, the binaries and the baseline pick their own GC settings: internal/gctune); a variant adds its own.\n\n",
 		o.rounds, o.records100, o.recordsLarge, scrapeBenthos, scrapeRaw)
 
 	header := func(title string) {
