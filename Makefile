@@ -109,7 +109,7 @@ bench-scale:
 	@bench/rounds.sh internal/engine 'CommitCycle|MetadataEncoding|GaugeTick' ns/op,req-B,meta-B,meta-B/partition,allocs/op
 	@echo '### Scale: owner state, Go heap'
 	@ROUNDS=1 BENCHTIME=1x bench/rounds.sh internal/engine '^BenchmarkStateSize$$' B/idle-partition,B/pending-batch,partState-B,Batch-B,windowBatch-B,rawBatch-B,Record-B
-	@echo '### Scale: RSS, one process with kfake'
+	@echo '### Scale: RSS, each consumer in a process of its own (kfake in the driver)'
 	@go run ./bench/rss -rounds $(ROUNDS)
 
 bench-tracker:

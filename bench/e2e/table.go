@@ -105,6 +105,10 @@ func (m *matrix) write(w io.Writer, o options) {
 		{"`wm-nometa` / `wm-old` CPU per record", "wm-nometa", "wm-old", cpuPerM, func(c cell) float64 { return -targetVsOld(c) }},
 		{"`wm` / `wm-old` rec/s", "wm", "wm-old", rate, atLeast(targetVsOldRate)},
 		{"`wm` / `wm-old` peak RSS", "wm", "wm-old", peakMB, atMost(targetVsOldPeakRSS)},
+		{"`wm` / `wm-nopgo` CPU per record (PGO)", "wm", "wm-nopgo", cpuPerM, nil},
+		{"`wm` / `wm-nopgo` rec/s (PGO)", "wm", "wm-nopgo", rate, nil},
+		{"`wm-nopgo` / `wm-plain` CPU per record (GC settings)", "wm-nopgo", "wm-plain", cpuPerM, nil},
+		{"`wm-nopgo` / `wm-plain` peak RSS (GC settings)", "wm-nopgo", "wm-plain", peakMB, nil},
 	} {
 		if m.has(c.a) && m.has(c.b) {
 			cols = append(cols, c)

@@ -40,9 +40,9 @@ import (
 const (
 	// DefaultPercent is the GC percent when GOGC is not set. Chosen by
 	// measurement (docs/BENCHMARKS.md, "The GC percent"): against Go's 100,
-	// 300 took 0.76 to 0.88 of the CPU per record over four cells (8 and 64
-	// partitions, 100 B and 1 KiB), as much as 400, 600 or 800 did, at
-	// 1.35 to 1.8 times the peak RSS, where 400 cost 1.5 to 2.2 times.
+	// 300 took 0.76 to 0.84 of the CPU per record at 8 partitions and 0.84
+	// to 0.94 at 64 (100 B and 1 KiB records), as little as 400, 600 or 800
+	// did, at 1.5 to 1.8 times the peak RSS, where 400 cost about 2.1 times.
 	DefaultPercent = 300
 
 	// LimitFraction is the share of the container's memory limit that
