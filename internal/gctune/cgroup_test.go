@@ -226,3 +226,24 @@ func TestReadContainerOfThisProcess(t *testing.T) {
 	}
 	t.Logf("this process: %+v", c)
 }
+
+// From the files to the start-up line: a container of 512 MiB under cgroup
+// v2 becomes a soft limit of 90% of it, unless GOMEMLIMIT is set.
+func TestDecideFromAFakeCgroup(t *testing.T) {
+	root := fakeRoot(t, map[string]string{
+		"proc/self/cgroup":         "0::/\n",
+		"proc/self/mountinfo":      mountV2,
+		"sys/fs/cgroup/memory.max": "536870912\n",
+	})
+	s := Decide(Inputs{Container: ReadContainer(root)})
+	if s.LimitFrom != FromContainer || s.Limit != SoftLimit(512<<20) {
+		t.Errorf("Decide = limit %d from %s, want %d from the container", s.Limit, s.LimitFrom, SoftLimit(512<<20))
+	}
+	if want := "memory limit 461 MiB, 90% of the container limit 512 MiB in cgroup v2 /sys/fs/cgroup/memory.max"; !strings.Contains(s.String(), want) {
+		t.Errorf("String() = %q, want it to contain %q", s.String(), want)
+	}
+	s = Decide(Inputs{Env: Env{GOMEMLIMIT: "256MiB"}, Container: ReadContainer(root)})
+	if s.LimitFrom != FromEnv {
+		t.Errorf("with GOMEMLIMIT set, the limit comes from %s, want env", s.LimitFrom)
+	}
+}
