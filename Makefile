@@ -1,6 +1,6 @@
 # Common commands. `make test` is what CI runs (.ci/run).
 .PHONY: demo test unit model lint build bench bench-e2e fuzz broker-start broker-stop
-.PHONY: bench-inprocess bench-ack bench-scale bench-tracker bench-freshness bench-keyorder
+.PHONY: bench-inprocess bench-ack bench-scale bench-tracker bench-freshness bench-keyorder pgo
 
 # bash with pipefail: several recipes filter go test through grep, and the
 # exit status must be go test's, not grep's, or a failing test passes.
@@ -109,7 +109,7 @@ bench-scale:
 	@bench/rounds.sh internal/engine 'CommitCycle|MetadataEncoding|GaugeTick' ns/op,req-B,meta-B,meta-B/partition,allocs/op
 	@echo '### Scale: owner state, Go heap'
 	@ROUNDS=1 BENCHTIME=1x bench/rounds.sh internal/engine '^BenchmarkStateSize$$' B/idle-partition,B/pending-batch,partState-B,Batch-B,windowBatch-B,rawBatch-B,Record-B
-	@echo '### Scale: RSS, one process with kfake'
+	@echo '### Scale: RSS, each consumer in a process of its own (kfake in the driver)'
 	@go run ./bench/rss -rounds $(ROUNDS)
 
 bench-tracker:
@@ -127,6 +127,19 @@ BENCH_E2E_DIR ?= bin/bench-e2e
 BENCH_E2E_FLAGS ?=
 bench-e2e:
 	bash bench/e2e.sh -out $(BENCH_E2E_DIR)/e2e.md -profile-dir $(BENCH_E2E_DIR)/profiles $(BENCH_E2E_FLAGS)
+
+# The profile behind the binary's profile-guided optimisation: a CPU profile
+# of kafka_watermark (wm, its defaults, into drop) over one run of each of
+# bench-e2e's 8 cells, on a broker of its own, merged into
+# cmd/watermark-connect/default.pgo, which go build uses (-pgo=auto). About
+# 5 minutes on two cores. Refresh it after a change to the per-record path
+# (the conversion, the engine's hot loop), a Benthos, franz-go or Go upgrade,
+# or when bench-e2e's `wm-nopgo` variant shows the gain shrinking
+# (docs/BENCHMARKS.md, "Profile-guided optimisation"); commit the new file
+# with the figures. PGO_FLAGS adds bench/e2e flags.
+PGO_FLAGS ?=
+pgo:
+	bash bench/e2e.sh -sections pgo -contenders wm -pgo-out cmd/watermark-connect/default.pgo -profile-dir $(BENCH_E2E_DIR)/pgo-profiles $(PGO_FLAGS)
 
 # Key-ordered delivery (docs/BENCHMARKS.md, section 7; issue 21): ordering:
 # key against ordering: none and Confluent's Parallel Consumer (KEY

@@ -233,6 +233,9 @@ func readmeCommands() []readmeCommand {
 			out: []string{"TOPIC", "orders", "http 400", "dead-letter topic orders-dlq"}},
 		{cmd: "bin/watermark-connect dead-letter redrive -c config/dead-letter.yaml --from-offset 0 --to-offset 99", kind: runToEnd,
 			timeout: time.Minute, out: []string{"orders: ", "from orders-dlq", "redrove"}},
+		// Memory and the garbage collector.
+		{cmd: "bin/watermark-connect run --memory-limit 1536MiB config/minimal.yaml", kind: runServe,
+			ready: committed("orders-to-stdout", "orders")},
 		// Status.
 		{cmd: statusCfg, kind: runToEnd, timeout: time.Minute, out: []string{"orders-to-http", "COMMITTED"}},
 		{cmd: statusCfg + " --format json", kind: runToEnd, timeout: time.Minute, out: []string{`"group": "orders-to-http"`}},

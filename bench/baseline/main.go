@@ -6,7 +6,9 @@
 // tracking: registration, acks, watermarks, commits. Because it shares
 // RecordsToBatch, a change there moves both sides of the ratio alike: the
 // conversion's own cost shows only when binaries of two commits are compared
-// (bench/e2e does).
+// (bench/e2e does). It runs with the binary's GC settings (gctune.Start),
+// and bench/e2e builds it with the binary's default.pgo, for the same
+// reason.
 //
 //	baseline -c config.yaml   # input: baseline_kafka: { seed_brokers: [...], topics: [...], consumer_group: ... }
 package main
@@ -20,11 +22,15 @@ import (
 	_ "github.com/redpanda-data/benthos/v4/public/components/io"
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure"
 
+	"github.com/watermark-connect/watermark-connect/internal/gctune"
 	_ "github.com/watermark-connect/watermark-connect/metrics/prometheus"
 	"github.com/watermark-connect/watermark-connect/plugin"
 )
 
 func main() {
+	// The binary's GC settings, so that wm / base keeps meaning what
+	// tracking costs (docs/BENCHMARKS.md).
+	gctune.Start()
 	spec := service.NewConfigSpec().
 		Summary("franz-go with autocommit and no tracking; the benchmark's baseline.").
 		Field(service.NewStringListField("seed_brokers")).

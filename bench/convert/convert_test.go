@@ -1,7 +1,10 @@
 // Package convert measures plugin.RecordsToBatch, the record-to-message
 // conversion, beside the conversion as it was at 4cc7f9b (the fixed
-// "before" of docs/BENCHMARKS.md), on one batch of 1024 records of 100 B
-// with keys and no headers:
+// "before" of docs/BENCHMARKS.md) and at 29b9199 (issue 31's "before"), on
+// one batch of 1024 records of 100 B with keys and no headers, their
+// timestamps either one millisecond apart (ts=distinct: every record boxes
+// its own) or 32 records to a millisecond (ts=shared: a producer at about
+// 30,000 records a second, or a log-append-time topic):
 //
 //	go test ./bench/convert -run '^$' -bench . -benchmem
 //
@@ -30,13 +33,17 @@ const batchLen = 1024
 // kafka_lag is a number of its own, as in a consumer that is behind.
 const logEnd = 5_000_000
 
-func batch() []*kgo.Record {
+// sharedPerMs is the records to a millisecond of ts=shared.
+const sharedPerMs = 32
+
+// batch is the records converted: perMs records to a millisecond.
+func batch(perMs int) []*kgo.Record {
 	rs := make([]*kgo.Record, batchLen)
 	ts := time.UnixMilli(1_700_000_000_000)
 	v := make([]byte, 100)
 	for i := range rs {
 		rs[i] = &kgo.Record{Topic: "bench", Partition: 3, Offset: int64(1_000_000 + i), Key: []byte(strconv.Itoa(i)),
-			Value: v, Timestamp: ts.Add(time.Duration(i) * time.Millisecond)}
+			Value: v, Timestamp: ts.Add(time.Duration(i/perMs) * time.Millisecond)}
 	}
 	return rs
 }
@@ -44,20 +51,26 @@ func batch() []*kgo.Record {
 // conversions are the contenders, by name.
 var conversions = map[string]func([]*kgo.Record) service.MessageBatch{
 	"4cc7f9b": recordsToBatch4cc7f9b,
+	"29b9199": func(rs []*kgo.Record) service.MessageBatch { return recordsToBatch29b9199(rs, logEnd) },
 	"head":    func(rs []*kgo.Record) service.MessageBatch { return plugin.RecordsToBatch(rs, logEnd) },
 }
 
 func BenchmarkRecordsToBatch(b *testing.B) {
-	rs := batch()
-	for _, name := range []string{"4cc7f9b", "head"} {
-		f := conversions[name]
-		b.Run(name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				_ = f(rs)
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/batchLen, "ns/record")
-		})
+	for _, ts := range []struct {
+		name  string
+		perMs int
+	}{{"distinct", 1}, {"shared", sharedPerMs}} {
+		rs := batch(ts.perMs)
+		for _, name := range []string{"4cc7f9b", "29b9199", "head"} {
+			f := conversions[name]
+			b.Run("ts="+ts.name+"/"+name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					_ = f(rs)
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/batchLen, "ns/record")
+			})
+		}
 	}
 }
 
@@ -65,7 +78,9 @@ var sink service.MessageBatch
 
 // TestConvertLoop converts the batch BENCH_CONVERT_LOOPS times (300 when
 // unset) with the conversion BENCH_CONVERT names ("none": only the setup),
-// for an instruction count; it is skipped when BENCH_CONVERT is unset.
+// its timestamps as BENCH_CONVERT_TS says (distinct, the default, or
+// shared), for an instruction count; it is skipped when BENCH_CONVERT is
+// unset.
 func TestConvertLoop(t *testing.T) {
 	name := os.Getenv("BENCH_CONVERT")
 	if name == "" {
@@ -75,7 +90,11 @@ func TestConvertLoop(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("BENCH_CONVERT_LOOPS")); err == nil {
 		loops = n
 	}
-	rs := batch()
+	perMs := 1
+	if os.Getenv("BENCH_CONVERT_TS") == "shared" {
+		perMs = sharedPerMs
+	}
+	rs := batch(perMs)
 	if name == "none" {
 		return
 	}
@@ -110,6 +129,43 @@ func recordsToBatch4cc7f9b(records []*kgo.Record) service.MessageBatch {
 		for _, h := range r.Headers {
 			m.MetaSetMut(h.Key, string(h.Value))
 		}
+		batch[i] = m
+	}
+	return batch
+}
+
+// recordsToBatch29b9199 is internal/kafkamsg.RecordsToBatch as it was at
+// 29b9199 (issue 31's "before"), unchanged until the timestamps were shared:
+// every record boxed its own.
+func recordsToBatch29b9199(records []*kgo.Record, logEnd int64) service.MessageBatch {
+	n := len(records)
+	batch := make(service.MessageBatch, n)
+	if n == 0 {
+		return batch
+	}
+	var topic, partition any = records[0].Topic, int(records[0].Partition)
+	msgs := make([]service.Message, n)
+	for i, r := range records {
+		msgs[i] = *service.NewMessage(r.Value)
+		m := &msgs[i]
+		m.MetaSetMut("kafka_key", r.Key)
+		m.MetaSetMut("kafka_topic", topic)
+		m.MetaSetMut("kafka_partition", partition)
+		m.MetaSetMut("kafka_offset", int(r.Offset))
+		m.MetaSetMut("kafka_timestamp_unix", r.Timestamp.Unix())
+		m.MetaSetMut("kafka_timestamp_ms", r.Timestamp.UnixMilli())
+		m.MetaSetMut("kafka_tombstone_message", r.Value == nil)
+		if len(r.Headers) > 0 {
+			for _, h := range r.Headers {
+				if h.Value == nil {
+					m.MetaSetMut(h.Key, nil)
+				} else {
+					m.MetaSetMut(h.Key, string(h.Value))
+				}
+			}
+			m.MetaSetMut("__rpcn_kafka_headers", r.Headers)
+		}
+		m.MetaSetMut("kafka_lag", max(logEnd-r.Offset-1, 0))
 		batch[i] = m
 	}
 	return batch

@@ -13,10 +13,17 @@ import (
 
 // build compiles every contender into dir: cmd/watermark-connect of headRef
 // (the working tree when empty), bench/baseline and bench/rawloop of it too
-// when others is set, and, when oldRef is set, cmd/watermark-connect of
+// when others is set, cmd/watermark-connect of headRef again with -pgo=off
+// when noPGO is set, and, when oldRef is set, cmd/watermark-connect of
 // oldRef. A ref is built from a copy of its files (testkit.ExportRef) under
 // dir, removed again once built.
-func build(root, dir, headRef, oldRef string, others bool) (binaries, error) {
+//
+// cmd/watermark-connect is built as `make build` builds it, with its
+// default.pgo when it has one (go build's -pgo=auto). bench/baseline is
+// built with the same profile, so that `wm` / `base` keeps meaning what
+// tracking costs (and the same GC settings: it calls gctune as the binary
+// does); the old ref's binary is built as that commit's own build was.
+func build(root, dir, headRef, oldRef string, others, noPGO bool) (binaries, error) {
 	ctx := context.Background()
 	b := binaries{
 		head:     filepath.Join(dir, "watermark-connect"),
@@ -32,12 +39,22 @@ func build(root, dir, headRef, oldRef string, others bool) (binaries, error) {
 			return b, err
 		}
 	}
-	pkgs := map[string]string{b.head: testkit.Command}
+	builds := []testkit.Build{{Dir: src, Package: testkit.Command, Out: b.head}}
 	if others {
-		pkgs[b.baseline], pkgs[b.rawloop] = "./bench/baseline", "./bench/rawloop"
+		pgo := ""
+		if p := filepath.Join(src, testkit.Command, "default.pgo"); fileExists(p) {
+			pgo = p
+		}
+		builds = append(builds,
+			testkit.Build{Dir: src, Package: "./bench/baseline", Out: b.baseline, PGO: pgo},
+			testkit.Build{Dir: src, Package: "./bench/rawloop", Out: b.rawloop})
 	}
-	for out, pkg := range pkgs {
-		if _, err := (testkit.Build{Dir: src, Package: pkg, Out: out}).Run(ctx); err != nil {
+	if noPGO {
+		b.headOff = filepath.Join(dir, "watermark-connect-nopgo")
+		builds = append(builds, testkit.Build{Dir: src, Package: testkit.Command, Out: b.headOff, PGO: "off"})
+	}
+	for _, bd := range builds {
+		if _, err := bd.Run(ctx); err != nil {
 			return b, err
 		}
 	}
@@ -67,6 +84,11 @@ func buildPC(root, dir string) (string, error) {
 	}
 	jar := filepath.Join(dir, "pc-bench.jar")
 	return jar, run(root, "cp", filepath.Join(src, "target", "pc-bench.jar"), jar)
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // refDir is where build puts the files of ref.

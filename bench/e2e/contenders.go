@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -11,6 +13,7 @@ import (
 // binaries are the programs under test, built once per driver run.
 type binaries struct {
 	head     string // cmd/watermark-connect of the working tree
+	headOff  string // the same built with -pgo=off; "" when not built
 	old      string // cmd/watermark-connect at -old-ref; "" when not built
 	oldRef   string
 	baseline string // bench/baseline
@@ -26,30 +29,89 @@ type contender struct {
 	// args writes what the process needs into dir and returns its binary
 	// and arguments; addr is where it must serve /metrics.
 	args func(dir string, c cell, group, addr string, debug bool) (string, []string, error)
+	env  []string // added to the process's environment
 }
 
-func contenders(b binaries, brokers string) []contender {
+// Variants of today's binary (-variants), for telling the parts of a gain
+// apart: each is `wm` with one thing changed.
+const (
+	variantNoPGO = "nopgo" // built with -pgo=off: the gain of default.pgo is wm / wm-nopgo
+	variantPlain = "plain" // built with -pgo=off and run with GOGC=100: neither the GC settings nor PGO
+	variantGOGC  = "gogc"  // gogc<N>: run with GOGC=<N>, which wins over the binary's own GC settings
+)
+
+// contenders returns the contenders named in keys (of raw, base, wm,
+// wm-nometa and wm-old; wm-old only when it was built), then one per
+// variant.
+func contenders(b binaries, brokers string, keys, variants []string) ([]contender, error) {
+	var cs []contender
+	for _, c := range standardContenders(b, brokers) {
+		if slices.Contains(keys, c.key) {
+			cs = append(cs, c)
+		}
+	}
+	for _, v := range variants {
+		c, err := variant(b, brokers, v)
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, c)
+	}
+	return cs, nil
+}
+
+// variant is `wm` (kafka_watermark, commit_metadata: true) of today's
+// binary with one thing changed.
+func variant(b binaries, brokers, v string) (contender, error) {
+	wm := wmArgs(b.head, brokers, "    commit_metadata: true\n")
+	switch {
+	case v == variantNoPGO:
+		return contender{"wm-" + v, "`wm` built with -pgo=off (no profile-guided optimisation)", scrapeBenthos, wmArgs(b.headOff, brokers, "    commit_metadata: true\n"), nil}, nil
+	case v == variantPlain:
+		return contender{"wm-" + v, "`wm` built with -pgo=off and run with GOGC=100 (Go's defaults: neither the binary's GC settings nor PGO)", scrapeBenthos, wmArgs(b.headOff, brokers, "    commit_metadata: true\n"), []string{"GOGC=100"}}, nil
+	case strings.HasPrefix(v, variantGOGC):
+		n, err := strconv.Atoi(strings.TrimPrefix(v, variantGOGC))
+		if err != nil || n < 1 {
+			return contender{}, fmt.Errorf("-variants %q: want gogc<percent>, e.g. gogc200", v)
+		}
+		return contender{"wm-" + v, fmt.Sprintf("`wm` run with GOGC=%d in its environment (which wins over the binary's own GC settings)", n), scrapeBenthos, wm, []string{fmt.Sprintf("GOGC=%d", n)}}, nil
+	}
+	return contender{}, fmt.Errorf("-variants %q: want %s, %s or %s<percent>", v, variantNoPGO, variantPlain, variantGOGC)
+}
+
+// needsNoPGO says whether a variant runs the head binary built with -pgo=off.
+func needsNoPGO(variants []string) bool {
+	return slices.Contains(variants, variantNoPGO) || slices.Contains(variants, variantPlain)
+}
+
+// wmArgs runs bin with a kafka_watermark input; extra is more of its fields.
+func wmArgs(bin, brokers, extra string) func(string, cell, string, string, bool) (string, []string, error) {
+	seeds := yamlList(strings.Split(brokers, ","))
+	return func(dir string, c cell, group, addr string, debug bool) (string, []string, error) {
+		input := fmt.Sprintf("kafka_watermark:\n    seed_brokers: %s\n    topics: [ %q ]\n    consumer_group: %q\n%s", seeds, c.topic, group, extra)
+		return benthos(dir, bin, input, addr, debug)
+	}
+}
+
+func standardContenders(b binaries, brokers string) []contender {
 	seeds := yamlList(strings.Split(brokers, ","))
 	wm := func(bin, extra string) func(string, cell, string, string, bool) (string, []string, error) {
-		return func(dir string, c cell, group, addr string, debug bool) (string, []string, error) {
-			input := fmt.Sprintf("kafka_watermark:\n    seed_brokers: %s\n    topics: [ %q ]\n    consumer_group: %q\n%s", seeds, c.topic, group, extra)
-			return benthos(dir, bin, input, addr, debug)
-		}
+		return wmArgs(bin, brokers, extra)
 	}
 	cs := []contender{
 		{"raw", "raw franz-go poll loop (bench/rawloop): poll and count, no Benthos", scrapeRaw, func(_ string, c cell, group, addr string, _ bool) (string, []string, error) {
 			return b.rawloop, []string{"-brokers", brokers, "-topic", c.topic, "-group", group, "-http", addr}, nil
-		}},
+		}, nil},
 		{"base", "baseline (bench/baseline): franz-go autocommit input, no tracking, plugin.RecordsToBatch", scrapeBenthos, func(dir string, c cell, group, addr string, debug bool) (string, []string, error) {
 			input := fmt.Sprintf("baseline_kafka:\n    seed_brokers: %s\n    topics: [ %q ]\n    consumer_group: %q\n", seeds, c.topic, group)
 			return benthos(dir, b.baseline, input, addr, debug)
-		}},
-		{"wm", "kafka_watermark, commit_metadata: true (the default)", scrapeBenthos, wm(b.head, "    commit_metadata: true\n")},
-		{"wm-nometa", "kafka_watermark, commit_metadata: false", scrapeBenthos, wm(b.head, "    commit_metadata: false\n")},
+		}, nil},
+		{"wm", "kafka_watermark, commit_metadata: true (the default)", scrapeBenthos, wm(b.head, "    commit_metadata: true\n"), nil},
+		{"wm-nometa", "kafka_watermark, commit_metadata: false", scrapeBenthos, wm(b.head, "    commit_metadata: false\n"), nil},
 	}
 	if b.old != "" {
 		// That commit has no commit_metadata field: its defaults otherwise.
-		cs = append(cs, contender{"wm-old", "kafka_watermark at " + b.oldRef + " (the fixed \"before\"), its defaults", scrapeBenthos, wm(b.old, "")})
+		cs = append(cs, contender{"wm-old", "kafka_watermark at " + b.oldRef + " (the fixed \"before\"), its defaults", scrapeBenthos, wm(b.old, ""), nil})
 	}
 	return cs
 }

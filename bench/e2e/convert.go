@@ -29,23 +29,24 @@ func convert(w io.Writer, o options) error {
 		return fmt.Errorf("%s: %w\n%s", bin, err, out)
 	}
 	type figures struct{ bytes, allocs, instr float64 }
-	got := map[string]*figures{}
-	re := regexp.MustCompile(`BenchmarkRecordsToBatch/(\S+?)(?:-\d+)?\s.*?(\d+) B/op\s+(\d+) allocs/op`)
+	got := map[string]*figures{} // by "<timestamps>/<conversion>"
+	re := regexp.MustCompile(`BenchmarkRecordsToBatch/ts=(\w+)/(\S+?)(?:-\d+)?\s.*?(\d+) B/op\s+(\d+) allocs/op`)
 	for _, m := range re.FindAllStringSubmatch(string(out), -1) {
-		b, _ := strconv.ParseFloat(m[2], 64)
-		a, _ := strconv.ParseFloat(m[3], 64)
-		got[m[1]] = &figures{bytes: b / convertBatch, allocs: a / convertBatch}
+		b, _ := strconv.ParseFloat(m[3], 64)
+		a, _ := strconv.ParseFloat(m[4], 64)
+		got[m[1]+"/"+m[2]] = &figures{bytes: b / convertBatch, allocs: a / convertBatch}
 	}
-	if len(got) != 2 {
+	stamps, names := []string{"distinct", "shared"}, []string{"4cc7f9b", "29b9199", "head"}
+	if len(got) != len(stamps)*len(names) {
 		return fmt.Errorf("unexpected benchmark output:\n%s", out)
 	}
 	valgrind, verr := exec.LookPath("valgrind")
 	if verr == nil {
 		const loops = 300
-		count := func(name string) (float64, error) {
+		count := func(ts, name string) (float64, error) {
 			cmd := exec.Command(valgrind, "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
 				bin, "-test.run", "^TestConvertLoop$")
-			cmd.Env = append(os.Environ(), "GOGC=off", "BENCH_CONVERT="+name, fmt.Sprintf("BENCH_CONVERT_LOOPS=%d", loops))
+			cmd.Env = append(os.Environ(), "GOGC=off", "BENCH_CONVERT="+name, "BENCH_CONVERT_TS="+ts, fmt.Sprintf("BENCH_CONVERT_LOOPS=%d", loops))
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				return 0, fmt.Errorf("valgrind %s: %w\n%s", name, err, out)
@@ -56,32 +57,37 @@ func convert(w io.Writer, o options) error {
 			}
 			return strconv.ParseFloat(strings.ReplaceAll(string(m[1]), ",", ""), 64)
 		}
-		setup, err := count("none")
-		if err != nil {
-			return err
-		}
-		for name, f := range got {
-			n, err := count(name)
+		for _, ts := range stamps {
+			setup, err := count(ts, "none")
 			if err != nil {
 				return err
 			}
-			f.instr = (n - setup) / (loops * convertBatch)
+			for _, name := range names {
+				n, err := count(ts, name)
+				if err != nil {
+					return err
+				}
+				got[ts+"/"+name].instr = (n - setup) / (loops * convertBatch)
+			}
 		}
 	}
 	fmt.Fprintf(w, "### The conversion alone (bench/convert)\n\n")
-	fmt.Fprintf(w, "plugin.RecordsToBatch beside the conversion as it was at %s (copied into bench/convert), on one batch of %d records of 100 B with keys and no headers. %s sets 7 keys; today's sets 8 (kafka_lag is new) and kafka_key is []byte.\n\n",
-		"4cc7f9b", convertBatch, "4cc7f9b")
-	fmt.Fprintf(w, "| conversion | allocations per record | bytes per record | instructions per record |\n| --- | ---: | ---: | ---: |\n")
-	for _, name := range []string{"4cc7f9b", "head"} {
-		f := got[name]
-		instr := "valgrind not installed"
-		if verr == nil {
-			instr = fmt.Sprintf("%.0f", f.instr)
+	fmt.Fprintf(w, "plugin.RecordsToBatch beside the conversion as it was at 4cc7f9b and at 29b9199 (copied into bench/convert), on one batch of %d records of 100 B with keys and no headers, their timestamps one millisecond apart (distinct) or 32 to a millisecond (shared). 4cc7f9b sets 7 keys; the others set 8 (kafka_lag is new) and kafka_key is []byte.\n\n", convertBatch)
+	fmt.Fprintf(w, "| timestamps | conversion | allocations per record | bytes per record | instructions per record |\n| --- | --- | ---: | ---: | ---: |\n")
+	for _, ts := range stamps {
+		for _, name := range names {
+			f := got[ts+"/"+name]
+			instr := "valgrind not installed"
+			if verr == nil {
+				instr = fmt.Sprintf("%.0f", f.instr)
+			}
+			fmt.Fprintf(w, "| %s | `%s` | %.2f | %.0f | %s |\n", ts, name, f.allocs, f.bytes, instr)
 		}
-		fmt.Fprintf(w, "| `%s` | %.2f | %.0f | %s |\n", name, f.allocs, f.bytes, instr)
 	}
 	if verr == nil {
-		fmt.Fprintf(w, "\nInstructions: cachegrind with GOGC=off, less a run that only builds the batch; head / 4cc7f9b = %.2f.\n", got["head"].instr/got["4cc7f9b"].instr)
+		fmt.Fprintf(w, "\nInstructions: cachegrind with GOGC=off, less a run that only builds the batch; head / 29b9199 = %.2f (distinct), %.2f (shared); head / 4cc7f9b = %.2f (distinct).\n",
+			got["distinct/head"].instr/got["distinct/29b9199"].instr, got["shared/head"].instr/got["shared/29b9199"].instr,
+			got["distinct/head"].instr/got["distinct/4cc7f9b"].instr)
 	}
 	fmt.Fprintln(w)
 	return nil

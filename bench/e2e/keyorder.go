@@ -180,15 +180,15 @@ func keyContenders(o options, b binaries, brokers, sinkURL string) []contender {
 		}
 	}
 	all := map[string]contender{
-		"key":  {"key", "kafka_watermark, ordering: key", scrapeBenthos, wm("key")},
-		"none": {"none", "kafka_watermark, ordering: none", scrapeBenthos, wm("none")},
+		"key":  {"key", "kafka_watermark, ordering: key", scrapeBenthos, wm("key"), nil},
+		"none": {"none", "kafka_watermark, ordering: none", scrapeBenthos, wm("none"), nil},
 		"pc": {"pc", "Confluent Parallel Consumer 0.5.3.3 (bench/parallelconsumer), KEY ordering, maxConcurrency 64, batchSize 64, commits every 1 s", scrapeBenthos,
 			func(_ string, c cell, group, addr string, _ bool) (string, []string, error) {
 				// -records past the log: the driver stops it (SIGTERM) once its
 				// scrapes see every record delivered, as the other contenders.
 				return "java", []string{"-jar", b.pcJar, "-brokers", brokers, "-topic", c.topic, "-group", group,
 					"-sink", sinkURL, "-records", strconv.Itoa(10 * c.records), "-http", addr, "-timeout-s", "3600"}, nil
-			}},
+			}, nil},
 	}
 	var cs []contender
 	for _, k := range o.key.contenders {

@@ -53,11 +53,14 @@ type options struct {
 	root         string
 	loadAtStart  string
 	key          keyOptions
+	pgoOut       string   // -sections pgo: where the merged profile goes
+	contenders   []string // of the throughput matrix: raw, base, wm, wm-nometa, wm-old
+	variants     []string // more contenders: today's binary with one thing changed (contenders.go)
 }
 
 func main() {
 	var o options
-	var parts, sizes, codecs, sections, keyCounts, keyContenders, keyFailWho string
+	var parts, sizes, codecs, sections, keyCounts, keyContenders, keyFailWho, tpContenders, variants string
 	flag.IntVar(&o.rounds, "rounds", 5, "rounds of the throughput matrix")
 	flag.StringVar(&parts, "partitions", "8,64", "partition counts")
 	flag.StringVar(&sizes, "sizes", "100,1024", "record value sizes in bytes")
@@ -66,7 +69,10 @@ func main() {
 	flag.IntVar(&o.recordsLarge, "records-large", 600_000, "records per cell for larger values")
 	flag.StringVar(&o.headRef, "head-ref", "", "commit to build today's binaries from (default: the working tree)")
 	flag.StringVar(&o.oldRef, "old-ref", "4cc7f9b", "commit whose cmd/watermark-connect is the fixed \"before\" (empty: none)")
-	flag.StringVar(&sections, "sections", "throughput,profile,convert,replay", "what to run, of throughput, profile, convert, replay and keyorder")
+	flag.StringVar(&tpContenders, "contenders", "raw,base,wm,wm-nometa,wm-old", "contenders of the throughput matrix and its profiles, of raw, base, wm, wm-nometa and wm-old (wm-old only with -old-ref)")
+	flag.StringVar(&variants, "variants", "", "more contenders, today's kafka_watermark (wm) with one thing changed: nopgo (built with -pgo=off), plain (-pgo=off and GOGC=100: Go's defaults), gogc<N> (GOGC=<N> in its environment), e.g. nopgo,plain or gogc100,gogc200,gogc400")
+	flag.StringVar(&sections, "sections", "throughput,profile,convert,replay", "what to run, of throughput, profile, convert, replay, keyorder and pgo (a CPU profile of wm over every cell, merged into -pgo-out: make pgo)")
+	flag.StringVar(&o.pgoOut, "pgo-out", "", "-sections pgo: the merged profile to write (make pgo: cmd/watermark-connect/default.pgo)")
 	flag.IntVar(&o.replayRounds, "replay-rounds", 5, "kill -9 trials per replay configuration")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "where to keep the CPU profiles (default: the work dir)")
 	flag.StringVar(&o.workDir, "work", "", "work dir for binaries, configs and logs (default: a temporary one, removed at the end)")
@@ -84,6 +90,10 @@ func main() {
 	flag.StringVar(&keyFailWho, "key-fail-contenders", "key", "keyorder: contenders of the failure runs, of key and pc")
 	flag.BoolVar(&o.key.profile, "key-profile", true, "keyorder: CPU profiles of key and none at the first of -key-counts, kept in -profile-dir")
 	flag.Parse()
+	o.contenders = strings.Split(tpContenders, ",")
+	if variants != "" {
+		o.variants = strings.Split(variants, ",")
+	}
 	o.key.counts = ints(keyCounts)
 	o.key.failKeysTop = o.key.counts[0]
 	o.key.contenders = strings.Split(keyContenders, ",")
@@ -124,11 +134,12 @@ func runAll(o options) error {
 		o.profileDir = o.workDir
 	}
 	o.loadAtStart = loadavg()
-	if !o.sections["throughput"] && !o.sections["profile"] {
+	if !o.sections["throughput"] && !o.sections["profile"] || !slices.Contains(o.contenders, "wm-old") {
 		o.oldRef = "" // only the throughput matrix and its profiles run the "before"
 	}
 	logf("building the contenders in %s", o.workDir)
-	bins, err := build(o.root, o.workDir, o.headRef, o.oldRef, o.sections["throughput"] || o.sections["profile"])
+	matrixRuns := o.sections["throughput"] || o.sections["profile"] || o.sections["pgo"]
+	bins, err := build(o.root, o.workDir, o.headRef, o.oldRef, matrixRuns, matrixRuns && needsNoPGO(o.variants))
 	if err != nil {
 		return err
 	}
@@ -152,9 +163,12 @@ func runAll(o options) error {
 	fmt.Fprintf(w, "bench/e2e at %s%s; %s; Go %s, Apache Kafka %s (one broker, KRaft, 127.0.0.1); %s; seed %d.\n\n",
 		describe(o.root, o.headRef), against, machine(), strings.TrimPrefix(runtime.Version(), "go"), version,
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), o.seed)
-	cs := contenders(bins, brokers)
+	cs, err := contenders(bins, brokers, o.contenders, o.variants)
+	if err != nil {
+		return err
+	}
 	var m *matrix
-	if o.sections["throughput"] || o.sections["profile"] {
+	if matrixRuns {
 		if m, err = newMatrix(ctx, a, o, cs); err != nil {
 			return err
 		}
@@ -168,6 +182,14 @@ func runAll(o options) error {
 	}
 	if o.sections["profile"] {
 		if err := profile(ctx, w, o, m); err != nil {
+			return err
+		}
+	}
+	if o.sections["pgo"] {
+		if o.pgoOut == "" {
+			return fmt.Errorf("-sections pgo needs -pgo-out")
+		}
+		if err := pgoProfile(ctx, o, m, o.pgoOut); err != nil {
 			return err
 		}
 	}
@@ -265,11 +287,11 @@ func (m *matrix) run(ctx context.Context, o options) {
 				res, err := m.runOne(ctx, o, c, ct, fmt.Sprintf("r%d-%s", r, ct.key), false, nil)
 				if err != nil {
 					logf("round %d, %s, %s: %v", r+1, c, ct.key, err)
-					res = measured{rate: math.NaN(), cpuPerM: math.NaN()}
+					res = measured{rate: math.NaN(), cpuPerM: math.NaN(), peakRSS: math.NaN()}
 					m.failed++
 				} else {
-					logf("round %d, %s, %-9s %8.0f rec/s %6.3f cpu-s/Mrec (window %v, process CPU %v)",
-						r+1, c, ct.key, res.rate, res.cpuPerM, res.window.Round(time.Millisecond), res.total.Round(time.Millisecond))
+					logf("round %d, %s, %-9s %8.0f rec/s %6.3f cpu-s/Mrec %5.0f MB peak RSS (window %v, process CPU %v)",
+						r+1, c, ct.key, res.rate, res.cpuPerM, res.peakRSS/1e6, res.window.Round(time.Millisecond), res.total.Round(time.Millisecond))
 				}
 				m.runs[ci][ct.key] = append(m.runs[ci][ct.key], res)
 			}
@@ -294,7 +316,7 @@ func (m *matrix) runOne(ctx context.Context, o options, c cell, ct contender, ta
 	if err != nil {
 		return measured{}, err
 	}
-	p, err := startProc(dir, ct.key, bin, args, addr)
+	p, err := startProc(dir, ct.key, bin, args, addr, ct.env...)
 	if err != nil {
 		return measured{}, err
 	}

@@ -45,6 +45,7 @@ type measured struct {
 	window  time.Duration // the window's length
 	records int64         // records sent within the window
 	total   time.Duration // the whole process's CPU time, from its rusage
+	peakRSS float64       // the process's peak resident set, bytes (VmHWM at its last scrape)
 }
 
 // sample is one scrape.
@@ -52,6 +53,7 @@ type sample struct {
 	at    time.Time
 	count int64
 	cpu   time.Duration
+	hwm   int64 // VmHWM, bytes: the peak resident set so far
 }
 
 // proc is one started contender process; its output goes to a log file in
@@ -63,7 +65,9 @@ type proc struct {
 	done chan error
 }
 
-func startProc(dir, name, bin string, args []string, addr string) (*proc, error) {
+// startProc starts bin in dir with args, in this process's environment
+// plus env.
+func startProc(dir, name, bin string, args []string, addr string, env ...string) (*proc, error) {
 	logPath := filepath.Join(dir, name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -71,6 +75,9 @@ func startProc(dir, name, bin string, args []string, addr string) (*proc, error)
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, f, f
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return nil, err
@@ -133,7 +140,11 @@ func (p *proc) measure(ctx context.Context, want int64, every, timeout time.Dura
 		if err != nil {
 			continue
 		}
-		s := sample{at: time.Now(), count: n, cpu: cpu}
+		hwm, err := procHWM(p.cmd.Process.Pid)
+		if err != nil {
+			continue
+		}
+		s := sample{at: time.Now(), count: n, cpu: cpu, hwm: hwm}
 		if first.count == 0 {
 			first = s
 		}
@@ -170,6 +181,7 @@ func (p *proc) measure(ctx context.Context, want int64, every, timeout time.Dura
 	if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		m.total = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
+	m.peakRSS = float64(last.hwm)
 	return m, nil
 }
 
@@ -205,6 +217,25 @@ func procCPU(pid int) (time.Duration, error) {
 		return 0, err
 	}
 	return time.Duration(ut+st) * clockTick, nil
+}
+
+// procHWM is pid's peak resident set so far (VmHWM), in bytes. Not the
+// rusage's maxrss: Linux carries the forking process's high-water mark into
+// its child's across exec (the driver holds hundreds of megabytes after
+// filling the topics), so maxrss never reads below the driver's; VmHWM
+// belongs to the image exec started.
+func procHWM(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", pid)
 }
 
 // freeAddr returns a 127.0.0.1 address that nothing listens on, on a port

@@ -114,10 +114,12 @@ type category struct {
 
 // categories are the throughput matrix's.
 var categories = []category{
-	{"record to message: plugin.RecordsToBatch", regexp.MustCompile(`^github.com/watermark-connect/watermark-connect/plugin\.RecordsToBatch$`)},
+	// kafkamsg's since 29b9199 and before (plugin.RecordsToBatch, which wraps
+	// it, is inlined into the same frames).
+	{"record to message: RecordsToBatch", regexp.MustCompile(`^github.com/watermark-connect/watermark-connect/internal/kafkamsg\.RecordsToBatch$`)},
 	{"Benthos tracing: a span per message at the input and the output (noop tracer)", regexp.MustCompile(`^github.com/redpanda-data/benthos/v4/internal/tracing\.(InitSpans|WithChildSpans)$`)},
 	{"franz-go: fetch, decompress, decode (kgo source loop)", regexp.MustCompile(`^github.com/twmb/franz-go/pkg/kgo\.\(\*source\)\.loopFetch$`)},
-	{"kafka_watermark bookkeeping: owner, poller, acks", regexp.MustCompile(`^github.com/watermark-connect/watermark-connect/plugin\.(\(\*owner\)\.run|\(\*poller\)\.start\.func1|\(\*Input\)\.handOut\.func1)$`)},
+	{"kafka_watermark bookkeeping: owner, poller, acks", regexp.MustCompile(`^github.com/watermark-connect/watermark-connect/(internal/engine\.\(\*owner\)\.run|internal/engine\.\(\*poller\)\.start\.func1|plugin\.\(\*Input\)\.handOut\.func1)$`)},
 	{"GC in the background (mark workers, sweeper, scavenger)", regexp.MustCompile(`^runtime\.(gcBgMarkWorker|bgsweep|bgscavenge)$`)},
 }
 

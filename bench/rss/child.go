@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"os"
 	"runtime"
@@ -16,18 +17,20 @@ import (
 
 	_ "github.com/redpanda-data/benthos/v4/public/components/pure" // the bloblang methods of the input's config lints
 	"github.com/redpanda-data/benthos/v4/public/service"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/watermark-connect/watermark-connect/internal/gctune"
 	_ "github.com/watermark-connect/watermark-connect/metrics/prometheus" // the prometheus exporter of wm-prometheus
 	"github.com/watermark-connect/watermark-connect/plugin"
 )
 
 // childArgs names one contender's run: mode (raw, wm, wm-prometheus),
-// scenario (idle, pending), and the topic's size.
+// scenario (idle, pending), the topic's size, the broker holding it and the
+// consumer group to read it with.
 type childArgs struct {
 	mode, scenario string
 	parts, records int
+	brokers, group string
 }
 
 // commitPeriod is kafka_watermark's default commit_period, which the wm
@@ -35,7 +38,9 @@ type childArgs struct {
 const commitPeriod = time.Second
 
 // runChild runs one contender in this process and prints "RSS <bytes> HEAP
-// <bytes>" on stdout once it holds what its scenario asks for.
+// <bytes> PEAK <bytes>" on stdout once it holds what its scenario asks for:
+// the resident set and the Go heap in use after a GC, and the peak resident
+// set while it consumed (VmHWM, reset just before).
 func runChild(c childArgs) error {
 	if c.parts < 1 || c.records < 1 {
 		return fmt.Errorf("-parts (%d) and -records (%d) must be at least 1", c.parts, c.records)
@@ -44,25 +49,22 @@ func runChild(c childArgs) error {
 	if !pending && c.scenario != "idle" {
 		return fmt.Errorf("-scenario %q: must be idle or pending", c.scenario)
 	}
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(c.parts), "t"))
-	if err != nil {
-		return err
-	}
-	defer kc.Close()
-	addr := kc.ListenAddrs()[0]
-	if err := produceEach(addr, c.parts, c.records); err != nil {
-		return err
-	}
+	// As the binary runs: its GC settings (GOGC and GOMEMLIMIT win).
+	log.Printf("%s/%s: %s", c.scenario, c.mode, gctune.Start())
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
+	if err := resetPeakRSS(); err != nil {
+		return err
+	}
 
 	var held any // what the contender keeps until the figures are read
 	var stop func()
+	var err error
 	switch c.mode {
 	case "raw":
-		held, stop, err = consumeRaw(ctx, addr, c.parts*c.records, pending)
+		held, stop, err = consumeRaw(ctx, c, c.parts*c.records, pending)
 	case "wm", "wm-prometheus":
-		held, stop, err = consumeWatermark(ctx, c, addr, pending)
+		held, stop, err = consumeWatermark(ctx, c, pending)
 	default:
 		err = fmt.Errorf("-child %q: must be raw, wm or wm-prometheus", c.mode)
 	}
@@ -70,24 +72,34 @@ func runChild(c childArgs) error {
 		return err
 	}
 	time.Sleep(time.Second)
+	peak, err := statusBytes("VmHWM:")
+	if err != nil {
+		return err
+	}
 	runtime.GC()
 	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	rss, err := vmRSS()
+	rss, err := statusBytes("VmRSS:")
 	if err != nil {
 		return err
 	}
-	fmt.Printf("RSS %d HEAP %d\n", rss, ms.HeapInuse)
+	fmt.Printf("RSS %d HEAP %d PEAK %d\n", rss, ms.HeapInuse, peak)
 	runtime.KeepAlive(held)
 	stop()
 	return nil
 }
 
+// resetPeakRSS makes VmHWM start again from the resident set now
+// (proc(5), /proc/pid/clear_refs: 5).
+func resetPeakRSS() error {
+	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
 // consumeRaw reads total records with a franz-go group consumer; pending
 // keeps them and commits nothing, idle commits them all.
-func consumeRaw(ctx context.Context, addr string, total int, pending bool) (any, func(), error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("t"),
+func consumeRaw(ctx context.Context, c childArgs, total int, pending bool) (any, func(), error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.brokers), kgo.ConsumerGroup(c.group), kgo.ConsumeTopics("t"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
 	if err != nil {
 		return nil, nil, err
@@ -126,8 +138,8 @@ func consumeRaw(ctx context.Context, addr string, total int, pending bool) (any,
 // Benthos's input reader keeps, per batch not yet acked, a goroutine that
 // waits for the ack and the transaction with the batch's messages: the
 // pending figures include them, as they do in a real pipeline.
-func consumeWatermark(ctx context.Context, c childArgs, addr string, pending bool) (any, func(), error) {
-	conf := fmt.Sprintf("label: wm\n%s:\n  seed_brokers: [ %q ]\n  topics: [ t ]\n  consumer_group: g\n  batch_max_records: 1\n", plugin.InputName, addr)
+func consumeWatermark(ctx context.Context, c childArgs, pending bool) (any, func(), error) {
+	conf := fmt.Sprintf("label: wm\n%s:\n  seed_brokers: [ %q ]\n  topics: [ t ]\n  consumer_group: %q\n  batch_max_records: 1\n", plugin.InputName, c.brokers, c.group)
 	if pending {
 		conf += fmt.Sprintf("  max_pending_batches: %d\n", c.records)
 	}
@@ -180,8 +192,9 @@ func consumeWatermark(ctx context.Context, c childArgs, addr string, pending boo
 	return acks, stop, nil
 }
 
-// vmRSS returns this process's resident set size in bytes.
-func vmRSS() (int64, error) {
+// statusBytes returns a field of /proc/self/status given in kB (VmRSS:,
+// VmHWM:), in bytes.
+func statusBytes(field string) (int64, error) {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
 		return 0, err
@@ -189,12 +202,12 @@ func vmRSS() (int64, error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), field); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			return kb * 1024, err
 		}
 	}
-	return 0, errors.Join(errors.New("no VmRSS in /proc/self/status"), sc.Err())
+	return 0, errors.Join(fmt.Errorf("no %s in /proc/self/status", field), sc.Err())
 }
 
 // produceEach writes n records of 16 bytes to each of parts partitions of t.

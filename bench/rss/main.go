@@ -8,8 +8,10 @@
 //     limit (max_pending_batches, set to the records per partition: 1,024
 //     by default, the input's default): 1,024,000 pending batches.
 //
-// The contenders, each in a process of its own (this program run again
-// with -child), in an order that rotates from round to round: raw, a
+// The broker is kfake in this process, filled once per scenario; the
+// contenders, each in a process of its own (this program run again with
+// -child) and reading the topic from the start with a group of its own, in
+// an order that rotates from round to round: raw, a
 // franz-go group consumer of the same topic (it keeps the records it read
 // in the pending scenario, as a sink that has not answered would);
 // kafka_watermark with no metrics exporter; and, idle only, kafka_watermark
@@ -23,9 +25,13 @@
 //
 // RSS is read from /proc/self/status after a GC and debug.FreeOSMemory, so
 // it shows what is live, not what the heap has yet to collect; heap is the
-// Go heap in use at that moment. It prints a markdown table on stdout
-// (docs/BENCHMARKS.md, part 3) and its progress on stderr; it asserts
-// nothing.
+// Go heap in use at that moment; peak is the most the process held while it
+// consumed (VmHWM, reset once its setup is done), garbage included, which is
+// what the GC percent moves. The contenders run with the binary's GC
+// settings (internal/gctune: GOGC=400 unless GOGC is set; no container limit
+// here), so `GOGC=100 go run ./bench/rss` gives Go's default. It prints a
+// markdown table on stdout (docs/BENCHMARKS.md, part 3) and its progress on
+// stderr; it asserts nothing.
 //
 //	go run ./bench/rss                       # 3 rounds at full size
 //	go run ./bench/rss -rounds 1 -idle-partitions 10 -pending-partitions 2 -pending-records 4
@@ -42,6 +48,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kfake"
+
 	"github.com/watermark-connect/watermark-connect/internal/testkit"
 )
 
@@ -55,7 +63,7 @@ type scenario struct {
 	unitCount int
 }
 
-type sample struct{ rss, heap float64 }
+type sample struct{ rss, heap, peak float64 }
 
 func main() {
 	var c childArgs
@@ -63,6 +71,8 @@ func main() {
 	flag.StringVar(&c.scenario, "scenario", "", "with -child: idle or pending")
 	flag.IntVar(&c.parts, "parts", 0, "with -child: partitions")
 	flag.IntVar(&c.records, "records", 0, "with -child: records per partition")
+	flag.StringVar(&c.brokers, "brokers", "", "with -child: the broker holding the topic t")
+	flag.StringVar(&c.group, "group", "", "with -child: the consumer group")
 	rounds := flag.Int("rounds", 3, "rounds; each runs every contender of every scenario once, in an order that rotates")
 	idleParts := flag.Int("idle-partitions", 10_000, "partitions of the idle scenario, one record each")
 	pendParts := flag.Int("pending-partitions", 1_000, "partitions of the pending scenario")
@@ -93,16 +103,26 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	brokers := map[string]string{}
+	for _, sc := range scenarios {
+		addr, closeBroker, err := broker(sc.parts, sc.records)
+		if err != nil {
+			log.Fatalf("%s: %v", sc.name, err)
+		}
+		defer closeBroker()
+		brokers[sc.name] = addr
+	}
 	results := map[string][]sample{}
 	for r := range *rounds {
 		for _, sc := range scenarios {
 			for k := range sc.modes {
 				mode := sc.modes[(r+k)%len(sc.modes)]
-				out, err := runChildProcess(self, *timeout, childArgs{mode, sc.name, sc.parts, sc.records})
+				out, err := runChildProcess(self, *timeout, childArgs{mode, sc.name, sc.parts, sc.records,
+					brokers[sc.name], fmt.Sprintf("g-%d-%s", r, mode)})
 				if err != nil {
 					log.Fatalf("%s/%s: %v", sc.name, mode, err)
 				}
-				log.Printf("round %d %s/%s: RSS %.1f MB, heap %.1f MB", r+1, sc.name, mode, out.rss/1e6, out.heap/1e6)
+				log.Printf("round %d %s/%s: RSS %.1f MB, heap %.1f MB, peak RSS %.1f MB", r+1, sc.name, mode, out.rss/1e6, out.heap/1e6, out.peak/1e6)
 				key := sc.name + "/" + mode
 				results[key] = append(results[key], out)
 			}
@@ -116,24 +136,42 @@ func main() {
 // the raw run of the same round, per unit.
 func table(scenarios []scenario, results map[string][]sample, rounds int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n| scenario | consumer | RSS (MB) | Go heap in use (MB) | RSS above raw, per %s / %s |\n| --- | --- | ---: | ---: | ---: |\n", scenarios[0].perUnit, scenarios[1].perUnit)
+	fmt.Fprintf(&b, "\n| scenario | consumer | RSS (MB) | Go heap in use (MB) | RSS above raw, per %s / %s | peak RSS (MB) | peak RSS above raw, per unit |\n| --- | --- | ---: | ---: | ---: | ---: | ---: |\n", scenarios[0].perUnit, scenarios[1].perUnit)
 	for _, sc := range scenarios {
 		for _, mode := range sc.modes {
 			rs := results[sc.name+"/"+mode]
-			var rss, heap, over []float64
+			var rss, heap, over, peak, peakOver []float64
 			for i, s := range rs {
-				rss, heap = append(rss, s.rss/1e6), append(heap, s.heap/1e6)
-				over = append(over, (s.rss-results[sc.name+"/raw"][i].rss)/float64(sc.unitCount))
+				raw := results[sc.name+"/raw"][i]
+				rss, heap, peak = append(rss, s.rss/1e6), append(heap, s.heap/1e6), append(peak, s.peak/1e6)
+				over = append(over, (s.rss-raw.rss)/float64(sc.unitCount))
+				peakOver = append(peakOver, (s.peak-raw.peak)/float64(sc.unitCount))
 			}
-			extra := "–"
+			extra, peakExtra := "–", "–"
 			if mode != "raw" {
-				extra = testkit.MedRange(over, "%.0f B")
+				extra, peakExtra = testkit.MedRange(over, "%.0f B"), testkit.MedRange(peakOver, "%.0f B")
 			}
-			fmt.Fprintf(&b, "| %s (%d partitions) | %s | %s | %s | %s |\n", sc.name, sc.parts, mode, testkit.MedRange(rss, "%.1f"), testkit.MedRange(heap, "%.1f"), extra)
+			fmt.Fprintf(&b, "| %s (%d partitions) | %s | %s | %s | %s | %s | %s |\n", sc.name, sc.parts, mode,
+				testkit.MedRange(rss, "%.1f"), testkit.MedRange(heap, "%.1f"), extra, testkit.MedRange(peak, "%.1f"), peakExtra)
 		}
 	}
 	fmt.Fprintf(&b, "\n%d round(s), each contender in its own process; median [min–max]; the per-unit figure pairs each run with the raw run of its round.\n\n", rounds)
 	return b.String()
+}
+
+// broker starts kfake in this process with a topic t of parts partitions
+// holding records records each, for the contenders to read.
+func broker(parts, records int) (string, func(), error) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(parts), "t"))
+	if err != nil {
+		return "", nil, err
+	}
+	addr := kc.ListenAddrs()[0]
+	if err := produceEach(addr, parts, records); err != nil {
+		kc.Close()
+		return "", nil, err
+	}
+	return addr, kc.Close, nil
 }
 
 // runChildProcess runs one contender in a process of its own (self with
@@ -142,7 +180,7 @@ func runChildProcess(self string, timeout time.Duration, c childArgs) (sample, e
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, self, "-child", c.mode, "-scenario", c.scenario,
-		"-parts", strconv.Itoa(c.parts), "-records", strconv.Itoa(c.records))
+		"-parts", strconv.Itoa(c.parts), "-records", strconv.Itoa(c.records), "-brokers", c.brokers, "-group", c.group)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -150,7 +188,7 @@ func runChildProcess(self string, timeout time.Duration, c childArgs) (sample, e
 	}
 	for line := range strings.Lines(string(out)) {
 		var s sample
-		if n, _ := fmt.Sscanf(line, "RSS %g HEAP %g", &s.rss, &s.heap); n == 2 {
+		if n, _ := fmt.Sscanf(line, "RSS %g HEAP %g PEAK %g", &s.rss, &s.heap, &s.peak); n == 3 {
 			return s, nil
 		}
 	}

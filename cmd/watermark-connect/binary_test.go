@@ -38,6 +38,7 @@ var bin = &testkit.Binary{Build: testkit.Build{
 func TestMain(m *testing.M) {
 	code := m.Run()
 	bin.Remove()
+	plainBin.Remove()
 	os.Exit(code)
 }
 
@@ -100,7 +101,13 @@ type process struct {
 // is still running.
 func startBinary(t *testing.T, env []string, args ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(binary(t), args...), out: &syncBuffer{}, done: make(chan struct{})}
+	return startBinaryAt(t, binary(t), env, args...)
+}
+
+// startBinaryAt is startBinary with a binary of its own: path.
+func startBinaryAt(t *testing.T, path string, env []string, args ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.Command(path, args...), out: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd.Env = append(append(os.Environ(), raceEnv...), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	require.NoError(t, p.cmd.Start())

@@ -29,9 +29,10 @@ var (
 )
 
 func main() {
+	gc := startGC()
 	info, _ := debug.ReadBuildInfo()
 	installHelpPrinter()
-	service.RunCLI(context.Background(),
+	opts := append([]service.CLIOptFunc{
 		service.CLIOptSetVersion(wmversion.String(version, info), wmversion.Date(dateBuilt, info)),
 		service.CLIOptSetBinaryName("watermark-connect"),
 		service.CLIOptSetProductName("watermark-connect"),
@@ -40,5 +41,6 @@ func main() {
 		service.CLIOptAddCommand(status.Command()),
 		service.CLIOptAddCommand(dlcmd.Command()),
 		service.CLIOptAddCommand(sample.Command()),
-	)
+	}, gc.cliOptions()...)
+	service.RunCLI(context.Background(), opts...)
 }

@@ -50,3 +50,29 @@ func TestRecordsToBatchValues(t *testing.T) {
 	v, _ := batch[0].MetaGetMut(metaOffset)
 	require.Equal(t, any(1), v)
 }
+
+// Records of one millisecond (or one second) share their boxed timestamps;
+// each message still reads its own record's, across millisecond and second
+// boundaries, negative (Kafka's -1: no timestamp) included, and setting one
+// message's timestamp leaves the others sharing its box alone.
+func TestRecordsToBatchSharedTimestamps(t *testing.T) {
+	base := time.UnixMilli(1_700_000_000_998)
+	stamps := []time.Time{
+		base, base, base.Add(time.Millisecond), base.Add(time.Millisecond), base.Add(2 * time.Millisecond), // 998, 999, then the next second
+		base.Add(time.Second), base, time.UnixMilli(-1), time.UnixMilli(-1), time.UnixMilli(0), time.UnixMilli(-1001),
+	}
+	recs := make([]*kgo.Record, len(stamps))
+	for i, ts := range stamps {
+		recs[i] = &kgo.Record{Topic: "t", Offset: int64(i), Timestamp: ts}
+	}
+	batch := RecordsToBatch(recs, -1)
+	batch[0].MetaSetMut(metaTSMs, int64(5))
+	batch[0].MetaSetMut(metaTSUnix, int64(6))
+	for i, m := range batch[1:] {
+		i++
+		ms, _ := m.MetaGetMut(metaTSMs)
+		unix, _ := m.MetaGetMut(metaTSUnix)
+		require.Equal(t, any(stamps[i].UnixMilli()), ms, "message %d: kafka_timestamp_ms", i)
+		require.Equal(t, any(stamps[i].Unix()), unix, "message %d: kafka_timestamp_unix", i)
+	}
+}

@@ -49,6 +49,10 @@ type Build struct {
 	Out     string // the binary to write; a relative path is taken from the working directory
 	Race    bool   // build with -race
 	LDFlags string // -ldflags, e.g. -X main.version=...; none when empty
+	// PGO is go build's -pgo: "" leaves Go's default (auto: the main
+	// package's default.pgo, if it has one), "off" builds without a
+	// profile, a path builds with that profile.
+	PGO string
 }
 
 // Run builds, and returns the binary's absolute path. The error holds go
@@ -67,6 +71,9 @@ func (b Build) Run(ctx context.Context) (string, error) {
 	}
 	if b.LDFlags != "" {
 		args = append(args, "-ldflags", b.LDFlags)
+	}
+	if b.PGO != "" {
+		args = append(args, "-pgo="+b.PGO)
 	}
 	pkg := b.Package
 	if pkg == "" {
