@@ -247,3 +247,30 @@ func TestDecideFromAFakeCgroup(t *testing.T) {
 		t.Errorf("with GOMEMLIMIT set, the limit comes from %s, want env", s.LimitFrom)
 	}
 }
+
+// The cgroup files are read from outside the process: whatever they hold,
+// ReadContainer answers with a limit or a reason (Where), never a panic,
+// and never a limit beside an error.
+func FuzzReadContainer(f *testing.F) {
+	f.Add("0::/\n", mountProc+mountV2, "536870912\n")
+	f.Add("0::/\n", mountV2, "max\n")
+	f.Add("4:memory:/docker/abc\n", mountV1Docker, "1073741824\n")
+	f.Add("4:memory:/\n0::/\n", mountV1Mem+mountHybrid, "-1\n")
+	f.Add("0::/../../etc\n", mountV2, "12")
+	f.Add("garbage", "1 2 3 - x", "")
+	f.Fuzz(func(t *testing.T, cgroup, mountinfo, limit string) {
+		root := fakeRoot(t, map[string]string{
+			"proc/self/cgroup":                           cgroup,
+			"proc/self/mountinfo":                        mountinfo,
+			"sys/fs/cgroup/memory.max":                   limit,
+			"sys/fs/cgroup/memory/memory.limit_in_bytes": limit,
+		})
+		c := ReadContainer(root)
+		if c.Where == "" {
+			t.Fatalf("no Where: %+v", c)
+		}
+		if c.Limit > 0 && c.Err != nil {
+			t.Fatalf("a limit and an error: %+v", c)
+		}
+	})
+}
