@@ -47,10 +47,11 @@ var v1Unlimited = uint64(math.MaxInt64/os.Getpagesize()) * uint64(os.Getpagesize
 //     (the root cgroup has none) is skipped.
 //
 // The paths in Where are as the process sees them (root not included). The
-// selection follows github.com/KimMachineGun/automemlimit v1.0.2
-// (memlimit/cgroups.go: selectMemoryController, walkCgroupV2Hierarchy,
-// readMemoryLimitV1FromPath, resolveCgroupPath), whose reader cannot be
-// pointed at another root; package doc says why this one is ours.
+// selection follows the functions selectMemoryController,
+// walkCgroupV2Hierarchy, readMemoryLimitV1FromPath and resolveCgroupPath of
+// github.com/KimMachineGun/automemlimit v1.0.2's memlimit package, whose
+// reader cannot be pointed at another root; package doc says why this one
+// is ours.
 func ReadContainer(root string) Container {
 	cgroups, err := os.ReadFile(filepath.Join(root, "proc/self/cgroup"))
 	if errors.Is(err, fs.ErrNotExist) {
