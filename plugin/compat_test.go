@@ -28,10 +28,17 @@ type redpandaRow struct{ outcome, here string }
 // fields: the first cell, verbatim, names the row.
 func readmeRedpandaTable(t *testing.T) map[string]redpandaRow {
 	t.Helper()
+	return readmeFieldTable(t, redpandaBegin, redpandaEnd)
+}
+
+// readmeFieldTable parses the README's table between the markers begin and
+// end: rows of three cells, the first naming the row, none twice.
+func readmeFieldTable(t *testing.T, begin, end string) map[string]redpandaRow {
+	t.Helper()
 	raw, err := os.ReadFile(readmePath)
 	require.NoError(t, err)
-	section, ok := between(string(raw), redpandaBegin, redpandaEnd)
-	require.True(t, ok, "README.md lacks the redpanda-fields markers")
+	section, ok := between(string(raw), begin, end)
+	require.True(t, ok, "README.md lacks the markers %s and %s", begin, end)
 	rows := map[string]redpandaRow{}
 	for _, line := range strings.Split(section, "\n") {
 		if !strings.HasPrefix(line, "| `") {

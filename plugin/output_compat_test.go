@@ -3,8 +3,6 @@ package plugin
 import (
 	"context"
 	"crypto/tls"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -23,23 +21,7 @@ const (
 // output's fields, as readmeRedpandaTable the input's.
 func readmeRedpandaOutputTable(t *testing.T) map[string]redpandaRow {
 	t.Helper()
-	raw, err := os.ReadFile(readmePath)
-	require.NoError(t, err)
-	section, ok := between(string(raw), redpandaOutBegin, redpandaOutEnd)
-	require.True(t, ok, "README.md lacks the redpanda-output-fields markers")
-	rows := map[string]redpandaRow{}
-	for _, line := range strings.Split(section, "\n") {
-		if !strings.HasPrefix(line, "| `") {
-			continue
-		}
-		cells := strings.Split(strings.Trim(line, "|"), " | ")
-		require.Len(t, cells, 3, "README row %q", line)
-		key := strings.TrimSpace(cells[0])
-		_, dup := rows[key]
-		require.False(t, dup, "README row %q twice", key)
-		rows[key] = redpandaRow{outcome: strings.TrimSpace(cells[1]), here: strings.TrimSpace(cells[2])}
-	}
-	return rows
+	return readmeFieldTable(t, redpandaOutBegin, redpandaOutEnd)
 }
 
 // everyRedpandaOutputField is a config as it would be written for Redpanda

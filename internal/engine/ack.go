@@ -59,7 +59,8 @@ func (o *owner) onAck(a ackMsg) {
 		o.log.Warnf("kafka_watermark: batch %s/%d offsets %d-%d nacked (attempt %d of %s), retrying %s in %v: %v",
 			p.tp.topic, p.tp.partition, b.raw.first, b.raw.last, b.attempt+1, o.attemptsAllowed(), what, backoff, a.err)
 		p.waitRetry()
-		o.retries.schedule(b, o.now().Add(backoff), o.now())
+		now := o.now()
+		o.retries.schedule(b, now.Add(backoff), now)
 		return
 	}
 	o.resolve(b, a.err)
