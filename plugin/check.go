@@ -48,6 +48,7 @@ var fieldChecks = map[string]fieldCheck{
 	fieldMetadataMaxAge:                              checkPositive,
 	fieldTopicLagRefreshPeriod:                       checkPositive,
 	fieldCommitPeriod:                                checkPositive,
+	fieldTransactionTimeout:                          checkDurationBetween(time.Second, 15*time.Minute),
 	fieldDrainTimeout:                                checkPositive,
 	fieldNackRetry + "." + fieldNackInitialBack:      checkPositive,
 	fieldNackRetry + "." + fieldNackMaxBack:          checkPositive,

@@ -20,6 +20,12 @@ import (
 
 // config is the parsed and validated configuration of one input.
 type config struct {
+	// exactlyOnce makes the client transactional (txn.go);
+	// transactionalID is empty for the derived one.
+	exactlyOnce        bool
+	transactionalID    string
+	transactionTimeout time.Duration
+
 	seedBrokers            []string
 	topics                 []string
 	regexpTopics           bool
@@ -189,6 +195,10 @@ func parseConfig(pc *service.ParsedConfig) (*config, error) {
 	dur(&c.deadLetterReportFor, fieldDeadLetter, fieldDeadLetterReportFor)
 	str(&c.ordering, fieldOrdering)
 	num(&c.maxHeldRecords, fieldMaxHeldRecords)
+	c.exactlyOnce, err = pc.FieldBool(fieldExactlyOnce)
+	errs = append(errs, err)
+	str(&c.transactionalID, fieldTransactionalID)
+	dur(&c.transactionTimeout, fieldTransactionTimeout)
 	errs = append(errs, parseRedpanda(pc, c)...)
 
 	if err := errors.Join(errs...); err != nil {
@@ -236,6 +246,7 @@ func (c *config) validate() error {
 		bad("%s (%v) must be below %s (%v)", fieldHeartbeatInterval, c.heartbeat, fieldSessionTimeout, c.sessionTimeout)
 	}
 	c.validateDeadLetter(bad)
+	c.validateExactlyOnce(bad)
 	return errors.Join(errs...)
 }
 

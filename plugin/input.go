@@ -16,6 +16,7 @@ import (
 
 	"github.com/watermark-connect/watermark-connect/internal/engine"
 	"github.com/watermark-connect/watermark-connect/internal/kafkamsg"
+	"github.com/watermark-connect/watermark-connect/internal/txn"
 )
 
 func init() {
@@ -62,6 +63,9 @@ type Input struct {
 	mu  sync.Mutex // guards eng, dlw and stopWatch across Connect and Close
 	eng *engine.Engine
 	dlw *deadLetterWriter // the dead-letter producer, nil without one
+	// sess is the transactional session under exactly_once (txn.go), nil
+	// otherwise; guarded by mu as eng is.
+	sess *txn.Session
 	// stopWatch ends the watch of missing topics (watchTopics) and waits
 	// for it; nil without one.
 	stopWatch func()
@@ -96,8 +100,17 @@ func (in *Input) Connect(ctx context.Context) error {
 		ec.DeadLetter = dlw
 	}
 	e := engine.New(ec, in.log, in.m)
-	cl, err := kgo.NewClient(in.clientOpts(e)...)
-	if err != nil {
+	var (
+		cl   *kgo.Client
+		sess *txn.Session
+	)
+	if in.conf.exactlyOnce {
+		if sess, err = in.newSession(ctx, in.clientOpts(e)); err != nil {
+			dlw.close()
+			return err
+		}
+		cl = sess.Client()
+	} else if cl, err = kgo.NewClient(in.clientOpts(e)...); err != nil {
 		dlw.close()
 		return fmt.Errorf("kafka_watermark: invalid client options: %w", err)
 	}
@@ -113,8 +126,17 @@ func (in *Input) Connect(ctx context.Context) error {
 		return service.NewErrBackOff(fmt.Errorf("kafka_watermark: cannot reach seed brokers %s%s: %w; trying again in %v",
 			strings.Join(in.conf.seedBrokers, ","), in.authDescription(), err, wait), wait)
 	}
+	if sess != nil {
+		if err := in.startSession(ctx, sess); err != nil {
+			e.Abandon()
+			cl.Close()
+			dlw.close()
+			return err
+		}
+		e.Transact(sess)
+	}
 	in.connFails = 0
-	in.eng, in.dlw = e, dlw
+	in.eng, in.dlw, in.sess = e, dlw, sess
 	e.Start(cl)
 	in.log.Infof("kafka_watermark: consuming %v as group %q (%s protocol)", in.conf.topics, in.conf.group, in.conf.groupProtocol)
 	if !in.conf.regexpTopics {
@@ -279,6 +301,13 @@ func (in *Input) Close(ctx context.Context) error {
 		return nil // never connected, or closed already
 	}
 	in.eng = nil
+	if in.sess != nil {
+		// The output's writes find no session from here on; the engine
+		// ends the last transaction and closes the client.
+		txn.Unregister(in.sess)
+		defer in.sess.Seal()
+		in.sess = nil
+	}
 	if in.stopWatch != nil {
 		in.stopWatch()
 		in.stopWatch = nil

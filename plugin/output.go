@@ -68,7 +68,11 @@ type Output struct {
 }
 
 func newOutput(conf *outputConfig, res *service.Resources) *Output {
-	return &Output{conf: conf, log: res.Logger(), w: &ownProducer{conf: conf}}
+	var w recordWriter = &ownProducer{conf: conf}
+	if conf.txnGroup != "" {
+		w = &outputTxnWriter{conf: conf, group: conf.txnGroup}
+	}
+	return &Output{conf: conf, log: res.Logger(), w: w}
 }
 
 // Connect makes the producer and checks that a seed broker answers, so that

@@ -27,6 +27,10 @@ type outputConfig struct {
 	maxInFlight int
 	batching    service.BatchPolicy
 	acks        string
+
+	// txnGroup, under exactly_once, is the consumer group whose input's
+	// transactions the records go in (txn.go); "" is at least once.
+	txnGroup string
 }
 
 // Bounds kgo puts on its byte limits (kgo config.go:330-345): a record batch
@@ -209,5 +213,6 @@ func (c *outputConfig) validate(pc *service.ParsedConfig) error {
 			fieldOutBrokerWriteMaxBytes, c.produce.BrokerWriteMaxBytes, fieldOutMaxMessageBytes, c.produce.MaxMessageBytes)
 	}
 	validateSASL(c.conn.SASL, "output", func(err error) { errs = append(errs, err) })
+	c.txnGroup = exactlyOnceGroup(pc, bad)
 	return errors.Join(errs...)
 }

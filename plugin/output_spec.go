@@ -165,6 +165,11 @@ silent drop. Records are placed as the Java client places them: by the murmur2 h
 				Description("How long a broker connection may idle before it is closed; between 100ms and 15m.").
 				Default("20s").Advanced(),
 			service.NewInjectTracingSpanMappingField(),
+			service.NewObjectField(fieldExactlyOnce,
+				service.NewStringField(fieldConsumerGroup).
+					Description("The consumer group of the `kafka_watermark` input, in this process, that consumes with `exactly_once: true`. This output writes through that input's transactional client, in the transaction that commits the input's offsets and delivered ranges: a `read_committed` reader sees every input record's outputs exactly once. The producer settings are then the input client's (kgo's defaults, acks all, idempotent): `compression`, `idempotent_write`, `max_message_bytes` and the other producer fields are refused; `seed_brokers`, `tls` and `sasl` are not used (the input's are). One output per group.")).
+				Description("Bind this output to an input's transactions (exactly once). Absent: at least once, through a producer of the output's own.").
+				Optional(),
 		).
 		LintRule(outputLintRule).
 		Example("Kafka to Kafka",

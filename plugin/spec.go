@@ -59,6 +59,9 @@ const (
 	fieldLostRecordsReportFor   = "lost_records_report_for"
 
 	fieldDeadLetter            = "dead_letter"
+	fieldExactlyOnce           = "exactly_once"
+	fieldTransactionalID       = "transactional_id"
+	fieldTransactionTimeout    = "transaction_timeout"
 	fieldDeadLetterTopic       = "topic"
 	fieldDeadLetterMaxAttempts = "max_attempts"
 	fieldDeadLetterReportFor   = "report_for"
@@ -296,6 +299,15 @@ Labelled by topic and partition: `+"`kafka_watermark_committed_offset`, `kafka_w
 					Default("24h").Advanced(),
 			).
 				Description("Dead-letter topic: the ending of a stall. A record the sink never accepts is retried, then written to this topic and committed past, never lost: nothing is committed past a record that reached neither the sink nor the dead-letter topic. Needs `commit_metadata: true`."),
+			service.NewBoolField(fieldExactlyOnce).
+				Description("Make this input's client transactional, so that a `kafka_watermark` output bound to this consumer group (its `exactly_once.consumer_group`) writes inside Kafka transactions that also commit this input's offsets and delivered ranges: a `read_committed` reader of the output sees every input record's outputs exactly once, across crashes, restarts, rebalances and output errors. Every `commit_period` the input stops handing out batches until the pipeline is empty, then commits the transaction; a nacked batch aborts it and every partition goes back to its last commit, in place. Needs `commit_metadata: true`.").
+				Default(false),
+			service.NewStringField(fieldTransactionalID).
+				Description("The transactional id of this member's producer under `exactly_once`. Empty (the default) derives one from the consumer group and a stable identity of this member: `instance_id` if set, else the host name (`wmc-<group>-<identity>`). A member restarted with the same id aborts its predecessor's open transaction at once; with another id, that transaction holds `read_committed` readers of the output until `transaction_timeout` passes. Two members running at once must not share one: the second fences the first.").
+				Default("").Advanced(),
+			service.NewDurationField(fieldTransactionTimeout).LintRule(fieldRule(fieldTransactionTimeout)).
+				Description("How long the broker lets a transaction stay open before it aborts it (the producer's `transaction.timeout.ms`; at most the broker's `transaction.max.timeout.ms`, 15m by default). After a crash under an id that is not reused, `read_committed` readers of the output wait up to this long. Must be above `commit_period`.").
+				Default("1m").Advanced(),
 		).
 		Fields(redpandaFields()...).
 		LintRule(lintRule).

@@ -17,6 +17,7 @@ import (
 
 func (o *owner) onAck(a ackMsg) {
 	b, p := a.b, a.b.part
+	o.txnSettled(b, a.err, !p.live())
 	if !p.live() {
 		o.m.lateAcks.Incr(1, p.labels[:]...)
 		return
@@ -40,6 +41,15 @@ func (o *owner) onAck(a ackMsg) {
 			b.only = a.failed
 		}
 		o.deadLetter(p, b, b.tried())
+		return
+	}
+	if a.err != nil && o.txn.on {
+		// The open transaction aborts (txnSettled) and every partition
+		// goes back to its last commit, this batch's included: it is
+		// delivered again from there, its attempts kept, not retried
+		// here, not failed for good.
+		o.log.Warnf("kafka_watermark: batch %s/%d offsets %d-%d nacked (attempt %d): exactly_once aborts the open transaction, and every partition is read again from its last commit: %v",
+			p.tp.topic, p.tp.partition, b.raw.first, b.raw.last, b.tried(), a.err)
 		return
 	}
 	if a.err != nil && o.retriesLeft(b) && !p.draining {

@@ -62,12 +62,22 @@ func (e *Engine) Options() []kgo.Opt {
 func (e *Engine) Start(cl *kgo.Client) {
 	o := e.o
 	o.cl = kgoGroupClient{Client: cl, readCommitted: o.conf.ReadCommitted}
+	if o.conf.Txn != nil {
+		o.cl = txnClient{kgoGroupClient: kgoGroupClient{Client: cl, readCommitted: o.conf.ReadCommitted}, t: o.conf.Txn}
+	}
 	e.poller = newPoller()
 	o.polls.wakePoll = e.poller.wake
 	e.cl = cl
 	go o.run()
 	go o.committer()
 	e.poller.start(cl, o, o.log)
+}
+
+// Transact makes the engine end transactions through t instead of
+// committing (exactly_once; internal/engine txn.go). Called before Start.
+func (e *Engine) Transact(t Transactor) {
+	e.o.conf.Txn = t
+	e.o.txn.on = true
 }
 
 // Abandon marks an engine that will never start as stopped, so that a
@@ -235,6 +245,17 @@ func (e *Engine) Close(ctx context.Context) error {
 	case <-o.stopped():
 	}
 	var errs []error
+	if o.txn.on && (last.abortTxn != "" || last.final.empty()) {
+		// Under exactly once the open transaction ends here: aborted,
+		// or empty (nothing to commit).
+		if _, err := o.conf.Txn.Abort(ctx, true); err != nil {
+			o.log.Warnf("kafka_watermark: exactly_once: aborting the last transaction at shutdown failed: %v", err)
+		}
+		if last.abortTxn != "" {
+			o.log.Infof("kafka_watermark: exactly_once: the last transaction aborted at shutdown (%s); the next owner reads its records again", last.abortTxn)
+			o.m.txnEnded(false, ReasonShutdown, 0, 0)
+		}
+	}
 	// One commit for every partition, those that revokes were draining
 	// included; only then do those revokes return, with nothing to commit.
 	if err := o.finalCommit(ctx, last.final, "shutdown"); err != nil {

@@ -87,7 +87,7 @@ func newPartState(tp topicPartition, now time.Time) *partState {
 		led:     newLedger(now),
 		queue:   newQueue(),
 		resume:  resume{fetched: -1, fetchedLeaderEpoch: -1},
-		commits: commitState{committing: -1},
+		commits: commitState{committing: -1, origin: -1},
 		replay:  replayPart{firstAtMost: -1},
 		loss:    lossPart{expect: -1, truncatedAt: -1, retentionMs: -1},
 		labels:  labels(tp),

@@ -19,6 +19,9 @@ import (
 type commitJob struct {
 	set   commitSet
 	parts []jobPart
+	// abort, under exactly once, makes the job an abort of the open
+	// transaction, and says why; reason is its label (txn.go).
+	abort, reason string
 }
 
 type jobPart struct {
@@ -33,6 +36,12 @@ type jobPart struct {
 // since the last one, whatever is assigned.
 func (o *owner) commit() {
 	if o.commits.committing || o.closed || len(o.lists.dirty.parts) == 0 {
+		return
+	}
+	if o.txn.on && (!o.txn.barrier || o.txn.out > 0 || o.txn.abort != "" || o.txn.ending) {
+		// Under exactly once a commit is a transaction's end, which
+		// only txnStep makes, with the pipeline empty.
+		o.txnRaise()
 		return
 	}
 	job := commitJob{parts: make([]jobPart, 0, len(o.lists.dirty.parts))}
@@ -94,6 +103,10 @@ func sizedSet(topic string, n int, withMeta bool) commitSet {
 // no tracker: the partition is planned again next tick. The result of an
 // epoch that has ended since changes nothing but counters.
 func (o *owner) onCommitDone(c commitDone) {
+	if c.abort != "" {
+		o.txnAbortDone(c)
+		return
+	}
 	o.commits.committing = false
 	for _, w := range o.commits.commitWaiters {
 		close(w)
@@ -101,6 +114,17 @@ func (o *owner) onCommitDone(c commitDone) {
 	o.commits.commitWaiters = nil
 	o.m.commitLatency.Timing(c.took.Nanoseconds())
 	o.noteMetaRefused(c.result.metaRefused)
+	if o.txn.on && c.result.err != nil {
+		for i := range c.parts {
+			jp := &c.parts[i]
+			o.m.countCommitOf(jp.p.tp, jp.p.labels[:], jp.plan.eo, c.result.err)
+			if jp.p.live() {
+				jp.p.commits.committing, jp.p.commits.committingMeta = -1, ""
+			}
+		}
+		o.txnCommitDone(c)
+		return
+	}
 	var failed []string
 	for i := range c.parts {
 		jp := &c.parts[i]
@@ -148,6 +172,9 @@ func (o *owner) onCommitDone(c commitDone) {
 	if len(failed) > 0 {
 		slices.Sort(failed) // the results come from maps
 		o.log.Warnf("kafka_watermark: commit failed for %d partition(s), retrying next period: %s", len(failed), strings.Join(failed, "; "))
+	}
+	if o.txn.on {
+		o.txnCommitDone(c)
 	}
 	if o.commits.again {
 		o.commits.again = false
@@ -228,6 +255,10 @@ type commitState struct {
 	// attempts are the attempts the broker holds in committedMeta
 	// (attempts.go), what the gate waits for.
 	attempts []commitmeta.Attempts
+	// origin, under exactly once, is where this partition's lineage
+	// started fetching when the group held no commit for it: where an
+	// abort goes back to before the first commit (-1: unknown).
+	origin int64
 	// exposure is the replay exposure (records a crash now would deliver
 	// again). When the commit in flight succeeds it becomes that commit's
 	// planned exposure plus handedSinceSnap, what was handed out since the
@@ -245,6 +276,7 @@ func (c *commitState) handedOut(n int64) {
 // follows in place (a replay or a truncation).
 func (c *commitState) inheritFrom(old commitState) {
 	c.committed, c.hasCommitted, c.committedMeta = old.committed, old.hasCommitted, old.committedMeta
+	c.origin = old.origin
 	c.exposure = old.exposure
 }
 

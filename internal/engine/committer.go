@@ -17,9 +17,15 @@ func (o *owner) committer() {
 		select {
 		case job := <-o.inbox.commitJobs:
 			start := time.Now()
-			res := commitAndWait(o.ioCtx, o.cl, job.set, false)
+			var res commitResult
+			if job.abort != "" {
+				r, err := o.conf.Txn.Abort(o.ioCtx, false)
+				res = commitResult{err: err, records: r.Records}
+			} else {
+				res = commitAndWait(o.ioCtx, o.cl, job.set, false)
+			}
 			select {
-			case o.inbox.commitCh <- commitDone{commitJob: job, result: res, took: time.Since(start)}:
+			case o.inbox.commitCh <- commitDone{commitJob: job, result: res, took: time.Since(start), records: res.records}:
 			case <-o.stopped():
 				return
 			}
@@ -37,6 +43,9 @@ type commitResult struct {
 	errs        map[topicPartition]error
 	err         error
 	metaRefused map[topicPartition]int
+	// records, under exactly once, is how many records the transaction
+	// held.
+	records int64
 }
 
 // commitAndWait commits set and waits for the response. kgo reports

@@ -49,6 +49,10 @@ type Config struct {
 	OrderingKey    bool
 	MaxHeldRecords int
 
+	// Txn, under exactly_once, ends the transactions whose commits are
+	// the group's (txn.go); nil is at least once.
+	Txn Transactor
+
 	// DrainTimeout bounds a revoke's and a close's wait for acks.
 	DrainTimeout time.Duration
 	// LostReportFor is how long commits carry a loss (loss.go).

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"time"
 )
 
@@ -51,9 +52,26 @@ func (o *owner) onClose(r closeReq) {
 		o.beginDrain(p)
 		parts = append(parts, p)
 	}
+	var abort string
+	if o.txn.on {
+		// The last transaction commits the final plan only if nothing it
+		// may hold is unsettled or failed, and no end is under way whose
+		// outcome the plan would assume (txn.go).
+		switch {
+		case o.txn.abort != "":
+			abort = o.txn.abort
+		case o.txn.out > 0:
+			abort = fmt.Sprintf("closing with %d batch(es) still in the pipeline", o.txn.out)
+		case o.commits.committing || o.txn.ending:
+			abort = "closing while a transaction was ending"
+		}
+	}
 	final := o.planFinalCommits(parts, true)
+	if abort != "" {
+		final = commitSet{}
+	}
 	o.closed = true
-	r.reply <- closeReply{final: final, held: held}
+	r.reply <- closeReply{final: final, held: held, abortTxn: abort}
 }
 
 // beginDrain stops handing out p and drops its unregistered batches.

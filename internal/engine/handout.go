@@ -17,7 +17,7 @@ func (o *owner) serve() {
 			o.popParked().reply <- nil
 			continue
 		}
-		if len(o.runQ) == 0 || o.fenceHolds(o.now()) {
+		if len(o.runQ) == 0 || o.fenceHolds(o.now()) || o.txnHolds() {
 			return
 		}
 		p := o.popRun()
@@ -55,6 +55,7 @@ func (o *owner) serve() {
 		case !counted && o.gateHolds(p, b, first):
 			o.gate(p, b)
 		default:
+			o.txnHandedOut()
 			o.popParked().reply <- b
 		}
 		// The skip batches now at the front of the ready queue must be
@@ -207,6 +208,9 @@ func (o *owner) onPoll(seq uint64, fetches kgo.Fetches) {
 			o.dropSkipsPastEnd(p, fp.HighWatermark)
 		}
 		if len(fp.Records) > 0 {
+			if o.txn.on && p.commits.origin < 0 && !p.commits.hasCommitted {
+				p.commits.origin = fp.Records[0].Offset
+			}
 			p.enqueue(fp.Records, o.conf.BatchMaxRecords, o.conf.BatchMaxBytes)
 			p.loss.expectPast(p.queue.queuedTo())
 			p.dlv.admit(o, p)
@@ -240,6 +244,7 @@ func (o *owner) onWithdraw(w withdrawReq) {
 			return
 		}
 	}
+	o.txnSettled(given, nil, false)
 	p := given.part
 	if !p.live() {
 		return // the epoch ended; the next owner replays it

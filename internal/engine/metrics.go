@@ -2,6 +2,7 @@ package engine
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 )
@@ -37,6 +38,12 @@ const (
 	MetricDeadLetterErrors = "kafka_watermark_dead_letter_errors_total"
 	// MetricHeld is the records waiting for their key (ordering: key).
 	MetricHeld = "kafka_watermark_held_records"
+	// Exactly once: transactions ended, by result ("committed",
+	// "aborted") and the abort's reason (Reason*, "" for a commit); the
+	// records they held, by result; how long an end took.
+	MetricTransactions        = "kafka_watermark_transactions_total"
+	MetricTransactionRecords  = "kafka_watermark_transaction_records_total"
+	MetricTransactionDuration = "kafka_watermark_transaction_duration_ns"
 )
 
 // Metrics holds the input's metric handles. Benthos metric handles are safe
@@ -49,6 +56,8 @@ type Metrics struct {
 	lostRecords, truncatedRecords                           *service.MetricCounter
 	deadLettered, deadLetterErrors                          *service.MetricCounter
 	commitLatency                                           *service.MetricTimer
+	txns, txnRecords                                        *service.MetricCounter
+	txnDuration                                             *service.MetricTimer
 }
 
 // NewMetrics makes the input's metrics on m, once per input.
@@ -77,10 +86,24 @@ func NewMetrics(m *service.Metrics) *Metrics {
 		lateAcks:         m.NewCounter(MetricLateAcks, l...),
 		dupAcks:          m.NewCounter(MetricDuplicateAcks, l...),
 		commitLatency:    m.NewTimer(MetricCommitLatency),
+		txns:             m.NewCounter(MetricTransactions, "result", "reason"),
+		txnRecords:       m.NewCounter(MetricTransactionRecords, "result"),
+		txnDuration:      m.NewTimer(MetricTransactionDuration),
 	}
 }
 
 // labels returns the label values of a partition, formatted once.
 func labels(t topicPartition) [2]string {
 	return [2]string{t.topic, strconv.Itoa(int(t.partition))}
+}
+
+// txnEnded counts a transaction's end (exactly once).
+func (m *Metrics) txnEnded(committed bool, reason string, records int64, took time.Duration) {
+	result := "aborted"
+	if committed {
+		result, reason = "committed", ""
+	}
+	m.txns.Incr(1, result, reason)
+	m.txnRecords.Incr(records, result)
+	m.txnDuration.Timing(took.Nanoseconds())
 }

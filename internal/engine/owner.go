@@ -67,6 +67,9 @@ type (
 	closeReply struct {
 		final commitSet
 		held  []chan commitSet
+		// abortTxn, under exactly once, says why the open transaction
+		// is aborted rather than committed with final (txn.go).
+		abortTxn string
 	}
 
 	// withdrawReq withdraws a parked read whose context ended, or gives
@@ -80,6 +83,8 @@ type (
 		commitJob
 		result commitResult
 		took   time.Duration
+		// records is how many records the transaction held (exactly once).
+		records int64
 	}
 )
 
@@ -132,6 +137,9 @@ type owner struct {
 	// fence holds hand-outs back while the group may have given this
 	// member's partitions away (fence.go).
 	fence fence
+	// txn is exactly once's part (txn.go): the batches in the pipeline
+	// and the barrier before a transaction ends.
+	txn txnPart
 }
 
 // inbox is every channel into the owner goroutine, and its one channel out
@@ -189,6 +197,7 @@ func newOwner(conf *Config, log *service.Logger, m *Metrics) *owner {
 		queries: queries{retention: map[string]int64{}},
 		lost:    lossBook{lossReported: map[topicPartition][]commitmeta.Range{}, truncations: map[topicPartition][]int64{}, accepted: map[topicPartition]acceptedOffsets{}},
 		fence:   newFence(conf, time.Now()),
+		txn:     txnPart{on: conf.Txn != nil},
 	}
 }
 
@@ -295,7 +304,11 @@ func (o *owner) run() {
 		case <-o.fence.wake():
 			// A heartbeat answered: serve below sees whether the fence lifts.
 		case <-commitTick.C:
-			o.commit()
+			if o.txn.on {
+				o.txnTick()
+			} else {
+				o.commit()
+			}
 		case now := <-gaugeTick.C:
 			o.publishGauges(now)
 			o.checkStalls(now)
@@ -313,6 +326,7 @@ func (o *owner) run() {
 		if len(o.polls.rewinds) > 0 {
 			o.listEpochs(nil) // a drain just ended in a successor waiting for its rewind
 		}
+		o.txnStep()
 		o.serve()
 		o.askPoll()
 		o.clock = time.Time{} // the next event reads it afresh

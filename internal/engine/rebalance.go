@@ -93,6 +93,10 @@ func flatten(m map[string][]int32) []topicPartition {
 
 // onRevoke starts a drain of the named partitions (or drops them, if lost).
 func (o *owner) onRevoke(r revokeReq) {
+	if o.txn.on {
+		o.txnRevoke(r)
+		return
+	}
 	var parts []*partState
 	for _, tp := range r.tps {
 		p := o.parts[tp]

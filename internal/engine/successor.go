@@ -65,6 +65,14 @@ type succession struct {
 	// truncatedFrom is, for a truncation, the newest leader epoch of the
 	// log it replaced (lossPart.sameTruncation).
 	truncatedFrom int32
+	// fromCommit, for an aborted transaction (txn.go), makes the
+	// successor skip delivered (whose last record has leader epoch
+	// deliveredEpoch), the ranges of the last commit, instead of what the
+	// old epoch knew delivered: what it delivered since was in the
+	// transaction that aborted.
+	fromCommit     bool
+	delivered      []commitmeta.Range
+	deliveredEpoch int32
 }
 
 // noPollWindow is the poll number of a succession made outside a poll
@@ -92,8 +100,15 @@ func (o *owner) succeed(old *partState, s succession) *partState {
 
 	// Delivered ranges and attempts, of the records the new log holds.
 	base, _ := old.commitBase()
-	if ranges := cutRanges(old.knownDelivered(base), s.holdsTo); len(ranges) > 0 {
-		np.resume.inherit(ranges, old.leaderEpochOf(ranges[len(ranges)-1].To-1))
+	switch {
+	case s.fromCommit:
+		if len(s.delivered) > 0 {
+			np.resume.inherit(s.delivered, s.deliveredEpoch)
+		}
+	default:
+		if ranges := cutRanges(old.knownDelivered(base), s.holdsTo); len(ranges) > 0 {
+			np.resume.inherit(ranges, old.leaderEpochOf(ranges[len(ranges)-1].To-1))
+		}
 	}
 	stalled, _, hasStalled := old.stallInfo()
 	np.att.follow(&old.att, cutAttempts(old.attemptRanges(base), s.base, s.holdsTo), s.base, s.holdsTo, stalled, hasStalled)

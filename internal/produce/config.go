@@ -139,6 +139,10 @@ func (c Config) maxMessageBytes() int32 {
 	return DefaultMaxMessageBytes
 }
 
+// RecordPartitioner is the partitioner c names: the client option Opts
+// sets, for a client made elsewhere that delegates to it (exactly_once).
+func (c Config) RecordPartitioner() kgo.Partitioner { return c.partitioner() }
+
 func (c Config) partitioner() kgo.Partitioner {
 	switch c.Partitioner {
 	case PartitionerRoundRobin:

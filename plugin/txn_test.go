@@ -1,0 +1,136 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// exactlyOnceStream runs kafka_watermark (exactly_once) -> processors ->
+// kafka_watermark output bound to the group, until the test ends.
+func exactlyOnceStream(t *testing.T, addr, src, dst, group, inputExtra, outputExtra string, processors ...string) *stream {
+	t.Helper()
+	env := service.NewEnvironment()
+	require.NoError(t, Register(env))
+	b := env.NewStreamBuilder()
+	require.NoError(t, b.SetLoggerYAML("level: ${TEST_LOG_LEVEL:warn}"))
+	require.NoError(t, b.AddInputYAML(inputYAML(addr, src, group, "  exactly_once: true\n  batch_max_records: 10\n"+inputExtra)))
+	for _, p := range processors {
+		require.NoError(t, b.AddProcessorYAML(p))
+	}
+	// reject_errored nacks a message a processor failed: its input batch
+	// fails, maybe after other messages of it were written.
+	require.NoError(t, b.AddOutputYAML(fmt.Sprintf(`
+reject_errored:
+  kafka_watermark:
+    seed_brokers: [ %q ]
+    topic: %s
+    key: '${! @kafka_key }'
+    max_in_flight: 8
+    metadata: { include_prefixes: [ kafka_ ] }
+    exactly_once: { consumer_group: %s }
+%s`, addr, dst, group, outputExtra)))
+	st, err := b.Build()
+	require.NoError(t, err)
+	s := &stream{st: st, done: make(chan error, 1)}
+	go func() { s.done <- st.Run(context.Background()) }()
+	t.Cleanup(func() { s.stop(t) })
+	return s
+}
+
+// committedOf returns the group's committed offsets of topic.
+func committedOf(t *testing.T, addr, group, topic string) map[int32]int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	os, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
+	if err != nil {
+		return nil
+	}
+	out := map[int32]int64{}
+	os.Each(func(o kadm.OffsetResponse) {
+		if o.Topic == topic && o.Err == nil {
+			out[o.Partition] = o.At
+		}
+	})
+	return out
+}
+
+// waitTxnCommitted waits until the group committed every partition of
+// topic through ends.
+func waitTxnCommitted(t *testing.T, addr, group, topic string, ends map[int32]int64) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		got := committedOf(t, addr, group, topic)
+		for p, end := range ends {
+			if got[p] < end {
+				return false
+			}
+		}
+		return true
+	}, 60*time.Second, 20*time.Millisecond, "the group commits every record of %s (ends %v)", topic, ends)
+}
+
+// readCommittedOrigins reads topic as a read_committed consumer until a
+// poll of 1s brings nothing, and counts each record by its origin
+// (kafka_partition/kafka_offset headers).
+func readCommittedOrigins(t *testing.T, addr, topic string) map[string]int {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	require.NoError(t, err)
+	defer cl.Close()
+	seen := map[string]int{}
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		recs := fs.Records()
+		if len(recs) == 0 {
+			return seen
+		}
+		for _, r := range recs {
+			h := map[string]string{}
+			for _, hd := range r.Headers {
+				h[hd.Key] = string(hd.Value)
+			}
+			seen[h["kafka_partition"]+"/"+h["kafka_offset"]]++
+		}
+	}
+}
+
+// Exactly once through an out-of-order pipeline that splits every input
+// batch into output batches written in parallel, with a processor that
+// fails a message now and then (its batch is nacked, by reject_errored,
+// after other parts of it were written): the open transaction aborts,
+// every partition goes back to its last commit, and a read_committed
+// reader of the output finds every source record exactly once.
+func TestExactlyOnceSplitAndNacks(t *testing.T) {
+	const (
+		src, dst   = "eos-src", "eos-dst"
+		partitions = 4
+		n          = 600
+	)
+	c := newCluster(t, partitions, src, dst)
+	c.produce(t, src, partitions, n)
+	exactlyOnceStream(t, c.addr, src, dst, "eos", "  commit_period: 100ms\n", "",
+		`split: { size: 3 }`,
+		`mapping: |
+  meta = @
+  root = if random_int(max: 40) == 0 { throw("flaky processor") } else { content() }`)
+	waitTxnCommitted(t, c.addr, "eos", src, c.endOffsets(t, src, partitions))
+	seen := readCommittedOrigins(t, c.addr, dst)
+	require.Len(t, seen, n, "every source record has its output")
+	for origin, times := range seen {
+		require.Equal(t, 1, times, "record %s written exactly once to read_committed readers", origin)
+	}
+}
