@@ -14,6 +14,7 @@ import (
 	"github.com/watermark-connect/watermark-connect/internal/engine"
 	"github.com/watermark-connect/watermark-connect/internal/kafkamsg"
 	"github.com/watermark-connect/watermark-connect/internal/produce"
+	"github.com/watermark-connect/watermark-connect/internal/txn"
 )
 
 // validateDeadLetter checks the dead_letter block: the lint rule's checks,
@@ -88,6 +89,20 @@ type deadLetterWriter struct {
 	consumed topicMatcher // the input's topics: never a dead-letter topic
 	cl       *kgo.Client
 	p        *produce.Producer // writes through cl
+	// sess, under exactly_once, is the input's transactional session:
+	// dead letters go into its open transaction (useSession), cl is nil.
+	sess *txn.Session
+}
+
+// useSession writes dead letters through s, in its transactions, instead
+// of through a client of the writer's own, which it closes: a dead letter
+// and the commit past its record land together, or neither does.
+func (w *deadLetterWriter) useSession(s *txn.Session) {
+	if w == nil {
+		return
+	}
+	w.cl.Close()
+	w.cl, w.sess, w.p = nil, s, s.Producer(deadLetterProducer)
 }
 
 // deadLetterProducer is how dead letters are produced: the producer's
@@ -134,7 +149,11 @@ func (w *deadLetterWriter) Write(ctx context.Context, l *engine.Letter) (string,
 			dests = append(dests, dest)
 		}
 	}
-	if err := produce.FirstErr(w.p.ProduceAll(ctx, out)); err != nil {
+	produceAll := w.p.ProduceAll
+	if w.sess != nil {
+		produceAll = func(ctx context.Context, rs []*kgo.Record) []error { return w.sess.Produce(ctx, w.p, rs) }
+	}
+	if err := produce.FirstErr(produceAll(ctx, out)); err != nil {
 		return "", fmt.Errorf("producing to dead-letter topic %s: %w", strings.Join(dests, ","), err)
 	}
 	return strings.Join(dests, ","), nil
@@ -158,7 +177,7 @@ func (w *deadLetterWriter) destination(r *kgo.Record) (string, error) {
 
 // close closes the producer.
 func (w *deadLetterWriter) close() {
-	if w != nil {
+	if w != nil && w.cl != nil {
 		w.cl.Close()
 	}
 }

@@ -134,6 +134,7 @@ func (in *Input) Connect(ctx context.Context) error {
 			return err
 		}
 		e.Transact(sess)
+		dlw.useSession(sess)
 	}
 	in.connFails = 0
 	in.eng, in.dlw, in.sess = e, dlw, sess

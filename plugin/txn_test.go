@@ -134,3 +134,52 @@ func TestExactlyOnceSplitAndNacks(t *testing.T) {
 		require.Equal(t, 1, times, "record %s written exactly once to read_committed readers", origin)
 	}
 }
+
+// A record that always fails is dead-lettered after dead_letter.max_attempts
+// deliveries, its attempts counted across the aborts its failures cause,
+// and the dead letter is written in the transaction that commits past it:
+// a read_committed reader finds it once in the dead-letter topic and every
+// other record once in the output.
+func TestExactlyOnceDeadLetter(t *testing.T) {
+	const (
+		src, dst, dlq = "eosd-src", "eosd-dst", "eosd-dlq"
+		partitions    = 2
+		n             = 200
+		poisonP       = 1
+		poisonO       = 37
+	)
+	c := newCluster(t, partitions, src, dst, dlq)
+	c.produce(t, src, partitions, n)
+	exactlyOnceStream(t, c.addr, src, dst, "eosd", fmt.Sprintf("  commit_period: 100ms\n  dead_letter: { topic: %s, max_attempts: 3 }\n", dlq), "",
+		fmt.Sprintf(`mapping: |
+  meta = @
+  root = if @kafka_partition == %d && @kafka_offset == %d { throw("poison") } else { content() }`, poisonP, poisonO))
+	waitTxnCommitted(t, c.addr, "eosd", src, c.endOffsets(t, src, partitions))
+	seen := readCommittedOrigins(t, c.addr, dst)
+	poison := fmt.Sprintf("%d/%d", poisonP, poisonO)
+	require.Len(t, seen, n-1, "every source record but the poison has its output")
+	require.NotContains(t, seen, poison)
+	for origin, times := range seen {
+		require.Equal(t, 1, times, "record %s written exactly once", origin)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addr), kgo.ConsumeTopics(dlq),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	require.NoError(t, err)
+	defer cl.Close()
+	var letters []*kgo.Record
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		if len(fs.Records()) == 0 {
+			break
+		}
+		letters = append(letters, fs.Records()...)
+	}
+	require.Len(t, letters, 1, "the poison record is dead-lettered once, to read_committed readers")
+	h := map[string]string{}
+	for _, hd := range letters[0].Headers {
+		h[hd.Key] = string(hd.Value)
+	}
+	require.Equal(t, "3", h["dead_letter_attempts"], "after max_attempts deliveries, counted across aborts (headers %v)", h)
+}

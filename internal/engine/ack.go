@@ -17,8 +17,8 @@ import (
 
 func (o *owner) onAck(a ackMsg) {
 	b, p := a.b, a.b.part
-	o.txnSettled(b, a.err, !p.live())
 	if !p.live() {
+		o.txnSettled(b, a.err, true)
 		o.m.lateAcks.Incr(1, p.labels[:]...)
 		return
 	}
@@ -36,7 +36,15 @@ func (o *owner) onAck(a ackMsg) {
 			o.lists.gauges.add(p)
 		}
 	}
-	if a.err != nil && o.deadLetterNow(p, b) {
+	deadLetterNow := a.err != nil && o.deadLetterNow(p, b)
+	if deadLetterNow {
+		// Its dead-letter write goes into the open transaction, with
+		// whatever the sink accepted of it: no abort (txn.go).
+		o.txnSettled(b, nil, false)
+	} else {
+		o.txnSettled(b, a.err, false)
+	}
+	if deadLetterNow {
 		if a.failed != nil {
 			b.only = a.failed
 		}

@@ -69,6 +69,9 @@ type Batch struct {
 	deadLettering  bool
 	letterAttempts int
 	deadLetterErr  string
+	// txnOut, under exactly once, says b is counted in the pipeline
+	// (txnPart.out): handed out, or its dead-letter write in flight.
+	txnOut bool
 	// key is b's part in ordering: key (keyed.go), nil under none: one
 	// pointer, so that none's batches stay the size they were.
 	key *keyBatch

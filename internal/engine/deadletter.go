@@ -93,6 +93,7 @@ func (o *owner) deadLetter(p *partState, b *Batch, attempts int) {
 	}
 	ctx, cancel := context.WithCancel(o.ioCtx)
 	p.att.startWrite(b, cancel)
+	o.txnHandedOut(b)
 	b.deadLettering, b.letterAttempts = true, attempts
 	go o.writeDeadLetter(ctx, b, l, p.labels)
 }
@@ -134,6 +135,11 @@ func (o *owner) writeDeadLetter(ctx context.Context, b *Batch, l Letter, labels 
 // as delivered, which moves the watermark.
 func (o *owner) onDeadLetterDone(d deadLetterDone) {
 	b, p := d.b, d.b.part
+	if o.txn.on && d.err != nil {
+		o.txnDeadLetterFailed(b, d.err)
+		return
+	}
+	o.txnSettled(b, nil, !p.live())
 	if !p.live() {
 		return // the epoch ended: the next owner writes them again
 	}

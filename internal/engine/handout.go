@@ -55,7 +55,7 @@ func (o *owner) serve() {
 		case !counted && o.gateHolds(p, b, first):
 			o.gate(p, b)
 		default:
-			o.txnHandedOut()
+			o.txnHandedOut(b)
 			o.popParked().reply <- b
 		}
 		// The skip batches now at the front of the ready queue must be

@@ -77,6 +77,7 @@ func (o *owner) endEpoch(p *partState) {
 		delete(o.parts, p.tp)
 		p.ended = true
 	}
+	o.txnEpochEnds(p)
 	p.cancelDeadLetters()
 	o.cl.ResumeFetchPartitions(map[string][]int32{p.tp.topic: {p.tp.partition}})
 }

@@ -90,9 +90,11 @@ const txnWaitWarn = 10 * time.Second
 // txnHolds reports whether hand-outs wait for the open transaction's end.
 func (o *owner) txnHolds() bool { return o.txn.barrier }
 
-// txnHandedOut counts a batch into the pipeline.
-func (o *owner) txnHandedOut() {
-	if o.txn.on {
+// txnHandedOut counts b into the pipeline: handed out, or its dead-letter
+// write started (which goes into the open transaction).
+func (o *owner) txnHandedOut(b *Batch) {
+	if o.txn.on && !b.txnOut {
+		b.txnOut = true
 		o.txn.out++
 	}
 }
@@ -101,9 +103,10 @@ func (o *owner) txnHandedOut() {
 // given back unread (err nil, late false). A failure, or the settling of a
 // batch of an ended epoch, dooms the open transaction.
 func (o *owner) txnSettled(b *Batch, err error, late bool) {
-	if !o.txn.on {
+	if !o.txn.on || !b.txnOut {
 		return
 	}
+	b.txnOut = false
 	o.txn.out--
 	switch {
 	case err != nil:
@@ -111,6 +114,27 @@ func (o *owner) txnSettled(b *Batch, err error, late bool) {
 		o.txnMustAbort(ReasonNack, fmt.Sprintf("batch %s/%d offsets %d-%d failed: %v", p.tp.topic, p.tp.partition, b.raw.first, b.raw.last, err))
 	case late:
 		o.txnMustAbort(ReasonLateAck, "a batch of an epoch that ended settled (its records may be in the transaction)")
+	}
+}
+
+// txnDeadLetterFailed settles b, whose dead-letter write failed, as a
+// failure: under exactly once the write is not tried again in this
+// transaction (it may hold part of it), which aborts, and b is written
+// again after the partition goes back to its last commit.
+func (o *owner) txnDeadLetterFailed(b *Batch, err error) {
+	b.part.att.endWrite(b)
+	b.deadLettering = false
+	o.txnSettled(b, fmt.Errorf("its dead-letter write failed: %w", err), !b.part.live())
+}
+
+// txnEpochEnds settles the dead-letter writes of p, whose epoch ends, as
+// late: they may have written into the open transaction.
+func (o *owner) txnEpochEnds(p *partState) {
+	if !o.txn.on {
+		return
+	}
+	for b := range p.att.writes {
+		o.txnSettled(b, nil, true)
 	}
 }
 
