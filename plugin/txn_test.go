@@ -183,3 +183,83 @@ func TestExactlyOnceDeadLetter(t *testing.T) {
 	}
 	require.Equal(t, "3", h["dead_letter_attempts"], "after max_attempts deliveries, counted across aborts (headers %v)", h)
 }
+
+// A member joining and leaving mid-stream revokes partitions from the
+// exactly-once input and gives them back: the transactions open at each
+// revoke abort, the partitions kept go back to their last commit, and a
+// read_committed reader still finds every record once. The other member
+// consumes without committing anything, so what it read is read again.
+func TestExactlyOnceRebalance(t *testing.T) {
+	const (
+		src, dst   = "eosr-src", "eosr-dst"
+		partitions = 4
+		n          = 800
+	)
+	c := newCluster(t, partitions, src, dst)
+	c.produce(t, src, partitions, n)
+	exactlyOnceStream(t, c.addr, src, dst, "eosr", "  commit_period: 100ms\n", "",
+		`sleep: { duration: 2ms }`)
+	// Once something is committed, a second member joins, takes some
+	// partitions for a while, and leaves.
+	require.Eventually(t, func() bool {
+		var sum int64
+		for _, o := range committedOf(t, c.addr, "eosr", src) {
+			sum += o
+		}
+		return sum > 0
+	}, 30*time.Second, 10*time.Millisecond)
+	other, err := kgo.NewClient(kgo.SeedBrokers(c.addr), kgo.ConsumerGroup("eosr"), kgo.ConsumeTopics(src),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.DisableAutoCommit(), kgo.SessionTimeout(6*time.Second))
+	require.NoError(t, err)
+	got := false
+	deadline := time.Now().Add(15 * time.Second)
+	for !got && time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		got = len(other.PollFetches(ctx).Records()) > 0
+		cancel()
+	}
+	other.Close()
+	require.True(t, got, "the second member was assigned partitions and read from them")
+	waitTxnCommitted(t, c.addr, "eosr", src, c.endOffsets(t, src, partitions))
+	seen := readCommittedOrigins(t, c.addr, dst)
+	require.Len(t, seen, n)
+	for origin, times := range seen {
+		require.Equal(t, 1, times, "record %s written exactly once", origin)
+	}
+}
+
+// Stopping the stream and starting it again (a deploy) loses nothing and
+// writes nothing twice: the last transaction commits the final plan at
+// shutdown, or aborts and the next run reads it again.
+func TestExactlyOnceRestart(t *testing.T) {
+	const (
+		src, dst   = "eoss-src", "eoss-dst"
+		partitions = 3
+		n          = 600
+	)
+	c := newCluster(t, partitions, src, dst)
+	c.produce(t, src, partitions, n)
+	for run := range 3 {
+		st := exactlyOnceStream(t, c.addr, src, dst, "eoss", "  commit_period: 100ms\n", "", `sleep: { duration: 1ms }`)
+		if run < 2 {
+			before := committedOf(t, c.addr, "eoss", src)
+			require.Eventually(t, func() bool {
+				var a, b int64
+				for p, o := range committedOf(t, c.addr, "eoss", src) {
+					a += o
+					b += before[p]
+				}
+				return a > b
+			}, 30*time.Second, 10*time.Millisecond, "run %d commits something", run)
+		}
+		if run == 2 {
+			waitTxnCommitted(t, c.addr, "eoss", src, c.endOffsets(t, src, partitions))
+		}
+		st.stop(t)
+	}
+	seen := readCommittedOrigins(t, c.addr, dst)
+	require.Len(t, seen, n)
+	for origin, times := range seen {
+		require.Equal(t, 1, times, "record %s written exactly once", origin)
+	}
+}
