@@ -36,6 +36,9 @@ func TestLintRefusesWhatStartRefuses(t *testing.T) {
 		{"max_pending_batches: 0", 6, "max_pending_batches (0) must be at least 1"},
 		{"consumer_group: \"\"", 6, "consumer_group: a group name is required"},
 		{"drain_timeout: 50s", 0, "drain_timeout (50s) must be below rebalance_timeout (45s)"},
+		{"transaction_timeout: 500ms", 6, "transaction_timeout (500ms) must be between 1s and 15m"},
+		{"exactly_once: true\ncommit_metadata: false", 0, "exactly_once: true needs commit_metadata: true"},
+		{"exactly_once: true\ncommit_period: 2m", 0, "commit_period (2m0s) must be below transaction_timeout (1m0s)"},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			fields := base + tc.field + "\n"

@@ -214,5 +214,8 @@ func (c *outputConfig) validate(pc *service.ParsedConfig) error {
 	}
 	validateSASL(c.conn.SASL, "output", func(err error) { errs = append(errs, err) })
 	c.txnGroup = exactlyOnceGroup(pc, bad)
+	if b := c.batching; c.txnGroup != "" && b.Period == "" && (b.Count > 1 || b.ByteSize > 0 || b.Check != "") {
+		bad("%s needs a period with %s: a transaction ends only once the pipeline is empty, and a batch waiting for more messages while the input holds them back would wait for ever", fieldOutBatching, fieldExactlyOnce)
+	}
 	return errors.Join(errs...)
 }

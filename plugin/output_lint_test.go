@@ -89,3 +89,33 @@ func TestOutputLintRefusesWhatStartRefuses(t *testing.T) {
 	require.Equal(t, []string{`(5,1) seed_brokers: "localhost:notaport" is not a broker address: want host:port, such as localhost:9092 (port 1-65535; 9092 when left out)`},
 		lintOutputFields(t, env, "seed_brokers: [ localhost:notaport ]\ntopic: out"))
 }
+
+// Under exactly_once, lint refuses the producer fields the input's client
+// decides, an empty group, and a batching policy with no period.
+func TestOutputLintExactlyOnce(t *testing.T) {
+	env := service.NewEnvironment()
+	require.NoError(t, Register(env))
+	const base = "seed_brokers: [ \"127.0.0.1:1\" ]\ntopic: out\nexactly_once: { consumer_group: enrich }\n"
+	require.Empty(t, lintOutputFields(t, env, base))
+	require.Empty(t, lintOutputFields(t, env, base+"batching: { count: 100, period: 100ms }\nmax_in_flight: 16\npartitioner: round_robin\n"))
+	for _, tc := range []struct{ fields, want string }{
+		{"compression: zstd", "compression is refused with exactly_once"},
+		{"idempotent_write: false\nmax_in_flight_requests: 5", "idempotent_write, max_in_flight_requests is refused with exactly_once"},
+		{"max_message_bytes: 2MiB\nbroker_write_max_bytes: 4MiB", "max_message_bytes, broker_write_max_bytes is refused with exactly_once"},
+		{"batching: { count: 100 }", "batching needs a period with exactly_once"},
+	} {
+		t.Run(tc.fields, func(t *testing.T) {
+			lints := lintOutputFields(t, env, base+tc.fields)
+			require.Len(t, lints, 1, "lint of %s = %q", tc.fields, lints)
+			require.Contains(t, lints[0], tc.want)
+			pc, err := OutputConfigSpec().ParseYAML(base+tc.fields, nil)
+			if err == nil {
+				_, err = parseOutputConfig(pc)
+			}
+			require.ErrorContains(t, err, tc.want, "start refuses it with lint's message")
+		})
+	}
+	lints := lintOutputFields(t, env, strings.Replace(base, "enrich", `""`, 1))
+	require.Len(t, lints, 1)
+	require.Contains(t, lints[0], `exactly_once.consumer_group ("") must name the consumer group`)
+}

@@ -17,7 +17,7 @@ import (
 	"github.com/watermark-connect/watermark-connect/internal/status"
 	wmversion "github.com/watermark-connect/watermark-connect/internal/version"
 	_ "github.com/watermark-connect/watermark-connect/metrics/prometheus"
-	_ "github.com/watermark-connect/watermark-connect/plugin"
+	"github.com/watermark-connect/watermark-connect/plugin"
 )
 
 // Empty unless set at build time with -ldflags "-X main.version=... -X
@@ -41,6 +41,10 @@ func main() {
 		service.CLIOptAddCommand(status.Command()),
 		service.CLIOptAddCommand(dlcmd.Command()),
 		service.CLIOptAddCommand(sample.Command()),
+		// exactly_once's rules across components (a bound output needs its
+		// input, one per group, never in a fan_out broker), before run
+		// connects anything.
+		service.CLIOptOnConfigParse(plugin.CheckExactlyOnceConfig),
 	}, gc.cliOptions()...)
 	service.RunCLI(context.Background(), opts...)
 }
