@@ -295,8 +295,9 @@ func TestReadmeMetrics(t *testing.T) {
 		engine.MetricCommits, engine.MetricCommitErrors, engine.MetricCommitLatency, engine.MetricLateAcks, engine.MetricDuplicateAcks,
 		engine.MetricExposure, engine.MetricSkipped, engine.MetricMetaTruncated, engine.MetricStallReplays,
 		engine.MetricLostRecords, engine.MetricTruncated, engine.MetricHeadroom, engine.MetricRetention,
-		engine.MetricDeadLettered, engine.MetricDeadLetterErrors, engine.MetricHeld} {
+		engine.MetricDeadLettered, engine.MetricDeadLetterErrors, engine.MetricHeld,
+		engine.MetricTransactions, engine.MetricTransactionRecords, engine.MetricTransactionDuration} {
 		require.Contains(t, section, "`"+name+"`", "README metrics section")
 	}
-	require.Equal(t, 22, strings.Count(section, "`kafka_watermark_"), "the metrics section documents exactly the exported metrics")
+	require.Equal(t, 25, strings.Count(section, "`kafka_watermark_"), "the metrics section documents exactly the exported metrics")
 }

@@ -172,7 +172,10 @@ func exactlyOnceGroup(pc *service.ParsedConfig, bad func(string, ...any)) string
 	defaults := outputDefaults()
 	for _, f := range refusedWithExactlyOnce {
 		v, err := pc.FieldAny(f)
-		if d, ok := defaults[f]; err == nil && (!ok || !reflect.DeepEqual(v, d)) {
+		if err != nil || v == "" {
+			continue // absent, or written empty (as create writes an optional field)
+		}
+		if d, ok := defaults[f]; !ok || !reflect.DeepEqual(v, d) {
 			set = append(set, f)
 		}
 	}

@@ -168,15 +168,17 @@ KAFKA = [
     "kafka_watermark_retention_headroom_seconds", "kafka_watermark_retention_seconds",
     "kafka_watermark_dead_lettered_records_total", "kafka_watermark_dead_letter_errors_total",
     "kafka_watermark_held_records",
+    "kafka_watermark_transactions_total", "kafka_watermark_transaction_records_total",
 ]
 UPCOMING = []
 # The commit latency is a Benthos timer, named _ns in Benthos (nanoseconds);
 # our prometheus exporter exports timers as histograms in seconds, renaming
 # _ns to _seconds (metrics/prometheus/names.go).
-TIMER = "kafka_watermark_commit_latency_ns"
-HISTOGRAM = "kafka_watermark_commit_latency_seconds"
+TIMERS = ["kafka_watermark_commit_latency_ns", "kafka_watermark_transaction_duration_ns"]
+HISTOGRAMS = [t[:-len("_ns")] + "_seconds" for t in TIMERS]
+TIMER, HISTOGRAM = TIMERS[0], HISTOGRAMS[0]
 BENTHOS = ["input_received", "output_sent", "output_error"]
-KNOWN = set(KAFKA + UPCOMING + BENTHOS + [HISTOGRAM + s for s in ("_bucket", "_sum", "_count")])
+KNOWN = set(KAFKA + UPCOMING + BENTHOS + [h + s for h in HISTOGRAMS for s in ("_bucket", "_sum", "_count")])
 
 KEYWORDS = {"and", "or", "unless", "by", "without", "on", "ignoring",
             "group_left", "group_right", "bool", "offset", "inf", "nan"}
@@ -252,7 +254,7 @@ for where, exprs in (("alerts.yml", rules), ("dashboard.json", dash)):
             if name not in KNOWN and name not in records:
                 errors.append("%s: unknown metric %r in: %s" % (where, name, expr))
 
-for name in KAFKA + [HISTOGRAM + "_bucket"] + BENTHOS[:2]:
+for name in KAFKA + [h + "_bucket" for h in HISTOGRAMS] + BENTHOS[:2]:
     if not any(name in metric_names(e) for e in dash):
         errors.append("dashboard.json: no panel uses %s" % name)
 
@@ -263,10 +265,10 @@ if not os.path.exists(src):
     errors.append("%s is missing: where does the input define its metrics now?" % src)
 else:
     code = open(src).read()
-    for name in KAFKA + [TIMER]:
+    for name in KAFKA + TIMERS:
         if '"%s"' % name not in code:
             errors.append("%s no longer defines metric %s" % (src, name))
-    for name in sorted(set(re.findall(r'"(kafka_watermark_\w+)"', code)) - set(KAFKA + [TIMER])):
+    for name in sorted(set(re.findall(r'"(kafka_watermark_\w+)"', code)) - set(KAFKA + TIMERS)):
         errors.append("%s defines metric %s, which test.sh does not list" % (src, name))
 names = os.path.join("..", "..", "metrics", "prometheus", "names.go")
 if os.path.exists(names):
