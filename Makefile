@@ -54,14 +54,16 @@ promtool:
 unit:
 	go test -race -short ./...
 
-# The owner's model test (internal/engine, TestOwnerModel) over a range of
-# seeds: SCHEDULES schedules from SEED_BASE, with the race detector. A
+# The owner's model tests (internal/engine, TestOwnerModel and the
+# exactly-once TestTxnModel) over a range of seeds: SCHEDULES schedules from
+# SEED_BASE, with the race detector. A
 # failure prints the one command that replays its seed. CI runs 3,000 from
 # a base that changes per run (resources/test.sh prints it).
 SEED_BASE ?= 0
 SCHEDULES ?= 2000
 model:
 	OWNER_MODEL_SEED_BASE=$(SEED_BASE) OWNER_MODEL_SCHEDULES=$(SCHEDULES) go test -race -count=1 -run 'TestOwnerModel$$' -v ./internal/engine/ | grep -v '^ *--- PASS\|^=== RUN'
+	OWNER_TXN_MODEL_SEED_BASE=$(SEED_BASE) OWNER_TXN_MODEL_SCHEDULES=$(SCHEDULES) go test -race -count=1 -run 'TestTxnModel$$' -v ./internal/engine/ | grep -v '^ *--- PASS\|^=== RUN'
 
 build:
 	go build -buildvcs=$(BUILDVCS) -ldflags '$(LDFLAGS)' -o bin/watermark-connect ./cmd/watermark-connect

@@ -114,6 +114,10 @@ export OWNER_MODEL_SEED_BASE=${OWNER_MODEL_SEED_BASE:-$(( (RANDOM << 15 | RANDOM
 export OWNER_MODEL_SCHEDULES=${OWNER_MODEL_SCHEDULES:-3000}
 echo "model: TestOwnerModel runs seeds $OWNER_MODEL_SEED_BASE to $((OWNER_MODEL_SEED_BASE + OWNER_MODEL_SCHEDULES - 1))" \
   "(make model SEED_BASE=$OWNER_MODEL_SEED_BASE SCHEDULES=$OWNER_MODEL_SCHEDULES replays them)"
+# The exactly-once model (TestTxnModel) samples from the same base.
+export OWNER_TXN_MODEL_SEED_BASE=${OWNER_TXN_MODEL_SEED_BASE:-$OWNER_MODEL_SEED_BASE}
+export OWNER_TXN_MODEL_SCHEDULES=${OWNER_TXN_MODEL_SCHEDULES:-3000}
+echo "model: TestTxnModel runs seeds $OWNER_TXN_MODEL_SEED_BASE to $((OWNER_TXN_MODEL_SEED_BASE + OWNER_TXN_MODEL_SCHEDULES - 1))"
 # shellcheck disable=SC2086 # a list of packages
 go test -race -count=1 $unit_pkgs
 
