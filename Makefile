@@ -80,7 +80,7 @@ ROUNDS    ?= 5
 BENCHTIME ?= 1s
 export ROUNDS BENCHTIME
 
-# Every figure of docs/BENCHMARKS.md, parts 1 to 7 (bench/all.sh; not run by
+# Every figure of docs/BENCHMARKS.md, parts 1 to 8 (bench/all.sh; not run by
 # CI): one docs/BENCHMARKS.md-ready file, $(BENCH_OUT), headed by the
 # machine, the versions, the revision and the date, with the load average at
 # the start of each part; each part's markdown and log in $(BENCH_DIR)/parts,

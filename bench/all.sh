@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench: every figure of docs/BENCHMARKS.md, parts 1 to 7 in its order,
+# make bench: every figure of docs/BENCHMARKS.md, parts 1 to 8 in its order,
 # in one markdown file headed by the machine, the versions, the revision and
 # the date, ready to go into docs/BENCHMARKS.md.
 #
@@ -122,6 +122,7 @@ part 4 freshness 'Commit freshness' "$make" -s --no-print-directory bench-freshn
 part 5 replay 'Replay cost' e2e -sections replay -old-ref ''
 part 6 tracker 'The tracker against Jeffail/checkpoint' "$make" -s --no-print-directory bench-tracker
 part 7 keyorder 'Key-ordered delivery' e2e -sections keyorder -profile-dir "$dir/profiles"
+part 8 k2k 'Kafka to Kafka, at least once and exactly once' e2e -sections throughput -contenders wm,k2k,k2k-eos -partitions 8 -sizes 100,1024 -codecs none -old-ref ''
 
 took=$((SECONDS - t_all))
 {

@@ -108,6 +108,8 @@ func standardContenders(b binaries, brokers string) []contender {
 		}, nil},
 		{"wm", "kafka_watermark, commit_metadata: true (the default)", scrapeBenthos, wm(b.head, "    commit_metadata: true\n"), nil},
 		{"wm-nometa", "kafka_watermark, commit_metadata: false", scrapeBenthos, wm(b.head, "    commit_metadata: false\n"), nil},
+		{keyK2K, "kafka_watermark into the kafka_watermark output (at least once), to the cell's topic + `-out`, `max_in_flight: 16`", scrapeBenthos, k2kArgs(b.head, brokers, false), nil},
+		{keyK2KEOS, "the same, exactly once: the output bound to the input's group, `exactly_once: true`, `commit_period: 1s`", scrapeBenthos, k2kArgs(b.head, brokers, true), nil},
 	}
 	if b.old != "" {
 		// That commit has no commit_metadata field: its defaults otherwise.
@@ -116,9 +118,43 @@ func standardContenders(b binaries, brokers string) []contender {
 	return cs
 }
 
+// The Kafka to Kafka contenders (issue 32): records/s and CPU per record of
+// the kafka_watermark output, at least once and exactly once, beside the
+// input into drop (wm). Their output topic is the cell's with outSuffix,
+// made with the cell (newMatrix).
+const (
+	keyK2K    = "k2k"
+	keyK2KEOS = "k2k-eos"
+	outSuffix = "-out"
+)
+
+// isK2K says whether a contender writes to the cell's output topic.
+func isK2K(key string) bool { return key == keyK2K || key == keyK2KEOS }
+
+// k2kArgs runs bin from the cell's topic to its output topic through the
+// kafka_watermark output; eos binds it to the input's group.
+func k2kArgs(bin, brokers string, eos bool) func(string, cell, string, string, bool) (string, []string, error) {
+	seeds := yamlList(strings.Split(brokers, ","))
+	return func(dir string, c cell, group, addr string, debug bool) (string, []string, error) {
+		in, out := "", ""
+		if eos {
+			in = "    exactly_once: true\n    commit_period: 1s\n    transactional_id: " + strconv.Quote("bench-"+group) + "\n"
+			out = fmt.Sprintf("    exactly_once: { consumer_group: %q }\n", group)
+		}
+		input := fmt.Sprintf("kafka_watermark:\n    seed_brokers: %s\n    topics: [ %q ]\n    consumer_group: %q\n%s", seeds, c.topic, group, in)
+		output := fmt.Sprintf("kafka_watermark:\n    seed_brokers: %s\n    topic: %q\n    key: ${! @kafka_key }\n    max_in_flight: 16\n%s", seeds, c.topic+outSuffix, out)
+		return benthosTo(dir, bin, input, output, addr, debug)
+	}
+}
+
 // benthos writes a config reading input into drop, with the Prometheus
 // exporter on addr (and /debug/pprof with debug), and returns the command.
 func benthos(dir, bin, input, addr string, debug bool) (string, []string, error) {
+	return benthosTo(dir, bin, input, "drop: {}", addr, debug)
+}
+
+// benthosTo is benthos with output instead of drop.
+func benthosTo(dir, bin, input, output, addr string, debug bool) (string, []string, error) {
 	yaml := fmt.Sprintf(`http:
   enabled: true
   address: %s
@@ -130,8 +166,8 @@ metrics:
 input:
   %s
 output:
-  drop: {}
-`, addr, debug, input)
+  %s
+`, addr, debug, input, output)
 	path := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
 		return "", nil, err

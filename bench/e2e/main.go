@@ -69,7 +69,7 @@ func main() {
 	flag.IntVar(&o.recordsLarge, "records-large", 600_000, "records per cell for larger values")
 	flag.StringVar(&o.headRef, "head-ref", "", "commit to build today's binaries from (default: the working tree)")
 	flag.StringVar(&o.oldRef, "old-ref", "4cc7f9b", "commit whose cmd/watermark-connect is the fixed \"before\" (empty: none)")
-	flag.StringVar(&tpContenders, "contenders", "raw,base,wm,wm-nometa,wm-old", "contenders of the throughput matrix and its profiles, of raw, base, wm, wm-nometa and wm-old (wm-old only with -old-ref)")
+	flag.StringVar(&tpContenders, "contenders", "raw,base,wm,wm-nometa,wm-old", "contenders of the throughput matrix and its profiles, of raw, base, wm, wm-nometa, wm-old (only with -old-ref), k2k and k2k-eos (Kafka to Kafka through the kafka_watermark output, at least once and exactly once)")
 	flag.StringVar(&variants, "variants", "", "more contenders, today's kafka_watermark (wm) with one thing changed: nopgo (built with -pgo=off), plain (-pgo=off and GOGC=100: Go's defaults), gogc<N> (GOGC=<N> in its environment), e.g. nopgo,plain or gogc100,gogc200,gogc400")
 	flag.StringVar(&sections, "sections", "throughput,profile,convert,replay", "what to run, of throughput, profile, convert, replay, keyorder and pgo (a CPU profile of wm over every cell, merged into -pgo-out: make pgo)")
 	flag.StringVar(&o.pgoOut, "pgo-out", "", "-sections pgo: the merged profile to write (make pgo: cmd/watermark-connect/default.pgo)")
@@ -250,6 +250,11 @@ func newMatrix(ctx context.Context, a *admin, o options, cs []contender) (*matri
 				if err := a.createTopic(ctx, c.topic, c.partitions); err != nil {
 					return nil, err
 				}
+				if slices.ContainsFunc(cs, func(ct contender) bool { return isK2K(ct.key) }) {
+					if err := a.createTopic(ctx, c.topic+outSuffix, c.partitions); err != nil {
+						return nil, err
+					}
+				}
 				if _, err := fill(ctx, a, c); err != nil {
 					return nil, err
 				}
@@ -263,9 +268,12 @@ func newMatrix(ctx context.Context, a *admin, o options, cs []contender) (*matri
 }
 
 func (m *matrix) dropTopics(a *admin) {
-	names := make([]string, len(m.cells))
-	for i, c := range m.cells {
-		names[i] = c.topic
+	names := make([]string, 0, 2*len(m.cells))
+	for _, c := range m.cells {
+		names = append(names, c.topic)
+		if slices.ContainsFunc(m.cs, func(ct contender) bool { return isK2K(ct.key) }) {
+			names = append(names, c.topic+outSuffix)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
