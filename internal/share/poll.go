@@ -150,3 +150,6 @@ func (p *Poll) ReleaseHeld() []int {
 	}
 	return out
 }
+
+// Acker is record i, as the poll was given it.
+func (p *Poll) Acker(i int) Acker { return p.recs[i] }
