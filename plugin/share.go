@@ -34,14 +34,23 @@ func newShareInputFromConfig(pc *service.ParsedConfig, res *service.Resources) (
 // of these are safe for concurrent use with each other.
 //
 // One Connect makes a shareConn: the members (kgo clients in the share
-// group), the gate that says which member may poll (internal/share), the
-// batches cut from polls and not yet handed out, and the renewal loop. The
-// life of a record: ReadBatch takes an idle member from the gate, polls it,
-// holds the poll in the gate and hands out the poll's first batch (the
-// others queue); the ack function gives each record its verdict
-// (share_verdict.go); when the poll's last record has one, the gate frees
-// the member. Meanwhile renewLoop renews the locks of held records, and
-// Close releases whatever is still held.
+// group), the gate that says which member may poll (internal/share), one
+// poller goroutine per member and the renewal loop. The life of a record: a
+// poller takes an idle member from the gate, polls it, holds the poll in
+// the gate and hands its batches, one by one, to ReadBatch; the ack
+// function gives each record its verdict (share_verdict.go); when the
+// poll's last record has one, the gate frees the member for the next
+// poller. Meanwhile renewLoop renews the locks of held records, those
+// waiting to be handed out included, and Close releases whatever is still
+// held.
+//
+// Goroutines: Benthos's reader (ReadBatch), its ack goroutines (the ack
+// functions), the pollers (poll), the renewal loop (renewLoop) and kgo's
+// own (onAckResults). The pollers poll whichever member is idle, so that
+// all idle members fetch at once: a member with nothing to fetch never
+// keeps another's records waiting. Up to members polls are acquired at
+// once whether or not the pipeline asked for them yet (a prefetch, as
+// kafka_watermark's fetching ahead), renewed while they wait.
 type ShareInput struct {
 	conf *shareConfig
 	log  *service.Logger
@@ -58,7 +67,7 @@ func newShareInput(conf *shareConfig, res *service.Resources) *ShareInput {
 }
 
 // shareConn is what one Connect made; Close ends it. Its fields are set
-// before it is published and not written after, but for queue.
+// before it is published and not written after.
 type shareConn struct {
 	in          *ShareInput
 	members     []*kgo.Client
@@ -73,16 +82,15 @@ type shareConn struct {
 	// renewal loop.
 	ctx    context.Context
 	cancel context.CancelFunc
-	// readers counts ReadBatch calls in progress; Close waits for them,
+	// out hands batches from the pollers to ReadBatch; unbuffered, so a
+	// batch is either with a poller (held, renewed) or handed out.
+	out chan *shareBatch
+	// loops counts the pollers and the renewal loop; Close waits for them,
 	// so that no poll is held after it released what was held.
-	readers   sync.WaitGroup
-	renewDone chan struct{}
-
-	qmu   sync.Mutex
-	queue []*shareBatch // guarded by qmu: cut from a held poll, not yet handed out
+	loops sync.WaitGroup
 }
 
-// shareBatch is records of one poll handed out (or queued) together.
+// shareBatch is records of one poll handed out together.
 type shareBatch struct {
 	poll    *share.Poll
 	first   int // the poll's index of records[0]
@@ -109,7 +117,7 @@ func (in *ShareInput) Connect(ctx context.Context) error {
 	}
 	in.connFails = 0
 	in.conn = c
-	go c.renewLoop()
+	c.start()
 	in.log.Infof("kafka_share: consuming %v as share group %q with %d members (max_attempts %d, group delivery limit %d, lock %v, renewing every %v)",
 		in.conf.topics, in.conf.group, len(c.members), c.maxAttempts, c.limits.DeliveryLimit, c.limits.LockDuration, c.renewEvery)
 	return nil
@@ -140,7 +148,7 @@ func (in *ShareInput) connect(ctx context.Context) (*shareConn, error) {
 		maxAttempts: maxAttempts,
 		renewEvery:  share.RenewEvery(limits.LockDuration, conf.conn.ConnIdleTimeout),
 		memberName:  shareMemberName(conf.conn.ClientID),
-		renewDone:   make(chan struct{}),
+		out:         make(chan *shareBatch),
 	}
 	if conf.deadLetter != nil {
 		dlw, err := newShareDeadLetterWriter(conf)
@@ -197,28 +205,23 @@ func (c *shareConn) onAckResults(_ *kgo.Client, rs kgo.ShareAckResults) {
 	}
 }
 
-// ReadBatch returns the next batch: one queued from a poll, or the first of
-// a new poll of an idle member.
+// ReadBatch returns the next batch a poller polled.
 func (in *ShareInput) ReadBatch(ctx context.Context) (service.MessageBatch, service.AckFunc, error) {
 	in.mu.Lock()
 	c := in.conn
-	if c != nil {
-		c.readers.Add(1)
-	}
 	in.mu.Unlock()
 	if c == nil {
 		return nil, nil, in.stoppedErr()
 	}
-	defer c.readers.Done()
-	b, err := c.next(ctx)
-	if err != nil {
-		if c.ctx.Err() != nil {
-			return nil, nil, in.stoppedErr()
-		}
-		return nil, nil, err
+	select {
+	case b := <-c.out:
+		msgs, ack := c.handOut(b)
+		return msgs, ack, nil
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	case <-c.ctx.Done():
+		return nil, nil, in.stoppedErr()
 	}
-	msgs, ack := c.handOut(b)
-	return msgs, ack, nil
 }
 
 func (in *ShareInput) stoppedErr() error {
@@ -228,52 +231,62 @@ func (in *ShareInput) stoppedErr() error {
 	return service.ErrNotConnected
 }
 
-// next returns a queued batch, else polls an idle member (waiting for one),
-// holds its poll in the gate and cuts it into batches.
-func (c *shareConn) next(ctx context.Context) (*shareBatch, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(c.ctx, cancel)()
+// start starts a poller per member and the renewal loop.
+func (c *shareConn) start() {
+	for range c.members {
+		c.loops.Go(c.poll)
+	}
+	c.loops.Go(c.renewLoop)
+}
+
+// poll is a poller: until Close, it takes an idle member from the gate
+// (waiting for one), polls it, holds the poll in the gate and hands its
+// batches to ReadBatch.
+func (c *shareConn) poll() {
 	for {
-		if b := c.dequeue(); b != nil {
-			return b, nil
-		}
-		m, err := c.gate.Acquire(ctx)
+		m, err := c.gate.Acquire(c.ctx)
 		if err != nil {
-			return nil, err
+			return
 		}
 		// All that is buffered, not PollRecords(n): what stayed in kgo's
 		// buffer would be acquired and unrenewable until this member's
 		// next poll.
-		fetches := c.members[m].PollFetches(ctx)
+		fetches := c.members[m].PollFetches(c.ctx)
 		var recs []*kgo.Record
 		fetches.EachRecord(func(r *kgo.Record) { recs = append(recs, r) })
-		var fetchErr error
+		failed := false
 		fetches.EachError(func(topic string, p int32, err error) {
-			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, kgo.ErrClientClosed) {
+			if errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
 				return
 			}
 			c.in.log.Warnf("kafka_share: fetching %s/%d: %v", topic, p, err)
-			fetchErr = err
+			failed = true
 		})
 		if len(recs) == 0 {
 			c.gate.Idle(m)
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			if fetchErr != nil {
-				return nil, fetchErr // Benthos backs off before the next read
+			if failed { // do not spin on a lasting error
+				select {
+				case <-time.After(time.Second):
+				case <-c.ctx.Done():
+				}
 			}
 			continue
 		}
-		c.hold(m, recs)
+		for _, b := range c.hold(m, recs) {
+			select {
+			case c.out <- b:
+			case <-c.ctx.Done():
+				return // Close releases the rest (releaseHeld)
+			}
+		}
 	}
 }
 
-// hold holds the poll recs of member m in the gate and queues its batches.
-// The poll's locks count from the earliest acquisition deadline less the
-// lock, so that a record kgo fetched before this poll is renewed in time.
-func (c *shareConn) hold(m int, recs []*kgo.Record) {
+// hold holds the poll recs of member m in the gate and cuts it into
+// batches. The poll's locks count from the earliest acquisition deadline
+// less the lock, so that a record kgo fetched before this poll is renewed
+// in time.
+func (c *shareConn) hold(m int, recs []*kgo.Record) []*shareBatch {
 	now := time.Now()
 	taken := now
 	ackers := make([]share.Acker, len(recs))
@@ -287,25 +300,13 @@ func (c *shareConn) hold(m int, recs []*kgo.Record) {
 	}
 	p := c.gate.Hold(m, ackers, taken)
 	c.in.m.polled(len(recs))
+	var out []*shareBatch
 	start := 0
-	c.qmu.Lock()
 	for _, end := range share.Cut(sizes, c.in.conf.batchMaxRecords, c.in.conf.batchMaxBytes) {
-		c.queue = append(c.queue, &shareBatch{poll: p, first: start, records: recs[start:end:end]})
+		out = append(out, &shareBatch{poll: p, first: start, records: recs[start:end:end]})
 		start = end
 	}
-	c.qmu.Unlock()
-}
-
-func (c *shareConn) dequeue() *shareBatch {
-	c.qmu.Lock()
-	defer c.qmu.Unlock()
-	if len(c.queue) == 0 {
-		return nil
-	}
-	b := c.queue[0]
-	c.queue[0] = nil
-	c.queue = c.queue[1:]
-	return b
+	return out
 }
 
 // recordBytes is a record's key, value and header bytes, as batch_max_bytes
@@ -323,7 +324,6 @@ func recordBytes(r *kgo.Record) int64 {
 // renewals now rather than at kgo's next ack tick (up to a second later:
 // consumer_share.go:1455-1466 in kgo).
 func (c *shareConn) renewLoop() {
-	defer close(c.renewDone)
 	t := time.NewTicker(max(c.renewEvery/4, 10*time.Millisecond))
 	defer t.Stop()
 	for {
@@ -369,8 +369,7 @@ func (in *ShareInput) Close(ctx context.Context) error {
 		return nil
 	}
 	c.cancel()
-	c.readers.Wait()
-	<-c.renewDone
+	c.loops.Wait()
 	// Benthos closes inputs with a context that has no deadline: bound the
 	// flush so that an unreachable broker cannot hang the shutdown.
 	if _, ok := ctx.Deadline(); !ok {
@@ -400,9 +399,6 @@ func (in *ShareInput) Close(ctx context.Context) error {
 // at ERROR those released at the group's delivery limit: the broker
 // archives them (share.Decide says why), which nothing but a close does.
 func (c *shareConn) releaseHeld() {
-	c.qmu.Lock()
-	c.queue = nil
-	c.qmu.Unlock()
 	var archived []string
 	n := 0
 	for _, p := range c.gate.Held() {
