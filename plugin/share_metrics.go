@@ -43,6 +43,8 @@ type shareMetrics struct {
 	// renewedN counts renewals as renewals does, for tests to wait on
 	// (Benthos's counters cannot be read back).
 	renewedN atomic.Int64
+	// lockLostN counts what lockExpired counts, for tests as renewedN.
+	lockLostN atomic.Int64
 }
 
 func newShareMetrics(m *service.Metrics) *shareMetrics {
@@ -70,6 +72,7 @@ func (m *shareMetrics) ackResult(r kgo.ShareAckResult) share.AckOutcome {
 	switch o {
 	case share.AckLockLost:
 		m.lockExpired.Incr(1, r.Topic, strconv.Itoa(int(r.Partition)))
+		m.lockLostN.Add(1)
 	case share.AckFailed:
 		m.ackErrs.Incr(1, r.Topic, strconv.Itoa(int(r.Partition)))
 	}

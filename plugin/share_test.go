@@ -370,3 +370,31 @@ func TestShareDepthAcrossMembers(t *testing.T) {
 	}
 	waitShareStart(t, addr, "g", "t", 8)
 }
+
+// A verdict the broker refuses because the record's lock expired is
+// counted. The input read the group's lock (a minute) at connect and
+// renews every 10 s; the broker's lock is then cut to 500 ms, so the
+// record held goes back to the group before the input renews it, comes
+// back at its second attempt, and the first verdict is refused.
+func TestShareCountsExpiredLocks(t *testing.T) {
+	addr := shareCluster(t, 60000, "t")
+	produceValues(t, addr, "t", "a")
+	in := newShareTestInput(t, addr, "t", "g", "members: 2")
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	require.NoError(t, err)
+	defer cl.Close()
+	short := "500"
+	_, err = kadm.NewClient(cl).AlterBrokerConfigs(context.Background(), []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "group.share.record.lock.duration.ms", Value: &short}})
+	require.NoError(t, err)
+
+	first, ackFirst := readShare(t, in)
+	require.Equal(t, []got{{"a", 0, 1}}, first)
+	again, ackAgain := readShare(t, in) // the other member, once the lock expired
+	require.Equal(t, []got{{"a", 0, 2}}, again)
+	require.NoError(t, ackFirst(context.Background(), nil))
+	require.Eventually(t, func() bool { return in.m.lockLostN.Load() >= 1 }, 15*time.Second, 10*time.Millisecond,
+		"the refused verdict is counted")
+	require.NoError(t, ackAgain(context.Background(), nil))
+	waitShareStart(t, addr, "g", "t", 1)
+}
