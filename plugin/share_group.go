@@ -41,10 +41,19 @@ func setupShareGroup(ctx context.Context, cl *kgo.Client, conf *shareConfig) (sh
 		}
 	}
 
+	return ShareGroupLimits(ctx, cl, conf.group)
+}
+
+// ShareGroupLimits reads a share group's delivery count limit and record
+// lock duration as the brokers describe them: the group's own configs, else
+// a broker's defaults, else Kafka's (share.ParseLimits). It changes nothing;
+// `watermark-connect status --share-group` reads them with it. It needs the
+// DESCRIBE_CONFIGS operation on the group where ACLs are on.
+func ShareGroupLimits(ctx context.Context, cl *kgo.Client, groupName string) (share.Limits, error) {
 	req := kmsg.NewPtrDescribeConfigsRequest()
 	group := kmsg.NewDescribeConfigsRequestResource()
 	group.ResourceType = kmsg.ConfigResourceTypeGroupConfig
-	group.ResourceName = conf.group
+	group.ResourceName = groupName
 	group.ConfigNames = []string{share.GroupDeliveryLimit, share.GroupLockDuration}
 	req.Resources = append(req.Resources, group)
 	// A broker's defaults, for a group config described without a value
@@ -64,7 +73,7 @@ func setupShareGroup(ctx context.Context, cl *kgo.Client, conf *shareConfig) (sh
 	}
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		return share.Limits{}, fmt.Errorf("describing the share group %q's configs: %w", conf.group, err)
+		return share.Limits{}, fmt.Errorf("describing the share group %q's configs: %w", groupName, err)
 	}
 	values := map[kmsg.ConfigResourceType]map[string]*string{}
 	for _, r := range resp.Resources {
@@ -72,7 +81,7 @@ func setupShareGroup(ctx context.Context, cl *kgo.Client, conf *shareConfig) (sh
 			if r.ResourceType == kmsg.ConfigResourceTypeBroker {
 				continue // the group's values, or Kafka's defaults, serve
 			}
-			return share.Limits{}, fmt.Errorf("describing the share group %q's configs (needs the DESCRIBE_CONFIGS operation on the group where ACLs are on): %w", conf.group, err)
+			return share.Limits{}, fmt.Errorf("describing the share group %q's configs (needs the DESCRIBE_CONFIGS operation on the group where ACLs are on): %w", groupName, err)
 		}
 		m := map[string]*string{}
 		for _, c := range r.Configs {
@@ -82,7 +91,7 @@ func setupShareGroup(ctx context.Context, cl *kgo.Client, conf *shareConfig) (sh
 	}
 	l, err := share.ParseLimits(values[kmsg.ConfigResourceTypeGroupConfig], values[kmsg.ConfigResourceTypeBroker])
 	if err != nil {
-		return share.Limits{}, fmt.Errorf("share group %q: %w", conf.group, err)
+		return share.Limits{}, fmt.Errorf("share group %q: %w", groupName, err)
 	}
 	return l, nil
 }
