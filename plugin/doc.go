@@ -19,6 +19,11 @@
 // internal/produce behind one seam, recordWriter, where exactly once will
 // plug in. Both share the connection's fields (connspec.go, dialer.go,
 // internal/kafkaconn) and the lint machinery (lint.go, check.go). Register
-// adds both to an environment; RecordsToBatch is the input's message
+// adds them to an environment; RecordsToBatch is the input's message
 // conversion.
+//
+// The kafka_share input (share.go) consumes a share group (KIP-932). Its
+// files: share_spec.go, share_config.go, share_group.go (the group's
+// setup), share_verdict.go (verdicts and dead letters), share_metrics.go; the bookkeeping that keeps kgo from
+// accepting a record still in the pipeline is internal/share's.
 package plugin

@@ -25,10 +25,14 @@ func init() {
 	}
 }
 
-// Register adds the kafka_watermark input and output to env. Importing the
-// package registers them on Benthos's global environment already.
+// Register adds the kafka_watermark input and output and the kafka_share
+// input to env. Importing the package registers them on Benthos's global
+// environment already.
 func Register(env *service.Environment) error {
 	if err := env.RegisterBatchInput(InputName, ConfigSpec(), newInputFromConfig); err != nil {
+		return err
+	}
+	if err := env.RegisterBatchInput(ShareInputName, ShareConfigSpec(), newShareInputFromConfig); err != nil {
 		return err
 	}
 	return env.RegisterBatchOutput(OutputName, OutputConfigSpec(), newOutputFromConfig)

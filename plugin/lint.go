@@ -25,6 +25,8 @@ const (
 	methodLintConfig       = "kafka_watermark_lint"
 	methodOutputCheckField = "kafka_watermark_output_check_field"
 	methodOutputLintConfig = "kafka_watermark_output_lint"
+	methodShareCheckField  = "kafka_share_check_field"
+	methodShareLintConfig  = "kafka_share_lint"
 )
 
 // lintTarget is what one component's lint runs: the checks its fields'
@@ -37,7 +39,8 @@ type lintTarget struct {
 	parse                   func(*service.ParsedConfig) error
 }
 
-// lintTargets returns the input's and the output's lint targets. A function,
+// lintTargets returns the lint targets of kafka_watermark's input and
+// output and of kafka_share. A function,
 // not a variable: the specs it names register the methods that read it.
 func lintTargets() []lintTarget {
 	return []lintTarget{
@@ -52,6 +55,12 @@ func lintTargets() []lintTarget {
 			checks: outputFieldChecks, required: outputRequiredFields,
 			spec:  func() *service.ConfigSpec { return outputLintSpecs.get(OutputConfigSpec) },
 			parse: func(pc *service.ParsedConfig) error { _, err := parseOutputConfig(pc); return err },
+		},
+		{
+			checkMethod: methodShareCheckField, lintMethod: methodShareLintConfig,
+			checks: shareFieldChecks, required: shareRequiredFields,
+			spec:  func() *service.ConfigSpec { return shareLintSpecs.get(ShareConfigSpec) },
+			parse: func(pc *service.ParsedConfig) error { _, err := parseShareConfig(pc); return err },
 		},
 	}
 }
@@ -73,6 +82,7 @@ func outputFieldRule(path string) string {
 var (
 	lintRule       = "root = this." + methodLintConfig + "()"
 	outputLintRule = "root = this." + methodOutputLintConfig + "()"
+	shareLintRule  = "root = this." + methodShareLintConfig + "()"
 )
 
 // registerLintMethods registers the methods of every component, once.
@@ -208,7 +218,7 @@ func (s *specOnce) get(build func() *service.ConfigSpec) *service.ConfigSpec {
 	return s.spec
 }
 
-var lintSpecs, outputLintSpecs specOnce
+var lintSpecs, outputLintSpecs, shareLintSpecs specOnce
 
 // flatten lists the errors joined in err.
 func flatten(err error) []error {

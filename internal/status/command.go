@@ -58,9 +58,12 @@ type Options struct {
 	ConfigPath  string   // a Benthos config with one kafka_watermark input; "" for flags only
 	SeedBrokers []string // overrides seed_brokers
 	Group       string   // overrides consumer_group
-	Topics      []string // overrides topics (as exact names: regexp_topics is then false)
-	Format      string   // "text" (the default) or "json"
-	Timeout     time.Duration
+	// ShareGroup, when set, reports this share group (runShare) instead of
+	// a consumer group; -c then reads a kafka_share input.
+	ShareGroup string
+	Topics     []string // overrides topics (as exact names: regexp_topics is then false)
+	Format     string   // "text" (the default) or "json"
+	Timeout    time.Duration
 
 	Lookup func(string) (string, bool) // environment lookup; nil is os.LookupEnv
 	Env    *service.Environment        // component specs for the config; nil is the global environment
@@ -90,11 +93,15 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 		return fail(fmt.Errorf("--timeout (%v) must be positive", o.Timeout))
 	}
 
-	in, err := Conn{ConfigPath: o.ConfigPath, SeedBrokers: o.SeedBrokers, Lookup: o.Lookup, Env: o.Env}.Load()
+	in, err := Conn{ConfigPath: o.ConfigPath, SeedBrokers: o.SeedBrokers, Lookup: o.Lookup, Env: o.Env, Share: o.ShareGroup != ""}.Load()
 	if err != nil {
 		return fail(err)
 	}
 	t := in.Target
+	if o.ShareGroup != "" {
+		t.Group = o.ShareGroup
+		return runShare(ctx, o, t, stdout, stderr)
+	}
 	secrets = t.Secrets()
 	if o.Group != "" {
 		t.Group = o.Group
@@ -185,6 +192,14 @@ can read the group's offsets, while the pipeline runs or after it stopped.
   {{.BinaryName}} status -c ./config.yaml
   {{.BinaryName}} status -c ./config.yaml --format json
   {{.BinaryName}} status --seed-brokers localhost:9092 --consumer-group G --topics a,b
+  {{.BinaryName}} status -c ./share.yaml --share-group workers --format json
+
+With --share-group, it reports a share group (the kafka_share input's)
+instead: per share-partition its start offset (every record below it is
+settled), the lag the broker counts and how many members are assigned it,
+then the group's members, delivery count limit and record lock duration.
+-c then reads the config's kafka_share input for the connection. Its exit
+status is 0, or 2 when it cannot tell.
 
 With -c, consumer_group, topics, regexp_topics and the connection settings
 (seed_brokers, client_id, tls, sasl, tcp, and the request timeouts) are those
@@ -207,6 +222,7 @@ exit status. Secrets are never printed.`[1:],
 		OnUsageError: OnUsageError,
 		Flags: append(ConnFlags(),
 			&cli.StringFlag{Name: "consumer-group", Usage: "the consumer group (overrides the config's consumer_group)"},
+			&cli.StringFlag{Name: "share-group", Usage: "report this share group (a kafka_share input's) instead: per partition its start offset, lag and members, and the group's delivery limit and lock; -c then reads a kafka_share input"},
 			&cli.StringFlag{Name: "topics", Usage: "comma-separated topics to report, including partitions without a commit (overrides the config's topics); default: every partition the group committed"},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "output format: text or json"},
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "give up (exit 2) after this long"},
@@ -221,6 +237,7 @@ exit status. Secrets are never printed.`[1:],
 				ConfigPath:  conn.ConfigPath,
 				SeedBrokers: conn.SeedBrokers,
 				Group:       c.String("consumer-group"),
+				ShareGroup:  c.String("share-group"),
 				Topics:      splitList(c.String("topics")),
 				Format:      c.String("format"),
 				Timeout:     c.Duration("timeout"),
@@ -231,4 +248,42 @@ exit status. Secrets are never printed.`[1:],
 			return nil
 		},
 	}
+}
+
+// runShare is Run for --share-group: t names the share group.
+func runShare(ctx context.Context, o Options, t Target, stdout, stderr io.Writer) int {
+	secrets := t.Secrets()
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "status: %s\n", Scrub(err.Error(), secrets))
+		return ExitUnknown
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	cl, err := Connect(ctx, t)
+	if err != nil {
+		return fail(err)
+	}
+	defer cl.Close()
+	var r *ShareReport
+	if _, err := kafkaconn.Retry(ctx, func(ctx context.Context) error {
+		var err error
+		r, err = CollectShare(ctx, cl, t.Group)
+		return err
+	}); err != nil {
+		return fail(kafkaconn.SilenceOf(cl).Explain(err))
+	}
+	var out bytes.Buffer
+	scrub := Scrub
+	if o.Format == "json" {
+		err, scrub = WriteShareJSON(&out, r), ScrubJSON
+	} else {
+		err = WriteShareText(&out, r)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := io.WriteString(stdout, scrub(out.String(), secrets)); err != nil {
+		return fail(err)
+	}
+	return ExitHealthy
 }

@@ -24,6 +24,7 @@ const (
 	fieldTopics        = "topics"
 	fieldRegexpTopics  = "regexp_topics"
 	fieldConsumerGroup = "consumer_group"
+	fieldShareGroup    = "share_group"
 )
 
 // Target is what status connects to and reads: the connection settings of a
@@ -123,6 +124,18 @@ func LoadConfig(path string, lookup func(string) (string, bool), env *service.En
 // LoadInput is LoadConfig, returning the input's raw fields and where it
 // sits besides the Target.
 func LoadInput(path string, lookup func(string) (string, bool), env *service.Environment) (Input, error) {
+	return loadInput(path, lookup, env, plugin.InputName)
+}
+
+// LoadShareInput is LoadInput for the config's kafka_share input: its
+// connection and its share_group as Target.Group.
+func LoadShareInput(path string, lookup func(string) (string, bool), env *service.Environment) (Input, error) {
+	return loadInput(path, lookup, env, plugin.ShareInputName)
+}
+
+// loadInput is LoadInput of the input called name (plugin.InputName or
+// plugin.ShareInputName).
+func loadInput(path string, lookup func(string) (string, bool), env *service.Environment, name string) (Input, error) {
 	if env == nil {
 		env = service.GlobalEnvironment()
 	}
@@ -143,7 +156,7 @@ func LoadInput(path string, lookup func(string) (string, bool), env *service.Env
 	var inputs []found
 	walker := env.FullConfigSchema("", "").NewStreamConfigWalker()
 	err = walker.WalkComponentsYAML(text, func(w *service.WalkedComponent) error {
-		if w.ComponentType != "input" || w.Name != plugin.InputName {
+		if w.ComponentType != "input" || w.Name != name {
 			return nil
 		}
 		v, err := w.ConfigAny()
@@ -158,7 +171,7 @@ func LoadInput(path string, lookup func(string) (string, bool), env *service.Env
 	}
 	switch len(inputs) {
 	case 0:
-		return Input{}, fmt.Errorf("%s: no %s input in the config", path, plugin.InputName)
+		return Input{}, fmt.Errorf("%s: no %s input in the config", path, name)
 	case 1:
 	default:
 		var where []string
@@ -166,7 +179,7 @@ func LoadInput(path string, lookup func(string) (string, bool), env *service.Env
 			where = append(where, fmt.Sprintf("%s (line %d)", in.path, in.line))
 		}
 		return Input{}, fmt.Errorf("%s: %d %s inputs (%s): one is read: give it a config with one, or --seed-brokers (and the command's other flags) without -c",
-			path, len(inputs), plugin.InputName, strings.Join(where, ", "))
+			path, len(inputs), name, strings.Join(where, ", "))
 	}
 	in := inputs[0]
 	where := fmt.Sprintf("%s: %s (line %d)", path, in.path, in.line)
@@ -175,24 +188,28 @@ func LoadInput(path string, lookup func(string) (string, bool), env *service.Env
 	// JSON is YAML, so it is handed back to Benthos as JSON.
 	component, ok := in.conf.(map[string]any)
 	if !ok {
-		return Input{}, fmt.Errorf("%s: the %s input is not an object", where, plugin.InputName)
+		return Input{}, fmt.Errorf("%s: the %s input is not an object", where, name)
 	}
-	fields, err := json.Marshal(component[plugin.InputName])
+	fields, err := json.Marshal(component[name])
 	if err != nil {
 		return Input{}, fmt.Errorf("%s: %w", where, err)
 	}
 	if err := lintInput(env, component); err != nil {
 		return Input{}, fmt.Errorf("%s: %w", where, err)
 	}
-	pc, err := plugin.ConfigSpec().ParseYAML(string(fields), env)
+	spec, fromParsed := plugin.ConfigSpec(), targetFromParsed
+	if name == plugin.ShareInputName {
+		spec, fromParsed = plugin.ShareConfigSpec(), shareTargetFromParsed
+	}
+	pc, err := spec.ParseYAML(string(fields), env)
 	if err != nil {
 		return Input{}, fmt.Errorf("%s: %w", where, err)
 	}
-	t, err := targetFromParsed(pc)
+	t, err := fromParsed(pc)
 	if err != nil {
 		return Input{}, fmt.Errorf("%s: %w", where, err)
 	}
-	rawFields, _ := component[plugin.InputName].(map[string]any) // nil for an input with no fields
+	rawFields, _ := component[name].(map[string]any) // nil for an input with no fields
 	return Input{Target: t, Fields: rawFields, Where: where}, nil
 }
 
@@ -234,6 +251,21 @@ func targetFromParsed(pc *service.ParsedConfig) (Target, error) {
 	t.RegexpTopics, err = pc.FieldBool(fieldRegexpTopics)
 	errs = append(errs, err)
 	t.Group, err = pc.FieldString(fieldConsumerGroup)
+	errs = append(errs, err)
+	return t, errors.Join(errs...)
+}
+
+// shareTargetFromParsed is targetFromParsed for a parsed kafka_share
+// config: the connection's fields, its topics, and share_group as Group.
+func shareTargetFromParsed(pc *service.ParsedConfig) (Target, error) {
+	var t Target
+	var errs []error
+	var err error
+	t.Conn, err = kafkaconn.Parse(pc)
+	errs = append(errs, err)
+	t.Topics, err = pc.FieldStringList(fieldTopics)
+	errs = append(errs, err)
+	t.Group, err = pc.FieldString(fieldShareGroup)
 	errs = append(errs, err)
 	return t, errors.Join(errs...)
 }

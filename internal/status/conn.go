@@ -33,6 +33,8 @@ func ConnFlags() []cli.Flag {
 type Conn struct {
 	ConfigPath  string   // a Benthos config with one kafka_watermark input; "" for flags only
 	SeedBrokers []string // overrides seed_brokers
+	// Share reads the config's kafka_share input instead (LoadShareInput).
+	Share bool
 
 	Lookup func(string) (string, bool) // environment lookup; nil is os.LookupEnv
 	Env    *service.Environment        // component specs for the config; nil is the global environment
@@ -54,7 +56,11 @@ func (c Conn) Load() (Input, error) {
 	var in Input
 	if c.ConfigPath != "" {
 		var err error
-		if in, err = LoadInput(c.ConfigPath, c.Lookup, c.Env); err != nil {
+		load := LoadInput
+		if c.Share {
+			load = LoadShareInput
+		}
+		if in, err = load(c.ConfigPath, c.Lookup, c.Env); err != nil {
 			return Input{}, err
 		}
 	} else {

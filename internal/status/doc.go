@@ -45,7 +45,8 @@
 // Partitions), collect.go (Collect: what it asks the brokers), metadata.go
 // (readMetadata: what a commit's metadata says), logstart.go (the loss seen
 // below the log start), members.go (which partitions no member consumes),
-// render.go (text and JSON), safe.go (escaping what a terminal acts on, and
+// render.go (text and JSON), share.go (a share group's report, for
+// --share-group: CollectShare, WriteShareText, WriteShareJSON), safe.go (escaping what a terminal acts on, and
 // RFC 3339 times, for every command's output).
 //
 // # Concurrency

@@ -1,0 +1,170 @@
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/watermark-connect/watermark-connect/internal/engine"
+	"github.com/watermark-connect/watermark-connect/internal/errclass"
+	"github.com/watermark-connect/watermark-connect/internal/kafkamsg"
+	"github.com/watermark-connect/watermark-connect/internal/produce"
+	"github.com/watermark-connect/watermark-connect/internal/share"
+)
+
+// MetaShareGroup is the metadata key of the share group a message was
+// consumed in.
+const MetaShareGroup = "kafka_share_group"
+
+// handOut converts a batch to messages with kafka_watermark's metadata,
+// kafka_delivery_attempt and kafka_share_group, and makes its ack function.
+//
+// Unlike kafka_watermark, kafka_delivery_attempt is set on every message,
+// the first delivery's too: kafka_share_group is a ninth key already, which
+// makes each message's metadata map a table whatever the tenth does
+// (plugin/input.go's handOut measured the ninth; the tenth is not measured).
+//
+// Every batch is indexed: its verdicts are per message whenever the
+// pipeline fails part of it (a *service.BatchError).
+func (c *shareConn) handOut(b *shareBatch) (service.MessageBatch, service.AckFunc) {
+	msgs := kafkamsg.RecordsToBatch(b.records, -1)
+	var group any = c.in.conf.group
+	for i, m := range msgs {
+		m.MetaSetMut(kafkamsg.MetaDeliveryAttempt, int(b.records[i].DeliveryCount()))
+		m.MetaSetMut(MetaShareGroup, group)
+	}
+	index := msgs.Index()
+	return msgs, func(_ context.Context, err error) error {
+		c.settle(b, err, index)
+		return nil
+	}
+}
+
+// settle gives every record of b its verdict for the pipeline's result err
+// (share.Decide): accepted when the pipeline took it, else released,
+// dead-lettered or rejected by its attempt. Only the first call for b
+// counts: a later one is a duplicate ack, and the poll refuses a second
+// verdict for a record anyway (Poll.Settle).
+func (c *shareConn) settle(b *shareBatch, err error, index *service.Indexer) {
+	if !b.acked.CompareAndSwap(false, true) {
+		return
+	}
+	var failed []int // indices into b.records; nil with err set: all of them
+	if err != nil {
+		failed = failedRecords(err, index, nil)
+	}
+	var rejected []*kgo.Record
+	var letters []int
+	for i, r := range b.records {
+		if err == nil || (failed != nil && !slices.Contains(failed, i)) {
+			c.give(b, i, share.Accepted)
+			continue
+		}
+		switch v := share.Decide(r.DeliveryCount(), c.maxAttempts, c.dlw != nil); v {
+		case share.DeadLettered:
+			if b.poll.Claim(b.first + i) {
+				letters = append(letters, i)
+			}
+		case share.Rejected:
+			if c.give(b, i, v) {
+				rejected = append(rejected, r)
+			}
+		default:
+			c.give(b, i, v)
+		}
+	}
+	if len(rejected) > 0 {
+		c.in.log.Errorf("kafka_share: rejected %d records that failed at their last attempt (max_attempts %d) with no dead-letter topic; the broker archives them: %s: %s",
+			len(rejected), c.maxAttempts, recordList(rejected), errclass.Class(err))
+	}
+	if len(letters) > 0 {
+		c.deadLetter(b, letters, err)
+	}
+}
+
+// give gives record i of b the verdict v and counts it; false when the
+// record had one already.
+func (c *shareConn) give(b *shareBatch, i int, v share.Verdict) bool {
+	if !b.poll.Settle(b.first+i, v) {
+		return false
+	}
+	c.in.m.verdict(v)
+	return true
+}
+
+// deadLetter writes the records of b at idx (claimed: Poll.Claim) to the
+// dead-letter topic, one letter per delivery count, trying again with
+// backoff until the broker acknowledges each, then accepts them. Their
+// locks are renewed meanwhile (a claimed record is held). It gives up only
+// when the input closes, which releases them (releaseHeld).
+func (c *shareConn) deadLetter(b *shareBatch, idx []int, cause error) {
+	byAttempt := map[int32][]int{}
+	for _, i := range idx {
+		n := b.records[i].DeliveryCount()
+		byAttempt[n] = append(byAttempt[n], i)
+	}
+	now := time.Now()
+	for attempts, group := range byAttempt {
+		l := &engine.Letter{Attempts: int(attempts), Error: errclass.Class(cause), FirstFailed: now, Member: c.memberName}
+		for _, i := range group {
+			l.Records = append(l.Records, b.records[i])
+		}
+		wait := 100 * time.Millisecond
+		for {
+			dest, err := c.dlw.Write(c.ctx, l)
+			if err == nil {
+				for _, i := range group {
+					c.give(b, i, share.DeadLettered)
+				}
+				c.in.log.Warnf("kafka_share: dead-lettered %d records to %s after %d attempts: %s", len(group), dest, attempts, recordList(l.Records))
+				break
+			}
+			if c.ctx.Err() != nil {
+				c.in.log.Errorf("kafka_share: dead-letter write of %s abandoned at close (released): %v", recordList(l.Records), err)
+				return
+			}
+			c.in.log.Errorf("kafka_share: dead-letter write of %s failed, trying again in %v: %v", recordList(l.Records), wait, err)
+			select {
+			case <-time.After(wait):
+			case <-c.ctx.Done():
+			}
+			wait = min(wait*2, 10*time.Second)
+		}
+	}
+}
+
+// recordList names records as topic/partition@offset for log lines.
+func recordList(rs []*kgo.Record) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		parts[i] = fmt.Sprintf("%s/%d@%d", r.Topic, r.Partition, r.Offset)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// newShareDeadLetterWriter is newDeadLetterWriter (deadletter.go) for
+// kafka_share's config: the same producer, refusing the same topics.
+func newShareDeadLetterWriter(conf *shareConfig) (*deadLetterWriter, error) {
+	cl, p, err := produce.NewClient(conf.conn.Opts(), deadLetterProducer)
+	if err != nil {
+		return nil, fmt.Errorf("invalid dead-letter producer options: %w", err)
+	}
+	return &deadLetterWriter{topic: conf.deadLetter, consumed: conf.matcher(), cl: cl, p: p}, nil
+}
+
+// shareMemberName is who dead-letters a record: the client ID and the host
+// name, each cut to 40 bytes, as kafka_watermark's dead letters say.
+func shareMemberName(clientID string) string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	cut := func(s string) string { return s[:min(len(s), 40)] }
+	return cut(clientID) + "@" + cut(host)
+}
