@@ -29,7 +29,7 @@ type outputConfig struct {
 	acks        string
 
 	// txnGroup, under exactly_once, is the consumer group whose input's
-	// transactions the records go in (txn.go); "" is at least once.
+	// transactions the records go in (see txn.go); "" is at least once.
 	txnGroup string
 }
 
