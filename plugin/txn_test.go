@@ -263,3 +263,63 @@ func TestExactlyOnceRestart(t *testing.T) {
 		require.Equal(t, 1, times, "record %s written exactly once", origin)
 	}
 }
+
+// Under ordering: key, exactly once keeps each key's order: a
+// read_committed reader of the output finds every key's records in the
+// order of their source offsets, across the aborts a flaky processor
+// causes (each goes back to the last commit, from where a key's records
+// are handed out again in order).
+func TestExactlyOnceKeyOrder(t *testing.T) {
+	const (
+		src, dst   = "eosk-src", "eosk-dst"
+		partitions = 2
+		n          = 600
+		keys       = 7
+	)
+	c := newCluster(t, partitions, src, dst)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	require.NoError(t, err)
+	rs := make([]*kgo.Record, n)
+	for i := range rs {
+		rs[i] = &kgo.Record{Topic: src, Partition: int32(i % partitions), Key: fmt.Appendf(nil, "k%d", i%keys), Value: fmt.Append(nil, i)}
+	}
+	require.NoError(t, cl.ProduceSync(context.Background(), rs...).FirstErr())
+	cl.Close()
+	exactlyOnceStream(t, c.addr, src, dst, "eosk", "  commit_period: 100ms\n  ordering: key\n", "",
+		`sleep: { duration: '${! random_int(max: 2) }ms' }`,
+		`mapping: |
+  meta = @
+  root = if random_int(max: 60) == 0 { throw("flaky processor") } else { content() }`)
+	waitTxnCommitted(t, c.addr, "eosk", src, c.endOffsets(t, src, partitions))
+
+	rd, err := kgo.NewClient(kgo.SeedBrokers(c.addr), kgo.ConsumeTopics(dst),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	require.NoError(t, err)
+	defer rd.Close()
+	last := map[string]int64{} // source partition and key -> last source offset seen
+	seen := 0
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		fs := rd.PollFetches(ctx)
+		cancel()
+		if len(fs.Records()) == 0 {
+			break
+		}
+		for _, r := range fs.Records() {
+			h := map[string]string{}
+			for _, hd := range r.Headers {
+				h[hd.Key] = string(hd.Value)
+			}
+			var off int64
+			_, err := fmt.Sscan(h["kafka_offset"], &off)
+			require.NoError(t, err)
+			k := h["kafka_partition"] + "/" + string(r.Key)
+			if prev, ok := last[k]; ok {
+				require.Greater(t, off, prev, "key %s: source offset %d after %d in the output", k, off, prev)
+			}
+			last[k] = off
+			seen++
+		}
+	}
+	require.Equal(t, n, seen, "every record once")
+}
