@@ -23,11 +23,34 @@ func CheckExactlyOnceConfig(pc *service.ParsedConfig) error {
 	for _, f := range []string{"input", "output", "input_resources", "output_resources"} {
 		if pc.Contains(f) {
 			if v, err := pc.FieldAny(f); err == nil {
-				root[f] = v
+				root[f] = plain(v)
 			}
 		}
 	}
 	return CheckExactlyOnce(root)
+}
+
+// plain turns what FieldAny gives for a component of the main config, a
+// YAML node (benthos v4.60.0 hands the raw node of component fields), into
+// plain maps and lists, in lists too; other values are returned as they
+// are. The node is used through its Decode method, so that this package
+// names no YAML library.
+func plain(v any) any {
+	switch t := v.(type) {
+	case interface{ Decode(any) error }:
+		var out any
+		if err := t.Decode(&out); err == nil {
+			return out
+		}
+		return nil
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = plain(e)
+		}
+		return out
+	}
+	return v
 }
 
 // CheckExactlyOnce checks a config, as generic values (a map of the

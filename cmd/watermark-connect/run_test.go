@@ -233,3 +233,28 @@ logger:
 	}
 	require.Equal(t, 0, p.interrupt(t), "streams mode shuts down gracefully")
 }
+
+// run refuses, before it connects anything, a kafka_watermark output bound
+// to a consumer group that no exactly-once input of the config consumes,
+// naming the group: the rule no component's lint can see.
+func TestRunRefusesUnboundExactlyOnceOutput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "pipeline.yaml", `
+http:
+  enabled: false
+input:
+  kafka_watermark:
+    seed_brokers: [ "127.0.0.1:1" ]
+    topics: [ orders ]
+    consumer_group: enrich
+output:
+  kafka_watermark:
+    seed_brokers: [ "127.0.0.1:1" ]
+    topic: out
+    exactly_once: { consumer_group: enrich }
+`)
+	out, code := runBinary(t, nil, "run", cfg)
+	require.NotEqual(t, 0, code, "run must refuse it:\n%s", out)
+	require.Contains(t, out, `bound to consumer_group "enrich" (exactly_once.consumer_group), but no kafka_watermark input of this config consumes that group with exactly_once: true`)
+}
