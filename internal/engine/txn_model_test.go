@@ -141,6 +141,12 @@ type tmHandout struct {
 }
 
 type txnModel struct {
+	// mu guards the model's state that the committer's callbacks read and
+	// write (out, open, committed, commits, counters, log, step). The test
+	// goroutine never holds it across a call into the owner: a goroutine
+	// blocked on a mutex is not durably blocked for synctest.Wait. Lock
+	// order: tmClient.mu, then mu.
+	mu   sync.Mutex
 	t    *testing.T
 	seed uint64
 	rng  *rand.Rand
@@ -153,8 +159,7 @@ type txnModel struct {
 	assigned map[topicPartition]bool
 	out      []*tmHandout
 	// open holds the outputs written in the open transaction; committed
-	// counts each record's committed outputs. Guarded by cl.mu (the
-	// committer's callbacks move them).
+	// counts each record's committed outputs.
 	open      []tmRec
 	committed map[tmRec]int
 	// commits holds each partition's last accepted commit.
@@ -165,6 +170,12 @@ type txnModel struct {
 }
 
 func (m *txnModel) logf(format string, args ...any) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.logLocked(format, args...)
+}
+
+func (m *txnModel) logLocked(format string, args ...any) {
 	m.log = append(m.log, fmt.Sprintf("%4d  ", m.step)+fmt.Sprintf(format, args...))
 }
 
@@ -220,11 +231,15 @@ func runTxnModel(t *testing.T, seed uint64, steps int, mt *Metrics) (aborts, com
 		m.end[tp] = int64(5 + rng.IntN(30))
 	}
 	cl.onAbort = func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
 		m.nAbort++
-		m.logf("  abort: %d output(s) thrown away", len(m.open))
+		m.logLocked("  abort: %d output(s) thrown away", len(m.open))
 		m.open = nil
 	}
 	cl.onCommit = func(set commitSet) error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
 		m.nCommit++
 		if len(m.out) > 0 {
 			m.violate("E1", "a transaction ends with %d hand-out(s) in the pipeline", len(m.out))
@@ -241,7 +256,7 @@ func runTxnModel(t *testing.T, seed uint64, steps int, mt *Metrics) (aborts, com
 				m.violate("E2", "record %s/%d has %d committed outputs", r.tp.topic, r.off, m.committed[r])
 			}
 		}
-		m.logf("  commit %v: %d output(s)", set.offsets, len(m.open))
+		m.logLocked("  commit %v: %d output(s)", set.offsets, len(m.open))
 		m.open = nil
 		for _, tp := range m.tps {
 			for off := range m.end[tp] {
@@ -257,10 +272,15 @@ func runTxnModel(t *testing.T, seed uint64, steps int, mt *Metrics) (aborts, com
 		return nil
 	}
 	m.assign(m.tps)
-	for m.step = 1; m.step <= steps; m.step++ {
+	for step := 1; step <= steps; step++ {
+		m.mu.Lock()
+		m.step = step
+		m.mu.Unlock()
 		m.randomStep()
 	}
 	m.heal()
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	return m.nAbort, m.nCommit
 }
 
@@ -268,7 +288,7 @@ func runTxnModel(t *testing.T, seed uint64, steps int, mt *Metrics) (aborts, com
 func (m *txnModel) assign(tps []topicPartition) {
 	m.h.assign(tps...)
 	fc := map[topicPartition]fetchedCommit{}
-	m.cl.mu.Lock()
+	m.mu.Lock()
 	for _, tp := range tps {
 		c, ok := m.commits[tp]
 		if !ok {
@@ -280,7 +300,7 @@ func (m *txnModel) assign(tps []topicPartition) {
 		fc[tp] = c
 		m.assigned[tp] = true
 	}
-	m.cl.mu.Unlock()
+	m.mu.Unlock()
 	m.h.fetched(fc)
 	m.logf("assign %v", tps)
 }
@@ -295,7 +315,9 @@ func (m *txnModel) randomStep() {
 			for _, r := range b.raw.records {
 				recs = append(recs, tmRec{b.part.tp, r.Offset})
 			}
+			m.mu.Lock()
 			m.out = append(m.out, &tmHandout{b: b, recs: recs})
+			m.mu.Unlock()
 			m.logf("read %s/%d %d-%d", b.part.tp.topic, b.part.tp.partition, b.raw.first, b.raw.last)
 		}
 	case x < 70:
@@ -372,19 +394,20 @@ func (m *txnModel) applyRewinds() {
 // settle acknowledges (ok) or nacks a random hand-out, after writing its
 // outputs into the open transaction (all, or for a nack a random part).
 func (m *txnModel) settle(ok bool) {
+	m.mu.Lock()
 	if len(m.out) == 0 {
+		m.mu.Unlock()
 		return
 	}
 	i := m.rng.IntN(len(m.out))
 	ho := m.out[i]
 	m.out = slices.Delete(m.out, i, i+1)
-	m.cl.mu.Lock()
 	written := ho.recs
 	if !ok {
 		written = written[:m.rng.IntN(len(written)+1)]
 	}
 	m.open = append(m.open, written...)
-	m.cl.mu.Unlock()
+	m.mu.Unlock()
 	var err error
 	if !ok {
 		err = errors.New("sink refused")
@@ -424,8 +447,13 @@ func (m *txnModel) heal() {
 	if len(gone) > 0 {
 		m.assign(gone)
 	}
+	outstanding := func() int {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.out)
+	}
 	for round := 0; ; round++ {
-		for len(m.out) > 0 {
+		for outstanding() > 0 {
 			m.rng = rand.New(rand.NewPCG(m.seed, uint64(round))) // settle picks at random; all succeed
 			m.settle(true)
 		}
@@ -439,27 +467,30 @@ func (m *txnModel) heal() {
 			for _, r := range b.raw.records {
 				recs = append(recs, tmRec{b.part.tp, r.Offset})
 			}
+			m.mu.Lock()
 			m.out = append(m.out, &tmHandout{b: b, recs: recs})
+			m.mu.Unlock()
 		}
 		time.Sleep(time.Second)
 		synctest.Wait()
+		m.mu.Lock()
 		done := len(m.out) == 0
-		m.cl.mu.Lock()
 		for _, tp := range m.tps {
 			if c, ok := m.commits[tp]; !ok || c.offset < m.end[tp] {
 				done = false
 			}
 		}
-		m.cl.mu.Unlock()
+		if !done && round > 500 {
+			defer m.mu.Unlock()
+			m.fail("E5", "the commits never reach the log ends: %v of %v", m.commits, m.end)
+		}
+		m.mu.Unlock()
 		if done {
 			break
 		}
-		if round > 500 {
-			m.fail("E5", "the commits never reach the log ends: %v of %v", m.commits, m.end)
-		}
 	}
-	m.cl.mu.Lock()
-	defer m.cl.mu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	for _, tp := range m.tps {
 		for off := range m.end[tp] {
 			if n := m.committed[tmRec{tp, off}]; n != 1 {
