@@ -38,6 +38,9 @@
 //   - A record is dead-lettered when, after dead_letter.max_attempts, it
 //     was written to the dead-letter topic and the broker acknowledged the
 //     write: it then counts as delivered (deadletter.go).
+//   - Under exactly once (exactly_once), a commit is a transaction's end:
+//     the pipeline is empty when it ends (the barrier), and an abort ends
+//     every live epoch in a successor at its last commit (txn.go).
 //
 // # State
 //

@@ -99,8 +99,9 @@ type (
 // lists.go), the poll window's bookkeeping (polls, replay.go), the periodic
 // commit (commits, commit.go), the log-end and retention queries
 // (queries, lag.go), what was reported lost (lost, lossbook.go), the drains
-// (drain.go), the retries in backoff (retries.go) and the heartbeat fence
-// (fence.go).
+// (drain.go), the retries in backoff (retries.go), the heartbeat fence
+// (fence.go) and, under exactly once, the pipeline count and the barrier
+// before a transaction ends (txn.go).
 type owner struct {
 	conf *Config
 	log  *service.Logger
