@@ -174,7 +174,7 @@ func (t *Session) Commit(ctx context.Context, o Offsets, last bool) (Result, err
 		if berr := t.s.Begin(); berr != nil && err == nil {
 			err = fmt.Errorf("committed, but the next transaction cannot begin: %w", berr)
 		} else if berr != nil {
-			err = fmt.Errorf("%w; and the next transaction cannot begin: %v", err, berr)
+			err = fmt.Errorf("%w; and the next transaction cannot begin: %w", err, berr)
 		}
 	}
 	return res, err
