@@ -183,6 +183,9 @@ func (in *Input) ReadBatch(ctx context.Context) (service.MessageBatch, service.A
 	}
 	b, err := e.Read(ctx)
 	if errors.Is(err, engine.ErrStopped) {
+		if e.Failed() != nil {
+			in.restart(e)
+		}
 		return nil, nil, in.stoppedErr()
 	}
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/watermark-connect/watermark-connect/internal/engine"
 	"github.com/watermark-connect/watermark-connect/internal/txn"
 )
 
@@ -207,3 +208,32 @@ var (
 	defaultsOnce sync.Once
 	defaultsOf   map[string]any
 )
+
+// restart closes e, an engine that stopped by itself (its transactional
+// producer cannot go on: Engine.Failed), and its session, so that Benthos's
+// next Connect makes new ones: a new producer id, and every partition read
+// again from its last commit. A Close or another restart first wins.
+func (in *Input) restart(e *engine.Engine) {
+	in.mu.Lock()
+	if in.eng != e {
+		in.mu.Unlock()
+		return
+	}
+	in.eng = nil
+	sess, dlw, stopWatch := in.sess, in.dlw, in.stopWatch
+	in.sess, in.dlw, in.stopWatch = nil, nil, nil
+	in.mu.Unlock()
+	if sess != nil {
+		txn.Unregister(sess)
+	}
+	if stopWatch != nil {
+		stopWatch()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), in.conf.drainTimeout)
+	defer cancel()
+	_ = e.Close(ctx) // nothing to commit: the owner has stopped
+	dlw.close()
+	if sess != nil {
+		sess.Seal()
+	}
+}

@@ -326,3 +326,40 @@ func TestExactlyOnceKeyOrder(t *testing.T) {
 	}
 	require.Equal(t, n, seen, "every record once")
 }
+
+// Another producer with the same transactional id fences this member's
+// (InitProducerId bumps the epoch): its next transaction fails for good.
+// The input says so at ERROR, makes a new producer, which fences the other
+// in turn, and goes on from the last commit: nothing is lost or written
+// twice.
+func TestExactlyOnceFencedProducerReconnects(t *testing.T) {
+	const (
+		src, dst   = "eosf-src", "eosf-dst"
+		partitions = 2
+		n          = 400
+	)
+	c := newCluster(t, partitions, src, dst)
+	c.produce(t, src, partitions, n)
+	exactlyOnceStream(t, c.addr, src, dst, "eosf", "  commit_period: 100ms\n  transactional_id: eosf-member\n", "",
+		`sleep: { duration: 5ms }`)
+	require.Eventually(t, func() bool {
+		var sum int64
+		for _, o := range committedOf(t, c.addr, "eosf", src) {
+			sum += o
+		}
+		return sum > 0
+	}, 30*time.Second, 10*time.Millisecond, "something committed")
+	zombie, err := kgo.NewClient(kgo.SeedBrokers(c.addr), kgo.TransactionalID("eosf-member"))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	_, _, err = zombie.ProducerID(ctx) // InitProducerId: the member's producer is fenced
+	cancel()
+	require.NoError(t, err)
+	zombie.Close()
+	waitTxnCommitted(t, c.addr, "eosf", src, c.endOffsets(t, src, partitions))
+	seen := readCommittedOrigins(t, c.addr, dst)
+	require.Len(t, seen, n)
+	for origin, times := range seen {
+		require.Equal(t, 1, times, "record %s written exactly once", origin)
+	}
+}

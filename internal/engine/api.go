@@ -80,6 +80,18 @@ func (e *Engine) Transact(t Transactor) {
 	e.o.txn.on = true
 }
 
+// Failed returns, once the engine has stopped by itself, why: under
+// exactly once, a producer that cannot begin another transaction. nil while
+// it runs, and after a Close.
+func (e *Engine) Failed() error {
+	select {
+	case <-e.o.stopped():
+		return e.o.txn.fatal // written by the run goroutine before it stopped
+	default:
+		return nil
+	}
+}
+
 // Abandon marks an engine that will never start as stopped, so that a
 // callback fired by closing its client returns at once.
 func (e *Engine) Abandon() { e.o.sig.TriggerHasStopped() }

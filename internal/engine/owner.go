@@ -327,6 +327,12 @@ func (o *owner) run() {
 		if len(o.polls.rewinds) > 0 {
 			o.listEpochs(nil) // a drain just ended in a successor waiting for its rewind
 		}
+		if o.txn.fatal != nil {
+			for _, r := range o.parked {
+				r.reply <- nil
+			}
+			return // Engine.Failed says why; the input starts anew
+		}
 		o.txnStep()
 		o.serve()
 		o.askPoll()

@@ -81,6 +81,10 @@ type txnPart struct {
 	// ending: an abort is with the committer (a commit is
 	// commits.committing).
 	ending bool
+	// fatal: the producer cannot begin another transaction (fenced, or
+	// failed for good); the owner stops, and the input makes a new one
+	// (Engine.Failed).
+	fatal error
 }
 
 // txnWaitWarn is how long a transaction's end may wait for the pipeline
@@ -193,6 +197,9 @@ func (o *owner) txnStep() {
 // txnCommitDone handles a transaction's commit. A failure aborted it
 // (txn.Session.Commit): every partition goes back to its last commit.
 func (o *owner) txnCommitDone(c commitDone) {
+	if errors.Is(c.result.err, txn.ErrCannotBegin) {
+		o.txnFatal(c.result.err)
+	}
 	if c.result.err != nil {
 		o.m.txnEnded(false, txnReason(c.result.err), c.records, c.took)
 		o.txnRewind("the commit failed: " + c.result.err.Error())
@@ -205,11 +212,27 @@ func (o *owner) txnCommitDone(c commitDone) {
 // txnAbortDone handles an abort's end.
 func (o *owner) txnAbortDone(c commitDone) {
 	o.txn.ending = false
+	if errors.Is(c.result.err, txn.ErrCannotBegin) {
+		o.txnFatal(c.result.err)
+	}
 	o.m.txnEnded(false, c.reason, c.records, c.took)
 	if c.result.err != nil {
 		o.log.Errorf("kafka_watermark: exactly_once: aborting the transaction failed (%v); its records stay invisible to read_committed readers and the broker aborts it after transaction_timeout", c.result.err)
 	}
 	o.txnRewind(c.abort)
+}
+
+// txnFatal stops the owner after the event at hand: its producer cannot go
+// on, and no transaction can end from here. Said once, at ERROR: a fence
+// by another producer of the same transactional id is a misconfiguration
+// (two members sharing one), or the end of this member's transaction
+// after the broker gave up on it.
+func (o *owner) txnFatal(err error) {
+	if o.txn.fatal != nil {
+		return
+	}
+	o.txn.fatal = err
+	o.log.Errorf("kafka_watermark: exactly_once: the transactional producer cannot go on (%v); another member may use the same transactional_id, or the broker aborted the transaction after transaction_timeout. The input reconnects with a new producer, and every partition is read again from its last commit", err)
 }
 
 // txnRewind sends every live partition back to its last commit, after an

@@ -20,6 +20,12 @@ import (
 // txn.go:427-442). Every record it held is discarded.
 var ErrAborted = errors.New("the transaction was aborted")
 
+// ErrCannotBegin wraps the error of a Begin after a transaction ended: the
+// producer cannot go on (fenced by another producer with the same
+// transactional id, or failed for good), and only a new session, a new
+// producer id, can.
+var ErrCannotBegin = errors.New("the next transaction cannot begin")
+
 // errClosed is the error of a write after Close.
 var errClosed = errors.New("the transactional client is closed: its input has stopped")
 
@@ -172,9 +178,9 @@ func (t *Session) Commit(ctx context.Context, o Offsets, last bool) (Result, err
 	}
 	if !last {
 		if berr := t.s.Begin(); berr != nil && err == nil {
-			err = fmt.Errorf("committed, but the next transaction cannot begin: %w", berr)
+			err = fmt.Errorf("committed, but %w: %w", ErrCannotBegin, berr)
 		} else if berr != nil {
-			err = fmt.Errorf("%w; and the next transaction cannot begin: %w", err, berr)
+			err = fmt.Errorf("%w; and %w: %w", err, ErrCannotBegin, berr)
 		}
 	}
 	return res, err
@@ -195,7 +201,7 @@ func (t *Session) Abort(ctx context.Context, last bool) (Result, error) {
 	res := Result{Records: t.writes.Swap(0), Took: time.Since(start)}
 	if !last {
 		if berr := t.s.Begin(); berr != nil {
-			err = errors.Join(err, fmt.Errorf("the next transaction cannot begin: %w", berr))
+			err = errors.Join(err, fmt.Errorf("%w: %w", ErrCannotBegin, berr))
 		}
 	}
 	return res, err
