@@ -59,6 +59,7 @@ func (c *shareConn) settle(b *shareBatch, err error, index *service.Indexer) {
 	if err != nil {
 		failed = failedRecords(err, index, nil)
 	}
+	var n verdictCounts
 	var rejected []*kgo.Record
 	var letters, accepted, released []int
 	for i, r := range b.records {
@@ -72,17 +73,18 @@ func (c *shareConn) settle(b *shareBatch, err error, index *service.Indexer) {
 				letters = append(letters, i)
 			}
 		case share.Rejected:
-			if c.give(b, i, v) {
+			if c.give(b, i, v, &n) {
 				rejected = append(rejected, r)
 			}
 		default:
 			released = append(released, i)
 		}
 	}
-	c.release(b, released)
+	c.release(b, released, &n)
 	for _, i := range accepted {
-		c.give(b, i, share.Accepted)
+		c.give(b, i, share.Accepted, &n)
 	}
+	c.in.m.verdicts(&n)
 	if len(rejected) > 0 {
 		c.in.log.Errorf("kafka_share: rejected %d records that failed at their last attempt (max_attempts %d) with no dead-letter topic; the broker archives them: %s: %s",
 			len(rejected), c.maxAttempts, recordList(rejected), errclass.Class(err))
@@ -108,7 +110,7 @@ const flushReleasesTimeout = 5 * time.Second
 // that fails leaves the releases to the next fetch. On kfake, `demo
 // --share` (seeds 7-14) redelivered 0 of 48 released records to another
 // member without this, 15 with it; TestShareReleaseGoesToAWaitingMember.
-func (c *shareConn) release(b *shareBatch, idx []int) {
+func (c *shareConn) release(b *shareBatch, idx []int, n *verdictCounts) {
 	if len(idx) == 0 {
 		return
 	}
@@ -119,17 +121,18 @@ func (c *shareConn) release(b *shareBatch, idx []int) {
 	_ = c.members[b.poll.Member()].FlushAcks(ctx)
 	cancel()
 	for _, i := range idx {
-		c.give(b, i, share.Released)
+		c.give(b, i, share.Released, n)
 	}
 }
 
-// give gives record i of b the verdict v and counts it; false when the
-// record had one already.
-func (c *shareConn) give(b *shareBatch, i int, v share.Verdict) bool {
+// give gives record i of b the verdict v and counts it in n, for the
+// caller to pass to shareMetrics.verdicts; false when the record had one
+// already.
+func (c *shareConn) give(b *shareBatch, i int, v share.Verdict, n *verdictCounts) bool {
 	if !b.poll.Settle(b.first+i, v) {
 		return false
 	}
-	c.in.m.verdict(v)
+	n[v]++
 	return true
 }
 
@@ -146,6 +149,7 @@ func (c *shareConn) deadLetter(b *shareBatch, idx []int, cause error) {
 	}
 	now := time.Now()
 	for attempts, group := range byAttempt {
+		var n verdictCounts
 		l := &engine.Letter{Attempts: int(attempts), Error: errclass.Class(cause), FirstFailed: now, Member: c.memberName}
 		for _, i := range group {
 			l.Records = append(l.Records, b.records[i])
@@ -155,8 +159,9 @@ func (c *shareConn) deadLetter(b *shareBatch, idx []int, cause error) {
 			dest, err := c.dlw.Write(c.ctx, l)
 			if err == nil {
 				for _, i := range group {
-					c.give(b, i, share.DeadLettered)
+					c.give(b, i, share.DeadLettered, &n)
 				}
+				c.in.m.verdicts(&n)
 				c.in.log.Warnf("kafka_share: dead-lettered %d records to %s after %d attempts: %s", len(group), dest, attempts, recordList(l.Records))
 				break
 			}
