@@ -2,7 +2,8 @@
 // on a real broker (Kafka 4.2+):
 //
 //   - scaling: one topic of one partition, read by 1, 2 and 4 processes,
-//     each one share group member (members: 1), into an HTTP sink that
+//     each one share group member (members: 1), and by one process of 2
+//     and 4 members (-members), into an HTTP sink that
 //     takes -sink-delay (5ms) per batch; beside them, kafka_watermark in
 //     one process on the same topic, max_in_flight 64 (and
 //     max_pending_batches 64, so that 64 batches can be out). Records/s
@@ -48,6 +49,7 @@ type options struct {
 	batch      int
 	sinkDelay  time.Duration
 	procs      []int
+	members    []int
 	cpuRecords int
 	cpuParts   int
 	rounds     int
@@ -58,11 +60,12 @@ type options struct {
 
 func main() {
 	var o options
-	var procs string
+	var procs, members string
 	flag.IntVar(&o.records, "records", 60_000, "records of the scaling topic (1 partition)")
 	flag.IntVar(&o.batch, "batch", 100, "batch_max_records of every contender")
 	flag.DurationVar(&o.sinkDelay, "sink-delay", 5*time.Millisecond, "how long the sink takes per batch")
 	flag.StringVar(&procs, "processes", "1,2,4", "kafka_share process counts of the scaling table")
+	flag.StringVar(&members, "members", "2,4", "kafka_share members counts of one process, beside the process counts (each process there has members: 1)")
 	flag.IntVar(&o.cpuRecords, "cpu-records", 400_000, "records of the CPU topic")
 	flag.IntVar(&o.cpuParts, "cpu-partitions", 8, "partitions of the CPU topic")
 	flag.IntVar(&o.rounds, "rounds", 1, "rounds of each table")
@@ -70,16 +73,26 @@ func main() {
 	flag.StringVar(&o.out, "out", "", "also write the markdown to this file")
 	flag.Uint64Var(&o.seed, "seed", uint64(time.Now().UnixNano()), "seed of the contenders' order")
 	flag.Parse()
-	for _, f := range strings.Split(procs, ",") {
-		var n int
-		if _, err := fmt.Sscan(f, &n); err != nil || n < 1 {
-			log.Fatalf("-processes: %q is not a count of at least 1", f)
-		}
-		o.procs = append(o.procs, n)
-	}
+	o.procs, o.members = counts("processes", procs), counts("members", members)
 	if err := run(o); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// counts parses a flag's comma-separated counts, each at least 1.
+func counts(name, s string) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f == "" {
+			continue
+		}
+		var n int
+		if _, err := fmt.Sscan(f, &n); err != nil || n < 1 {
+			log.Fatalf("-%s: %q is not a count of at least 1", name, f)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func run(o options) error {
@@ -208,6 +221,9 @@ func (b *bench) scaling(ctx context.Context, w io.Writer, topic string) error {
 	cs := []contender{}
 	for _, n := range b.o.procs {
 		cs = append(cs, contender{name: fmt.Sprintf("kafka_share, %d process(es) of members: 1", n), procs: n, input: b.shareInput(topic, 1)})
+	}
+	for _, n := range b.o.members {
+		cs = append(cs, contender{name: fmt.Sprintf("kafka_share, 1 process of members: %d", n), procs: 1, input: b.shareInput(topic, n)})
 	}
 	cs = append(cs, contender{name: "kafka_watermark, 1 process, max_in_flight 64", procs: 1, input: b.watermarkInput(topic)})
 	rates := make([][]float64, len(cs))
