@@ -1,6 +1,6 @@
 # Common commands. `make test` is what CI runs (.ci/run).
 .PHONY: demo test unit model lint build bench bench-e2e fuzz broker-start broker-stop
-.PHONY: bench-inprocess bench-ack bench-scale bench-tracker bench-freshness bench-keyorder pgo
+.PHONY: bench-inprocess bench-ack bench-scale bench-tracker bench-freshness bench-keyorder bench-share pgo
 
 # bash with pipefail: several recipes filter go test through grep, and the
 # exit status must be go test's, not grep's, or a failing test passes.
@@ -80,7 +80,7 @@ ROUNDS    ?= 5
 BENCHTIME ?= 1s
 export ROUNDS BENCHTIME
 
-# Every figure of docs/BENCHMARKS.md, parts 1 to 8 (bench/all.sh; not run by
+# Every figure of docs/BENCHMARKS.md, parts 1 to 9 (bench/all.sh; not run by
 # CI): one docs/BENCHMARKS.md-ready file, $(BENCH_OUT), headed by the
 # machine, the versions, the revision and the date, with the load average at
 # the start of each part; each part's markdown and log in $(BENCH_DIR)/parts,
@@ -157,6 +157,17 @@ BENCH_KEY_DIR ?= bin/bench-keyorder
 BENCH_KEY_FLAGS ?=
 bench-keyorder:
 	bash bench/e2e.sh -sections keyorder -rounds 3 -out $(BENCH_KEY_DIR)/keyorder.md -profile-dir $(BENCH_KEY_DIR)/profiles $(BENCH_KEY_FLAGS)
+
+# The kafka_share input (docs/BENCHMARKS.md, section 9; issue 33): records/s
+# of 1, 2 and 4 processes on one partition into a sink taking 5ms per batch,
+# beside kafka_watermark with max_in_flight 64, and CPU per record against
+# kafka_watermark on 8 partitions into drop, on a broker of its own
+# (bench/share.sh; about 2 minutes at one round; not run by CI).
+# BENCH_SHARE_FLAGS adds bench/share flags (go run ./bench/share -h).
+BENCH_SHARE_DIR ?= bin/bench-share
+BENCH_SHARE_FLAGS ?=
+bench-share:
+	bash bench/share.sh -out $(BENCH_SHARE_DIR)/share.md $(BENCH_SHARE_FLAGS)
 
 FUZZTIME ?= 60s
 fuzz:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench: every figure of docs/BENCHMARKS.md, parts 1 to 8 in its order,
+# make bench: every figure of docs/BENCHMARKS.md, parts 1 to 9 in its order,
 # in one markdown file headed by the machine, the versions, the revision and
 # the date, ready to go into docs/BENCHMARKS.md.
 #
@@ -10,7 +10,8 @@
 # bench/e2e.sh (its broker started and stopped by each), one of the
 # throughput, profile and convert sections, one of the replay, one of
 # key-ordered delivery (make bench-keyorder; it builds the Parallel Consumer
-# contender with Maven). Each part's
+# contender with Maven); part 9 is bench/share.sh (the kafka_share input,
+# its broker started and stopped by it). Each part's
 # markdown is kept in DIR/parts/N-name.md and its log in DIR/parts/N-name.log
 # (DIR defaults to OUT's directory), the CPU profiles of parts 1 and 7 in
 # DIR/profiles. Every section of OUT gives the command, the load average
@@ -123,6 +124,7 @@ part 5 replay 'Replay cost' e2e -sections replay -old-ref ''
 part 6 tracker 'The tracker against Jeffail/checkpoint' "$make" -s --no-print-directory bench-tracker
 part 7 keyorder 'Key-ordered delivery' e2e -sections keyorder -profile-dir "$dir/profiles"
 part 8 k2k 'Kafka to Kafka, at least once and exactly once' e2e -sections throughput -contenders wm,k2k,k2k-eos -partitions 8 -sizes 100,1024 -codecs none -old-ref ''
+part 9 share 'The kafka_share input: scaling past the partitions, CPU per record' bash bench/share.sh
 
 took=$((SECONDS - t_all))
 {

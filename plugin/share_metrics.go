@@ -63,6 +63,26 @@ func (m *shareMetrics) verdict(v share.Verdict) {
 	m.inFlight.Set(m.inFlightN.Add(-1))
 }
 
+// verdictCounts counts the verdicts given in one go, by verdict, for
+// verdicts: the labelled counter and the gauge are then touched once per
+// kind and batch rather than once per record (per record they took 10% of
+// the input's CPU into drop, the label lookup most of it).
+type verdictCounts [share.DeadLettered + 1]int64
+
+// verdicts counts n's verdicts and that their records are no longer held.
+func (m *shareMetrics) verdicts(n *verdictCounts) {
+	var total int64
+	for v, k := range n {
+		if k > 0 {
+			m.records.Incr(k, share.Verdict(v).String())
+			total += k
+		}
+	}
+	if total > 0 {
+		m.inFlight.Set(m.inFlightN.Add(-total))
+	}
+}
+
 // polled counts n records newly held.
 func (m *shareMetrics) polled(n int) { m.inFlight.Set(m.inFlightN.Add(int64(n))) }
 

@@ -398,3 +398,53 @@ func TestShareCountsExpiredLocks(t *testing.T) {
 	require.NoError(t, ackAgain(context.Background(), nil))
 	waitShareStart(t, addr, "g", "t", 1)
 }
+
+// Regression test: a release rode on the releasing member's next fetch,
+// which acquired the record again for that same member, so a member
+// waiting for records never got it (demo --share on kfake: 0 of 48
+// released records went to another member). The release now goes to the
+// broker alone before the member is freed: the member waiting in a fetch
+// gets the record, at its second attempt.
+func TestShareReleaseGoesToAWaitingMember(t *testing.T) {
+	addr := shareCluster(t, 0, "t")
+	ins := []*ShareInput{
+		newShareTestInput(t, addr, "t", "g", "members: 1"),
+		newShareTestInput(t, addr, "t", "g", "members: 1"),
+	}
+	type read struct {
+		who  int
+		msgs service.MessageBatch
+		ack  service.AckFunc
+		err  error
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	reads := make(chan read, len(ins))
+	for i, in := range ins {
+		go func() {
+			msgs, ack, err := in.ReadBatch(ctx)
+			reads <- read{i, msgs, ack, err}
+		}()
+	}
+	// Both members poll from Connect on: both wait in a fetch now.
+	produceValues(t, addr, "t", "x")
+	attempt := func(r read) (string, int) {
+		require.NoError(t, r.err)
+		require.Len(t, r.msgs, 1)
+		b, err := r.msgs[0].AsBytes()
+		require.NoError(t, err)
+		a, _ := r.msgs[0].MetaGetMut(kafkamsg.MetaDeliveryAttempt)
+		return string(b), a.(int)
+	}
+	first := <-reads
+	v, a := attempt(first)
+	require.Equal(t, "x", v)
+	require.Equal(t, 1, a)
+	require.NoError(t, first.ack(ctx, errors.New("sink down")))
+	second := <-reads
+	v, a = attempt(second)
+	require.Equal(t, "x", v)
+	require.Equal(t, 2, a, "released and delivered again")
+	require.NotEqual(t, first.who, second.who, "the member waiting for records got the released one")
+	require.NoError(t, second.ack(ctx, nil))
+}

@@ -193,6 +193,8 @@ func readmeCommands() []readmeCommand {
 			out: []string{"stall_replay_after: 0s"}},
 		{cmd: "bin/watermark-connect demo --dead-letter-after 3", kind: runToEnd, timeout: 2 * time.Minute,
 			out: []string{"dead-letter topic watermark-demo-dlq, read back from the broker", "dead_letter_attempts=3"}},
+		{cmd: "bin/watermark-connect demo --share", kind: runToEnd, timeout: 2 * time.Minute,
+			out: []string{"who got what:", "(poison): attempt 1 ", "every record accepted or dead-lettered"}},
 		{cmd: "bin/watermark-connect demo --help", kind: runToEnd, timeout: time.Minute,
 			out: []string{"--stall-replay-after"}},
 		// Building the binary.

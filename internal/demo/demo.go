@@ -32,7 +32,9 @@
 // (the summary), deadletter.go (--dead-letter-after: the topic read back
 // and its summary), keys.go (--ordering and --keys: options and the
 // records' keys), keycheck.go (the sink's check of key order), keystory.go
-// (what the events and the summary tell of keys), sink.go, cluster.go.
+// (what the events and the summary tell of keys), sink.go, cluster.go;
+// share.go (--share: the kafka_share input, three members on one
+// partition, its sink and run) and shareshow.go (its summary).
 package demo
 
 import (
@@ -257,7 +259,15 @@ per partition (--keys): a batch never goes out holding a key of another
 unanswered batch, and when the sink rejects a batch only its keys wait, held
 by the input, while the partition's other keys flow past it; the commit still
 stops at the failed record. The summary checks every key's order as the sink
-received it. --keys N with --ordering none shows what none does to them.`[1:],
+received it. --keys N with --ordering none shows what none does to them.
+
+--share shows the kafka_share input instead: three pipelines, each a member
+of one share group, read a topic of one partition (--records, 30 by default;
+--batch-max-records 5). The sink fails four records on their first delivery:
+each is released and delivered again, maybe to another member, with
+kafka_delivery_attempt one higher; it fails one record on every delivery:
+after dead_letter.max_attempts 3 it goes to the dead-letter topic. The
+summary says who got what.`[1:],
 		OnUsageError: status.OnUsageError,
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "partitions", Value: 8, Usage: "partitions of the topic when the demo creates it"},
@@ -279,8 +289,12 @@ received it. --keys N with --ordering none shows what none does to them.`[1:],
 			&cli.IntFlag{Name: "max-in-flight", Value: 8, Usage: "the sink's max_in_flight: batches written concurrently, acknowledged out of order"},
 			&cli.DurationFlag{Name: "max-latency", Value: 200 * time.Millisecond, Usage: "the sink's largest random latency per batch (sets the pace: ~3s with the defaults)"},
 			&cli.StringFlag{Name: "log-level", Value: "none", Usage: "Benthos log level on stderr: none, error, warn, info, debug"},
+			&cli.BoolFlag{Name: "share", Usage: "show the kafka_share input instead: three share group members on one partition, records released and delivered again, a poison record dead-lettered"},
 		},
 		Action: func(c *cli.Context) error {
+			if c.Bool("share") {
+				return shareAction(c)
+			}
 			o := demoOptions{
 				Partitions:      c.Int("partitions"),
 				Records:         c.Int("records"),

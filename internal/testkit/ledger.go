@@ -13,13 +13,15 @@ import (
 //	root = {"t": @kafka_topic, "p": @kafka_partition, "o": @kafka_offset, "v": content().string()}
 //
 // A pipeline that maps fewer fields (the replay benchmark sends only p and
-// o) leaves the others empty. Like Entry, Dup and Alt, a Record is a plain
+// o) leaves the others empty; a kafka_share pipeline adds "a", the
+// delivery attempt. Like Entry, Dup and Alt, a Record is a plain
 // value, copied freely and safe to read from any goroutine.
 type Record struct {
-	T string `json:"t"` // topic
-	P int32  `json:"p"` // partition
-	O int64  `json:"o"` // offset
-	V string `json:"v"` // value
+	T string `json:"t"`           // topic
+	P int32  `json:"p"`           // partition
+	O int64  `json:"o"`           // offset
+	V string `json:"v"`           // value
+	A int    `json:"a,omitempty"` // kafka_delivery_attempt, where the mapping sets it
 }
 
 // NoPartition is the partition of a record that has no place in a ledger:

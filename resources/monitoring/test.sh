@@ -170,6 +170,12 @@ KAFKA = [
     "kafka_watermark_held_records",
     "kafka_watermark_transactions_total", "kafka_watermark_transaction_records_total",
 ]
+# The kafka_share input's (plugin/share_metrics.go).
+SHARE = [
+    "kafka_share_records_total", "kafka_share_in_flight_records",
+    "kafka_share_lock_renewals_total", "kafka_share_lock_expired_total",
+    "kafka_share_ack_errors_total",
+]
 UPCOMING = []
 # The commit latency is a Benthos timer, named _ns in Benthos (nanoseconds);
 # our prometheus exporter exports timers as histograms in seconds, renaming
@@ -178,7 +184,7 @@ TIMERS = ["kafka_watermark_commit_latency_ns", "kafka_watermark_transaction_dura
 HISTOGRAMS = [t[:-len("_ns")] + "_seconds" for t in TIMERS]
 TIMER, HISTOGRAM = TIMERS[0], HISTOGRAMS[0]
 BENTHOS = ["input_received", "output_sent", "output_error"]
-KNOWN = set(KAFKA + UPCOMING + BENTHOS + [h + s for h in HISTOGRAMS for s in ("_bucket", "_sum", "_count")])
+KNOWN = set(KAFKA + SHARE + UPCOMING + BENTHOS + [h + s for h in HISTOGRAMS for s in ("_bucket", "_sum", "_count")])
 
 KEYWORDS = {"and", "or", "unless", "by", "without", "on", "ignoring",
             "group_left", "group_right", "bool", "offset", "inf", "nan"}
@@ -254,7 +260,7 @@ for where, exprs in (("alerts.yml", rules), ("dashboard.json", dash)):
             if name not in KNOWN and name not in records:
                 errors.append("%s: unknown metric %r in: %s" % (where, name, expr))
 
-for name in KAFKA + [h + "_bucket" for h in HISTOGRAMS] + BENTHOS[:2]:
+for name in KAFKA + SHARE + [h + "_bucket" for h in HISTOGRAMS] + BENTHOS[:2]:
     if not any(name in metric_names(e) for e in dash):
         errors.append("dashboard.json: no panel uses %s" % name)
 
@@ -269,6 +275,16 @@ else:
         if '"%s"' % name not in code:
             errors.append("%s no longer defines metric %s" % (src, name))
     for name in sorted(set(re.findall(r'"(kafka_watermark_\w+)"', code)) - set(KAFKA + TIMERS)):
+        errors.append("%s defines metric %s, which test.sh does not list" % (src, name))
+src = os.path.join("..", "..", "plugin", "share_metrics.go")
+if not os.path.exists(src):
+    errors.append("%s is missing: where does the kafka_share input define its metrics now?" % src)
+else:
+    code = open(src).read()
+    for name in SHARE:
+        if '"%s"' % name not in code:
+            errors.append("%s no longer defines metric %s" % (src, name))
+    for name in sorted(set(re.findall(r'"(kafka_share_\w+)"', code)) - set(SHARE)):
         errors.append("%s defines metric %s, which test.sh does not list" % (src, name))
 names = os.path.join("..", "..", "metrics", "prometheus", "names.go")
 if os.path.exists(names):
