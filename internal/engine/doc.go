@@ -40,7 +40,7 @@
 //     write: it then counts as delivered (deadletter.go).
 //   - Under exactly once (exactly_once), a commit is a transaction's end:
 //     the pipeline is empty when it ends (the barrier), and an abort ends
-//     every live epoch in a successor at its last commit (txn.go).
+//     every live epoch in a successor at its last commit; see txn.go.
 //
 // # State
 //
