@@ -87,6 +87,12 @@ type options struct {
 	ordering        string // the members' ordering: none | key
 	keys            int    // keys of the keyed producers (keys.go)
 	keyCheck        bool   // the per-key check under --ordering none: a negative control
+	// eos: the exactly-once mode (eos.go): members run Kafka to Kafka with
+	// exactly_once, and the checker counts each source record's outputs.
+	eos bool
+	// errorOneIn: under --eos, one message in errorOneIn fails in a
+	// processor (reject_errored nacks it, which aborts the transaction).
+	errorOneIn int
 }
 
 // checksKeys reports whether the run keys its records and checks key order
@@ -124,6 +130,8 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.ordering, "ordering", "none", "the members' ordering: none or key; key also keys the producers' records (--keys) and checks key order at the sink")
 	fs.IntVar(&o.keys, "keys", 32, "with --ordering key (or --key-check): how many keys the producers draw from (k000, k001, ...); the empty key and a null key are drawn as often as each of them")
 	fs.BoolVar(&o.keyCheck, "key-check", false, "a negative control: keyed records and the key-order check with members on --ordering none, so the run must FAIL with key-order violations")
+	fs.BoolVar(&o.eos, "eos", false, "exactly once: every member runs kafka_watermark (exactly_once: true) -> split, a 0-5 ms sleep, a flaky processor -> kafka_watermark output bound to the group, into an output topic; the checker requires exactly one output per source record for a read_committed reader (default weights "+eosWeights+")")
+	fs.IntVar(&o.errorOneIn, "error-one-in", 2000, "with --eos: one message in N fails in a processor (reject_errored nacks its batch: the open transaction aborts); 0: none")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -151,11 +159,19 @@ func parseOptions(args []string) (*options, error) {
 		return nil, fmt.Errorf("--keys %d: between 1 and 1000", o.keys)
 	case o.keyCheck && o.ordering == "key":
 		return nil, errors.New("--key-check is the negative control of --ordering none; --ordering key checks key order already")
+	case o.errorOneIn < 0:
+		return nil, fmt.Errorf("--error-one-in %d: 0 (no processor errors) or more", o.errorOneIn)
+	}
+	if err := o.checkEOS(); err != nil {
+		return nil, err
 	}
 	if o.weights == "" {
 		o.weights = defaultWeights
 		if o.cluster > 1 {
 			o.weights += "," + clusterExtraWeights
+		}
+		if o.eos {
+			o.weights = eosWeights
 		}
 	}
 	weights, err := parseWeights(o.weights)
@@ -163,6 +179,12 @@ func parseOptions(args []string) (*options, error) {
 		return nil, err
 	}
 	for _, w := range weights {
+		if w.w > 0 && o.eos && !slices.Contains(eosKinds, w.kind) {
+			return nil, fmt.Errorf("--weights: %s is not a fault of --eos runs (they take %s)", w.kind, strings.Join(eosKinds, ", "))
+		}
+		if w.w > 0 && !o.eos && w.kind == kindMemberPause {
+			return nil, fmt.Errorf("--weights: %s needs --eos (the at-least-once checks do not account for a zombie's deliveries yet)", w.kind)
+		}
 		if o.cluster == 1 && w.w > 0 && slices.Contains(clusterKinds, w.kind) {
 			return nil, fmt.Errorf("--weights: %s needs --cluster 3", w.kind)
 		}
@@ -245,7 +267,11 @@ func reproduceCommand(o *options) string {
 	add("abort-ratio", o.abortRatio, def.abortRatio)
 	add("fault-gap", o.faultGap, def.faultGap)
 	add("overlap", o.overlap, def.overlap)
-	if want := defaultWeights; o.cluster > 1 {
+	if o.eos {
+		args = append(args, "--eos")
+		add("weights", o.weights, eosWeights)
+		add("error-one-in", o.errorOneIn, def.errorOneIn)
+	} else if want := defaultWeights; o.cluster > 1 {
 		want += "," + clusterExtraWeights
 		add("weights", o.weights, want)
 	} else {
