@@ -479,6 +479,9 @@ func eosAccount(lg [][]logRec, outs []outRec, abortedOuts int64, hist [][]commit
 // "transaction aborted (...)", which names what failed.
 func abortCause(line string) string {
 	_, why, _ := strings.Cut(line, "exactly_once: transaction aborted (")
+	if i := strings.LastIndex(why, "); "); i >= 0 {
+		why = why[:i]
+	}
 	switch {
 	case strings.Contains(why, "chaos: flaky processor"):
 		return "nack: the flaky processor"
@@ -488,8 +491,14 @@ func abortCause(line string) string {
 		return "late_ack"
 	case strings.HasPrefix(why, "partitions "):
 		return "rebalance"
-	case strings.HasPrefix(why, "the commit failed"):
-		return "commit failed"
+	case strings.HasPrefix(why, "the commit failed: "):
+		// What kgo or the broker said: "the transaction was aborted" (a
+		// rebalance while it was open), a fenced producer, a timeout.
+		what := strings.TrimPrefix(why, "the commit failed: ")
+		if len(what) > 80 {
+			what = what[:80] + "..."
+		}
+		return "commit failed: " + what
 	}
 	return "other"
 }

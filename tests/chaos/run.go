@@ -226,7 +226,11 @@ func (h *harness) runPhases(ctx context.Context) (*accounting, error) {
 	start.End = time.Now().UnixNano()
 	start.AtEnd = h.poller.snapshot()
 	h.faults = append(h.faults, start)
-	h.logf("every member delivers; group type %q", h.groupType())
+	if o.eos {
+		h.logf("every member commits transactions; group type %q", h.groupType())
+	} else {
+		h.logf("every member delivers; group type %q", h.groupType())
+	}
 	if err := sleepCtx(ctx, 5*time.Second); err != nil {
 		return nil, err
 	}
