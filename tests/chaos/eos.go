@@ -64,6 +64,8 @@ const (
 // checkEOS refuses what --eos does not combine with.
 func (o *options) checkEOS() error {
 	switch {
+	case o.eosControl && !o.eos:
+		return errors.New("--eos-control is the negative control of --eos: give both")
 	case !o.eos:
 		return nil
 	case o.cluster != 1:
@@ -82,7 +84,16 @@ func (o *options) checkEOS() error {
 // settings (read_committed, commit metadata, 500ms commit period, small
 // batches, 6s session), exactly_once under the member's own transactional
 // id, and tests/eos_test.go's pipeline.
+//
+// Under --eos-control the input and the output leave exactly_once out:
+// the output then writes with a producer of its own, at least once, and a
+// kill -9 or a nack writes again what was written above the last commit.
 func (c memberConf) eosYAML(name, metricsAddr string) string {
+	in := fmt.Sprintf("\n    exactly_once: true\n    transactional_id: %q\n    transaction_timeout: %s", c.txnPrefix+name, eosTxnTimeout)
+	out := fmt.Sprintf("\n      exactly_once: { consumer_group: %q }", c.group)
+	if c.control {
+		in, out = "", ""
+	}
 	flaky := "content()"
 	if c.errorOneIn > 0 {
 		flaky = fmt.Sprintf(`if random_int(max: %d) == 0 { throw("chaos: flaky processor") } else { content() }`, c.errorOneIn-1)
@@ -111,10 +122,7 @@ input:
     max_pending_batches: 4
     session_timeout: 6s
     heartbeat_interval: 1s
-    stall_replay_after: 3s
-    exactly_once: true
-    transactional_id: %[7]q
-    transaction_timeout: %[8]s
+    stall_replay_after: 3s%[7]s
 pipeline:
   threads: 4
   processors:
@@ -130,9 +138,8 @@ output:
       topic: %[10]q
       key: '${! @kafka_key }'
       max_in_flight: 16
-      metadata: { include_patterns: [ '^kafka_(partition|offset)$' ] }
-      exactly_once: { consumer_group: %[4]q }
-`, metricsAddr, c.seeds(name), c.topic, c.group, "chaos-"+name, c.protocol, c.txnPrefix+name, eosTxnTimeout, flaky, c.outTopic)
+      metadata: { include_patterns: [ '^kafka_(partition|offset)$' ] }%[8]s
+`, metricsAddr, c.seeds(name), c.topic, c.group, "chaos-"+name, c.protocol, in, out, flaky, c.outTopic)
 }
 
 // pause stops member name with SIGSTOP for hold and resumes it with
@@ -162,7 +169,7 @@ func (h *harness) waitCommitting(ctx context.Context, timeout time.Duration) err
 	for {
 		var missing []string
 		for _, m := range h.fleet.running() {
-			if committedTxns(ctx, m) == 0 {
+			if committedTxns(ctx, m, h.opts.eosControl) == 0 {
 				missing = append(missing, m.instance)
 			}
 		}
@@ -179,13 +186,18 @@ func (h *harness) waitCommitting(ctx context.Context, timeout time.Duration) err
 }
 
 // committedTxns is how many transactions member m says it committed (0
-// when its metrics cannot be read).
-func committedTxns(ctx context.Context, m *member) float64 {
+// when its metrics cannot be read); under --eos-control, which has no
+// transactions, how many partition commits.
+func committedTxns(ctx context.Context, m *member, control bool) float64 {
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	series, err := testkit.ScrapeMetrics(sctx, m.metricsAddr)
 	if err != nil {
 		return 0
+	}
+	if control {
+		n, _ := series.Sum("kafka_watermark_commits_total")
+		return n
 	}
 	n := 0.0
 	for _, s := range series.Find("kafka_watermark_transactions_total") {

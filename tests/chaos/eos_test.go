@@ -110,10 +110,15 @@ func TestEOSOptions(t *testing.T) {
 		{"--eos", "--ordering", "key"},
 		{"--eos", "--error-one-in", "1"},
 		{"--weights", "member-pause=1"},
+		{"--eos-control"},
 	} {
 		if _, err := parseOptions(bad); err == nil {
 			t.Errorf("%v accepted", bad)
 		}
+	}
+	o, _ = parseOptions([]string{"--eos", "--eos-control", "--seed", "3"})
+	if got := reproduceCommand(o); !strings.HasSuffix(got, "--eos --eos-control") {
+		t.Errorf("reproduceCommand = %q", got)
 	}
 	if o, err := parseOptions(nil); err != nil || o.eos || o.weights != defaultWeights {
 		t.Errorf("the default run changed: %+v, %v", o, err)
@@ -165,6 +170,10 @@ func TestEOSYAML(t *testing.T) {
 	c.errorOneIn = 0
 	if y := c.yaml("m2", "m2.3", "127.0.0.1:2"); strings.Contains(y, "throw(") {
 		t.Error("--error-one-in 0 still throws")
+	}
+	c.control = true
+	if y := c.yaml("m2", "m2.3", "127.0.0.1:2"); strings.Contains(y, "exactly_once") || strings.Contains(y, "transactional_id") || !strings.Contains(y, `topic: "dst"`) {
+		t.Errorf("the --eos-control config:\n%s", y)
 	}
 	c.eos = false
 	c.sinkURL = "http://sink"

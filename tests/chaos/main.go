@@ -93,6 +93,9 @@ type options struct {
 	// errorOneIn: under --eos, one message in errorOneIn fails in a
 	// processor (reject_errored nacks it, which aborts the transaction).
 	errorOneIn int
+	// eosControl: the --eos pipeline without exactly_once (at least once
+	// into Kafka), a negative control that must FAIL with duplicates.
+	eosControl bool
 }
 
 // checksKeys reports whether the run keys its records and checks key order
@@ -131,6 +134,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.IntVar(&o.keys, "keys", 32, "with --ordering key (or --key-check): how many keys the producers draw from (k000, k001, ...); the empty key and a null key are drawn as often as each of them")
 	fs.BoolVar(&o.keyCheck, "key-check", false, "a negative control: keyed records and the key-order check with members on --ordering none, so the run must FAIL with key-order violations")
 	fs.BoolVar(&o.eos, "eos", false, "exactly once: every member runs kafka_watermark (exactly_once: true) -> split, a 0-5 ms sleep, a flaky processor -> kafka_watermark output bound to the group, into an output topic; the checker requires exactly one output per source record for a read_committed reader (default weights "+eosWeights+")")
+	fs.BoolVar(&o.eosControl, "eos-control", false, "a negative control of --eos: the same pipeline and checks with exactly_once left out of the members' config (at least once into Kafka), so the run must FAIL with duplicates")
 	fs.IntVar(&o.errorOneIn, "error-one-in", 2000, "with --eos: one message in N fails in a processor (reject_errored nacks its batch: the open transaction aborts); 0: none")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -271,6 +275,9 @@ func reproduceCommand(o *options) string {
 		args = append(args, "--eos")
 		add("weights", o.weights, eosWeights)
 		add("error-one-in", o.errorOneIn, def.errorOneIn)
+		if o.eosControl {
+			args = append(args, "--eos-control")
+		}
 	} else if want := defaultWeights; o.cluster > 1 {
 		want += "," + clusterExtraWeights
 		add("weights", o.weights, want)

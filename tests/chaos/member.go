@@ -39,6 +39,7 @@ type memberConf struct {
 	outTopic   string
 	txnPrefix  string
 	errorOneIn int
+	control    bool // --eos-control: the same pipeline without exactly_once
 }
 
 // yaml is the member's config: read_committed, commit metadata on, short

@@ -160,6 +160,9 @@ func (h *harness) runPhases(ctx context.Context) (*accounting, error) {
 			return nil, err
 		}
 		h.logf("exactly once: output topic %s, transactional ids chaos-eos-%s-<member>, one message in %d failing in a processor", h.outTopic, suffix, o.errorOneIn)
+		if o.eosControl {
+			h.logf("eos-control: the members run without exactly_once (at least once into Kafka); the run must FAIL with duplicates")
+		}
 	}
 	if weights, _ := parseWeights(o.weights); drawsPoison(weights) {
 		// Stamped by the broker: a dead letter's timestamp is when it was
@@ -185,7 +188,7 @@ func (h *harness) runPhases(ctx context.Context) (*accounting, error) {
 	defer h.sink.close()
 	conf := memberConf{seeds: func(name string) string { return h.kafka.memberSeeds(memberIndex(name)) },
 		topic: h.topic, group: h.group, sinkURL: h.sink.url(), protocol: o.protocol, deadLetter: h.deadLetter, ordering: o.ordering,
-		eos: o.eos, outTopic: h.outTopic, txnPrefix: "chaos-eos-" + suffix + "-", errorOneIn: o.errorOneIn}
+		eos: o.eos, outTopic: h.outTopic, txnPrefix: "chaos-eos-" + suffix + "-", errorOneIn: o.errorOneIn, control: o.eosControl}
 	if h.fleet, err = newFleet(h.binary, filepath.Join(o.out, "logs"), conf, h.logf); err != nil {
 		return nil, err
 	}
