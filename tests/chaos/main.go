@@ -32,7 +32,13 @@
 //     the first deliveries of each key follow its partition's log order, no
 //     request of a process holds a record while an earlier record of its
 //     key is in another of its requests still unanswered, and a request
-//     holds a key's records in log order (keyorder.go).
+//     holds a key's records in log order (keyorder.go);
+//   - with --eos, the members run Kafka to Kafka with exactly_once (a
+//     processor failing now and then, zombies made by member-pause), and
+//     every visible source record must have exactly one output for a
+//     read_committed reader of the output topic, none of an aborted
+//     transaction's (eos.go); --eos-control, the same without exactly_once,
+//     must fail with duplicates.
 //
 // It writes chaos-report.md and chaos-report.json to $CHAOS_OUT (default
 // chaos-out/ at the project root) and exits 1 when the guarantee broke, 2
@@ -40,6 +46,7 @@
 //
 //	go run ./tests/chaos --duration 3m --seed 42            # what `make chaos` runs
 //	go run ./tests/chaos --duration 30m --seed 7 --fault-gap 4s
+//	go run ./tests/chaos --eos --duration 2m40s --seed 42   # what `make chaos-eos` runs
 package main
 
 import (
