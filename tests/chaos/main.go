@@ -124,7 +124,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.DurationVar(&o.faultGap, "fault-gap", 8*time.Second, "mean pause between one fault's recovery and the next fault")
 	fs.Float64Var(&o.overlap, "overlap", 0.2, "probability that a fault starts without waiting for the previous one to recover")
 	fs.StringVar(&o.weights, "weights", "", "relative weights of the fault kinds, kind=weight,... (default "+defaultWeights+"; with --cluster 3 also "+clusterExtraWeights+
-		"; in no default, selected here only: retention, unclean-election (--cluster 3), replay-rebalance, kill-in-outage, poison (not with the first three))")
+		"; in no default, selected here only: retention, unclean-election (--cluster 3), replay-rebalance, kill-in-outage, poison (not with the first three); with --eos only: member-pause)")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 5*time.Minute, "how long the final drain may take")
 	fs.DurationVar(&o.recoveryTimeout, "recovery-timeout", 3*time.Minute, "how long to wait for a fault's recovery before the next fault")
 	fs.StringVar(&o.out, "out", "", "report folder (default $CHAOS_OUT, else chaos-out/ at the project root)")
