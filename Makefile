@@ -233,3 +233,14 @@ chaos-key:
 	go run ./tests/chaos --duration 2m --fault-gap 5s --seed $(CHAOS_SEED) --ordering key --weights $(CHAOS_KEY_WEIGHTS) $(CHAOS_ARGS)
 chaos-key-none:
 	go run ./tests/chaos --duration 2m --fault-gap 5s --seed $(CHAOS_SEED) --key-check --weights $(CHAOS_KEY_WEIGHTS) $(CHAOS_ARGS)
+
+# Exactly once (docs/RELIABILITY.md): every member runs Kafka to Kafka with
+# exactly_once (split, a random 0-5 ms sleep, a processor failing one message
+# in 2000 behind reject_errored, an output bound to the group with
+# max_in_flight 16) under member kills and graceful restarts, member pauses
+# past the session timeout (zombies), broker restarts; the checker reads the
+# output topic read_committed and fails a source record with no output or
+# more than one.
+.PHONY: chaos-eos
+chaos-eos:
+	go run ./tests/chaos --eos --duration 2m40s --seed $(CHAOS_SEED) $(CHAOS_ARGS)

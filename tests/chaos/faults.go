@@ -31,10 +31,14 @@ const (
 	// Records the sink refuses for the rest of the run, which the members
 	// dead-letter (poison.go, deadletters.go).
 	kindPoison = "poison"
+	// A member stopped (SIGSTOP) past its session timeout and resumed
+	// (SIGCONT): a zombie the group has moved on from. --eos only
+	// (eos.go): its open transaction must be fenced, not committed.
+	kindMemberPause = "member-pause"
 )
 
 var allKinds = []string{kindMemberKill, kindMemberStop, kindBrokerTerm, kindBrokerKill, kindSinkReverse, kindSinkSlow, kindSinkFail, kindLeaderMove, kindMemberCut,
-	kindRetention, kindUnclean, kindReplayRebalance, kindKillInOutage, kindPoison}
+	kindRetention, kindUnclean, kindReplayRebalance, kindKillInOutage, kindPoison, kindMemberPause}
 
 // clusterKinds need the 3-node cluster.
 var clusterKinds = []string{kindLeaderMove, kindMemberCut, kindUnclean}
@@ -47,7 +51,7 @@ var clusterKinds = []string{kindLeaderMove, kindMemberCut, kindUnclean}
 // first runs found. A run that draws poison gives its members a dead-letter
 // topic, which changes what a stall of sink-fail ends in: not in the
 // short profile.
-var optInKinds = []string{kindRetention, kindUnclean, kindReplayRebalance, kindKillInOutage, kindPoison}
+var optInKinds = []string{kindRetention, kindUnclean, kindReplayRebalance, kindKillInOutage, kindPoison, kindMemberPause}
 
 // notWithPoison are the kinds a run that draws poison refuses: each makes a
 // partition stall by failing the sink and needs the stall to last (a
@@ -122,6 +126,8 @@ func (f plannedFault) String() string {
 	switch f.Kind {
 	case kindMemberKill, kindMemberStop:
 		s += fmt.Sprintf(" %s, down %v", f.Victim, f.Hold)
+	case kindMemberPause:
+		s += fmt.Sprintf(" %s, stopped %v", f.Victim, f.Hold)
 	case kindBrokerTerm, kindBrokerKill:
 		if f.Node > 0 || f.clustered {
 			s += fmt.Sprintf(" node %d", f.Node+1)
@@ -218,6 +224,11 @@ func (s *schedule) next() plannedFault {
 		f.Victim, f.Hold = memberName(victim), span(500*time.Millisecond, 8*time.Second)
 	case kindMemberStop:
 		f.Victim, f.Hold = memberName(victim), span(time.Second, 6*time.Second)
+	case kindMemberPause:
+		// Past the members' 6s session timeout, and on the long side past
+		// their 20s transaction_timeout too: then the transaction
+		// coordinator aborts the zombie's transaction before it resumes.
+		f.Victim, f.Hold = memberName(victim), span(8*time.Second, 24*time.Second)
 	case kindBrokerTerm, kindBrokerKill:
 		f.Node, f.Hold = node, span(0, 5*time.Second)
 	case kindLeaderMove:
@@ -289,6 +300,8 @@ func (h *harness) execute(ctx context.Context, pf plannedFault) *faultRun {
 		}
 	case kindBrokerTerm, kindBrokerKill:
 		err = h.kafka.restart(ctx, pf.Node, pf.Kind == kindBrokerKill, pf.Hold)
+	case kindMemberPause:
+		err = h.fleet.pause(ctx, pf.Victim, pf.Hold)
 	case kindLeaderMove:
 		c := h.kafka.(*cluster)
 		var moved string

@@ -32,7 +32,13 @@
 //     the first deliveries of each key follow its partition's log order, no
 //     request of a process holds a record while an earlier record of its
 //     key is in another of its requests still unanswered, and a request
-//     holds a key's records in log order (keyorder.go).
+//     holds a key's records in log order (keyorder.go);
+//   - with --eos, the members run Kafka to Kafka with exactly_once (a
+//     processor failing now and then, zombies made by member-pause), and
+//     every visible source record must have exactly one output for a
+//     read_committed reader of the output topic, none of an aborted
+//     transaction's (eos.go); --eos-control, the same without exactly_once,
+//     must fail with duplicates.
 //
 // It writes chaos-report.md and chaos-report.json to $CHAOS_OUT (default
 // chaos-out/ at the project root) and exits 1 when the guarantee broke, 2
@@ -40,6 +46,7 @@
 //
 //	go run ./tests/chaos --duration 3m --seed 42            # what `make chaos` runs
 //	go run ./tests/chaos --duration 30m --seed 7 --fault-gap 4s
+//	go run ./tests/chaos --eos --duration 2m40s --seed 42   # what `make chaos-eos` runs
 package main
 
 import (
@@ -87,6 +94,15 @@ type options struct {
 	ordering        string // the members' ordering: none | key
 	keys            int    // keys of the keyed producers (keys.go)
 	keyCheck        bool   // the per-key check under --ordering none: a negative control
+	// eos: the exactly-once mode (eos.go): members run Kafka to Kafka with
+	// exactly_once, and the checker counts each source record's outputs.
+	eos bool
+	// errorOneIn: under --eos, one message in errorOneIn fails in a
+	// processor (reject_errored nacks it, which aborts the transaction).
+	errorOneIn int
+	// eosControl: the --eos pipeline without exactly_once (at least once
+	// into Kafka), a negative control that must FAIL with duplicates.
+	eosControl bool
 }
 
 // checksKeys reports whether the run keys its records and checks key order
@@ -108,7 +124,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.DurationVar(&o.faultGap, "fault-gap", 8*time.Second, "mean pause between one fault's recovery and the next fault")
 	fs.Float64Var(&o.overlap, "overlap", 0.2, "probability that a fault starts without waiting for the previous one to recover")
 	fs.StringVar(&o.weights, "weights", "", "relative weights of the fault kinds, kind=weight,... (default "+defaultWeights+"; with --cluster 3 also "+clusterExtraWeights+
-		"; in no default, selected here only: retention, unclean-election (--cluster 3), replay-rebalance, kill-in-outage, poison (not with the first three))")
+		"; in no default, selected here only: retention, unclean-election (--cluster 3), replay-rebalance, kill-in-outage, poison (not with the first three); with --eos only: member-pause)")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 5*time.Minute, "how long the final drain may take")
 	fs.DurationVar(&o.recoveryTimeout, "recovery-timeout", 3*time.Minute, "how long to wait for a fault's recovery before the next fault")
 	fs.StringVar(&o.out, "out", "", "report folder (default $CHAOS_OUT, else chaos-out/ at the project root)")
@@ -124,6 +140,9 @@ func parseOptions(args []string) (*options, error) {
 	fs.StringVar(&o.ordering, "ordering", "none", "the members' ordering: none or key; key also keys the producers' records (--keys) and checks key order at the sink")
 	fs.IntVar(&o.keys, "keys", 32, "with --ordering key (or --key-check): how many keys the producers draw from (k000, k001, ...); the empty key and a null key are drawn as often as each of them")
 	fs.BoolVar(&o.keyCheck, "key-check", false, "a negative control: keyed records and the key-order check with members on --ordering none, so the run must FAIL with key-order violations")
+	fs.BoolVar(&o.eos, "eos", false, "exactly once: every member runs kafka_watermark (exactly_once: true) -> split, a 0-5 ms sleep, a flaky processor -> kafka_watermark output bound to the group, into an output topic; the checker requires exactly one output per source record for a read_committed reader (default weights "+eosWeights+")")
+	fs.BoolVar(&o.eosControl, "eos-control", false, "a negative control of --eos: the same pipeline and checks with exactly_once left out of the members' config (at least once into Kafka), so the run must FAIL with duplicates")
+	fs.IntVar(&o.errorOneIn, "error-one-in", 2000, "with --eos: one message in N fails in a processor (reject_errored nacks its batch: the open transaction aborts); 0: none")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -151,11 +170,19 @@ func parseOptions(args []string) (*options, error) {
 		return nil, fmt.Errorf("--keys %d: between 1 and 1000", o.keys)
 	case o.keyCheck && o.ordering == "key":
 		return nil, errors.New("--key-check is the negative control of --ordering none; --ordering key checks key order already")
+	case o.errorOneIn < 0:
+		return nil, fmt.Errorf("--error-one-in %d: 0 (no processor errors) or more", o.errorOneIn)
+	}
+	if err := o.checkEOS(); err != nil {
+		return nil, err
 	}
 	if o.weights == "" {
 		o.weights = defaultWeights
 		if o.cluster > 1 {
 			o.weights += "," + clusterExtraWeights
+		}
+		if o.eos {
+			o.weights = eosWeights
 		}
 	}
 	weights, err := parseWeights(o.weights)
@@ -163,6 +190,12 @@ func parseOptions(args []string) (*options, error) {
 		return nil, err
 	}
 	for _, w := range weights {
+		if w.w > 0 && o.eos && !slices.Contains(eosKinds, w.kind) {
+			return nil, fmt.Errorf("--weights: %s is not a fault of --eos runs (they take %s)", w.kind, strings.Join(eosKinds, ", "))
+		}
+		if w.w > 0 && !o.eos && w.kind == kindMemberPause {
+			return nil, fmt.Errorf("--weights: %s needs --eos (the at-least-once checks do not account for a zombie's deliveries yet)", w.kind)
+		}
 		if o.cluster == 1 && w.w > 0 && slices.Contains(clusterKinds, w.kind) {
 			return nil, fmt.Errorf("--weights: %s needs --cluster 3", w.kind)
 		}
@@ -245,7 +278,14 @@ func reproduceCommand(o *options) string {
 	add("abort-ratio", o.abortRatio, def.abortRatio)
 	add("fault-gap", o.faultGap, def.faultGap)
 	add("overlap", o.overlap, def.overlap)
-	if want := defaultWeights; o.cluster > 1 {
+	if o.eos {
+		args = append(args, "--eos")
+		add("weights", o.weights, eosWeights)
+		add("error-one-in", o.errorOneIn, def.errorOneIn)
+		if o.eosControl {
+			args = append(args, "--eos-control")
+		}
+	} else if want := defaultWeights; o.cluster > 1 {
 		want += "," + clusterExtraWeights
 		add("weights", o.weights, want)
 	} else {

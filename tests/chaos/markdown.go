@@ -40,62 +40,66 @@ func markdown(r *report) string {
 	}
 	b.WriteString("## Summary\n\n| figure | value |\n| --- | --- |\n")
 	row := func(k string, v any) { fmt.Fprintf(&b, "| %s | %v |\n", k, v) }
-	row("faults", r.Faults)
-	row("kill -9 cycles / broker restarts / rebalances seen", fmt.Sprintf("%d / %d / %d", r.KillCycles, r.BrokerRestarts, r.Rebalances))
-	if r.Cluster > 1 {
-		row("leader moves / network cuts", fmt.Sprintf("%d / %d", r.LeaderMoves, r.NetworkCuts))
+	if r.EOS != nil {
+		eosSummary(row, r)
+	} else {
+		row("faults", r.Faults)
+		row("kill -9 cycles / broker restarts / rebalances seen", fmt.Sprintf("%d / %d / %d", r.KillCycles, r.BrokerRestarts, r.Rebalances))
+		if r.Cluster > 1 {
+			row("leader moves / network cuts", fmt.Sprintf("%d / %d", r.LeaderMoves, r.NetworkCuts))
+		}
+		row("records (visible in the log)", r.Records)
+		row("records written (with aborted ones)", r.Produced.ProducedRecords)
+		row("aborted records / transaction markers", fmt.Sprintf("%d / %d", r.Aborted, r.Markers))
+		row("received (distinct) / deliveries", fmt.Sprintf("%d / %d", r.Received, r.Deliveries))
+		row("**lost** (must be 0)", r.Lost)
+		row("**commit violations** (must be 0)", r.Violations)
+		row("**backward commits** (must be 0): in the log / polled", fmt.Sprintf("%d: %d / %d", r.Backward, r.BackwardLog, r.BackwardPolled))
+		row("aborted records received (must be 0)", r.AbortedReceived)
+		row("duplicates / exposure", fmt.Sprintf("%d / %d", r.Duplicates, r.Exposure))
+		row("stale reads right after a broker restart (tolerated)", r.StaleReads)
+		if r.TxnOutcomeAcrossOutage > 0 {
+			row("records of transactions kgo said committed, across a broker outage, aborted in the log (tolerated; the producer's, not the input's)", r.TxnOutcomeAcrossOutage)
+		}
+		row("largest watermark age", fmt.Sprintf("%.1f s (%s)", r.MaxAgeS, r.MaxAgeWhere))
+		row("slowest recovery (fault to commits moving again)", fmt.Sprintf("%.1f s (%s)", r.SlowestRecoveryS, r.SlowestRecovery))
+		row("commits checked: polled distinct / OffsetCommit records in __consumer_offsets", fmt.Sprintf("%d / %d", r.PolledCommits, r.Audited))
+		row("stalls carried in commit metadata", r.StallsInCommits)
+		row("most partitions paused at once (max_pending_batches)", r.MaxPaused)
+		row("acks out of order (a batch after a later one of its partition)", r.OutOfOrderAcks)
+		row("sink requests failed on purpose / cut by a dying member", fmt.Sprintf("%d / %d", r.SinkFailed, r.SinkAborted))
+		row("**reported lost** (must equal the offsets deleted before any sink had them)", fmt.Sprintf("%d / %d", r.ReportedLost, r.ExpectedLost))
+		row("offsets deleted by the harness: received before / at or above the commit and never received (expected lost)",
+			fmt.Sprintf("%d: %d / %d", r.Losses.Deleted, r.Losses.DeletedReceived, r.Losses.Expected))
+		if len(r.Truncations) > 0 || r.Losses.ReportedTrunc > 0 {
+			row("offsets rewritten by unclean elections: old records delivered / never delivered; reported truncated; reported lost (truncation)",
+				fmt.Sprintf("%d: %d / %d; %d; %d", r.Losses.Rewritten, r.Losses.TruncDelivered, r.Losses.TruncNeverSeen, r.Losses.ReportedTrunc, r.Losses.ReportedTrLost))
+			row("backward commits allowed by a truncation (one each at most)", r.BackSteps)
+		}
+		if d := r.DeadLetters; d != nil {
+			row("**dead letters** in "+r.DeadLetterTopic+": records (provenance right) / copies / most copies of one / never in the sink",
+				fmt.Sprintf("%d / %d / %d / %d", d.Records, d.Copies, d.MaxCopies, d.Only))
+			row("**dead letters with a wrong provenance / never refused by the sink** (must be 0)", fmt.Sprintf("%d / %d", d.BadProvenance, d.Unrefused))
+			row("poison records: slots / bound / dead-lettered / **missing** (must be 0) / in the sink (must be 0)",
+				fmt.Sprintf("%d / %d / %d / %d / %d", d.Slots, d.Poison, d.PoisonDead, d.PoisonMissing, d.PoisonInSink))
+			row("dead-lettered records that are not poison: refused beside a poison record / refused by other faults; offsets the sink refused or answered late",
+				fmt.Sprintf("%d / %d; %d", d.Beside, d.RefusedOther, d.Refused))
+			row("records the members logged dead-lettered (at most the copies)", d.Logged)
+		}
+		if k := r.KeyOrder; k != nil {
+			row("key order ("+r.Ordering+"): keyed records (empty key) / null-key records / (partition, key) / requests / requests with 2+ records of a key",
+				fmt.Sprintf("%d (%d) / %d / %d / %d / %d", k.Keyed, k.EmptyKey, k.NullKey, k.Keys, k.Requests, k.SameKeyRequests))
+			row("**key order: first deliveries out of key order / records in overlapping same-key requests of a process / out of order in a request** (must be 0)",
+				fmt.Sprintf("%d / %d / %d", k.FirstOrder, k.Overlaps, k.InRequest))
+			row("deliveries again of a record after a newer record of its key (allowed: at-least-once)", k.OlderAgain)
+			row("requests arriving within 10 ms of the answer to their process's previous request holding one of their keys (how close the overlap check came)", k.FollowedClosely)
+		}
+		row("member logs: partitions lost / stalls / replays in place / skipped records / drain timeouts / commit failures",
+			fmt.Sprintf("%d / %d / %d / %d / %d / %d", r.Logs.Lost, r.Logs.Stalled, r.Logs.Replays, r.Logs.Skipped, r.Logs.DrainTimeout, r.Logs.CommitFailed))
+		row("producers: live acked / failed; transactions committed / aborted / failed",
+			fmt.Sprintf("%d / %d; %d / %d / %d", r.Produced.LiveAcked, r.Produced.LiveFailed, r.Produced.TxnCommitted, r.Produced.TxnAborted, r.Produced.TxnFailed))
+		row("time taken", fmt.Sprintf("%.0f s", r.TookS))
 	}
-	row("records (visible in the log)", r.Records)
-	row("records written (with aborted ones)", r.Produced.ProducedRecords)
-	row("aborted records / transaction markers", fmt.Sprintf("%d / %d", r.Aborted, r.Markers))
-	row("received (distinct) / deliveries", fmt.Sprintf("%d / %d", r.Received, r.Deliveries))
-	row("**lost** (must be 0)", r.Lost)
-	row("**commit violations** (must be 0)", r.Violations)
-	row("**backward commits** (must be 0): in the log / polled", fmt.Sprintf("%d: %d / %d", r.Backward, r.BackwardLog, r.BackwardPolled))
-	row("aborted records received (must be 0)", r.AbortedReceived)
-	row("duplicates / exposure", fmt.Sprintf("%d / %d", r.Duplicates, r.Exposure))
-	row("stale reads right after a broker restart (tolerated)", r.StaleReads)
-	if r.TxnOutcomeAcrossOutage > 0 {
-		row("records of transactions kgo said committed, across a broker outage, aborted in the log (tolerated; the producer's, not the input's)", r.TxnOutcomeAcrossOutage)
-	}
-	row("largest watermark age", fmt.Sprintf("%.1f s (%s)", r.MaxAgeS, r.MaxAgeWhere))
-	row("slowest recovery (fault to commits moving again)", fmt.Sprintf("%.1f s (%s)", r.SlowestRecoveryS, r.SlowestRecovery))
-	row("commits checked: polled distinct / OffsetCommit records in __consumer_offsets", fmt.Sprintf("%d / %d", r.PolledCommits, r.Audited))
-	row("stalls carried in commit metadata", r.StallsInCommits)
-	row("most partitions paused at once (max_pending_batches)", r.MaxPaused)
-	row("acks out of order (a batch after a later one of its partition)", r.OutOfOrderAcks)
-	row("sink requests failed on purpose / cut by a dying member", fmt.Sprintf("%d / %d", r.SinkFailed, r.SinkAborted))
-	row("**reported lost** (must equal the offsets deleted before any sink had them)", fmt.Sprintf("%d / %d", r.ReportedLost, r.ExpectedLost))
-	row("offsets deleted by the harness: received before / at or above the commit and never received (expected lost)",
-		fmt.Sprintf("%d: %d / %d", r.Losses.Deleted, r.Losses.DeletedReceived, r.Losses.Expected))
-	if len(r.Truncations) > 0 || r.Losses.ReportedTrunc > 0 {
-		row("offsets rewritten by unclean elections: old records delivered / never delivered; reported truncated; reported lost (truncation)",
-			fmt.Sprintf("%d: %d / %d; %d; %d", r.Losses.Rewritten, r.Losses.TruncDelivered, r.Losses.TruncNeverSeen, r.Losses.ReportedTrunc, r.Losses.ReportedTrLost))
-		row("backward commits allowed by a truncation (one each at most)", r.BackSteps)
-	}
-	if d := r.DeadLetters; d != nil {
-		row("**dead letters** in "+r.DeadLetterTopic+": records (provenance right) / copies / most copies of one / never in the sink",
-			fmt.Sprintf("%d / %d / %d / %d", d.Records, d.Copies, d.MaxCopies, d.Only))
-		row("**dead letters with a wrong provenance / never refused by the sink** (must be 0)", fmt.Sprintf("%d / %d", d.BadProvenance, d.Unrefused))
-		row("poison records: slots / bound / dead-lettered / **missing** (must be 0) / in the sink (must be 0)",
-			fmt.Sprintf("%d / %d / %d / %d / %d", d.Slots, d.Poison, d.PoisonDead, d.PoisonMissing, d.PoisonInSink))
-		row("dead-lettered records that are not poison: refused beside a poison record / refused by other faults; offsets the sink refused or answered late",
-			fmt.Sprintf("%d / %d; %d", d.Beside, d.RefusedOther, d.Refused))
-		row("records the members logged dead-lettered (at most the copies)", d.Logged)
-	}
-	if k := r.KeyOrder; k != nil {
-		row("key order ("+r.Ordering+"): keyed records (empty key) / null-key records / (partition, key) / requests / requests with 2+ records of a key",
-			fmt.Sprintf("%d (%d) / %d / %d / %d / %d", k.Keyed, k.EmptyKey, k.NullKey, k.Keys, k.Requests, k.SameKeyRequests))
-		row("**key order: first deliveries out of key order / records in overlapping same-key requests of a process / out of order in a request** (must be 0)",
-			fmt.Sprintf("%d / %d / %d", k.FirstOrder, k.Overlaps, k.InRequest))
-		row("deliveries again of a record after a newer record of its key (allowed: at-least-once)", k.OlderAgain)
-		row("requests arriving within 10 ms of the answer to their process's previous request holding one of their keys (how close the overlap check came)", k.FollowedClosely)
-	}
-	row("member logs: partitions lost / stalls / replays in place / skipped records / drain timeouts / commit failures",
-		fmt.Sprintf("%d / %d / %d / %d / %d / %d", r.Logs.Lost, r.Logs.Stalled, r.Logs.Replays, r.Logs.Skipped, r.Logs.DrainTimeout, r.Logs.CommitFailed))
-	row("producers: live acked / failed; transactions committed / aborted / failed",
-		fmt.Sprintf("%d / %d; %d / %d / %d", r.Produced.LiveAcked, r.Produced.LiveFailed, r.Produced.TxnCommitted, r.Produced.TxnAborted, r.Produced.TxnFailed))
-	row("time taken", fmt.Sprintf("%.0f s", r.TookS))
 
 	b.WriteString("\n## Faults by kind\n\n| kind | count | duplicates | exposure | outside replay | max recovery s | unrecovered | max watermark age s | max paused |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, k := range kindOrder {
@@ -105,7 +109,11 @@ func markdown(r *report) string {
 		}
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %.1f | %d | %.1f | %d |\n", k, kr.Count, kr.Duplicates, kr.Exposure, kr.Outside, kr.MaxRecoveryS, kr.Unrecovered, kr.MaxAgeS, kr.MaxPaused)
 	}
-	b.WriteString("\nExposure: the records received above the last commit polled before the fault, less those in that commit's delivered ranges, counted up to the recovery. Outside replay: duplicates below that commit or inside its ranges (a restart from it should not have delivered them again). Unrecovered: the next fault (one drawn not to wait) began before every partition had committed again; a fault that never recovers shows in the drain.\n")
+	if r.EOS != nil {
+		b.WriteString("\nDuplicates: outputs beyond the first of a source record, in the window of the fault during which they were produced; with exactly once there is no exposure, every duplicate fails the run.\n")
+	} else {
+		b.WriteString("\nExposure: the records received above the last commit polled before the fault, less those in that commit's delivered ranges, counted up to the recovery. Outside replay: duplicates below that commit or inside its ranges (a restart from it should not have delivered them again). Unrecovered: the next fault (one drawn not to wait) began before every partition had committed again; a fault that never recovers shows in the drain.\n")
+	}
 
 	b.WriteString("\n## Schedule (seeded) and what it did\n\n| # | kind | parameters | at s | action s | recovery s | duplicates | exposure | outside | max age s | paused | note |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, f := range r.Schedule {
@@ -113,6 +121,8 @@ func markdown(r *report) string {
 		switch f.Kind {
 		case kindMemberKill, kindMemberStop:
 			params = fmt.Sprintf("%s, down %.1fs", f.Victim, f.HoldS)
+		case kindMemberPause:
+			params = fmt.Sprintf("%s stopped (SIGSTOP) %.1fs", f.Victim, f.HoldS)
 		case kindBrokerTerm, kindBrokerKill:
 			params = fmt.Sprintf("down %.1fs", f.HoldS)
 			if r.Cluster > 1 {
@@ -207,6 +217,12 @@ func markdown(r *report) string {
 		}
 		if r.Losses.LaterDelivered > 0 {
 			fmt.Fprintf(&b, "- %d offset(s) deleted before any sink had them were delivered afterwards (from a member's memory): not expected in the reports\n", r.Losses.LaterDelivered)
+		}
+	}
+	if e := r.EOS; e != nil && len(e.Examples) > 0 {
+		fmt.Fprintf(&b, "\n## Exactly once held against the output (%s)\n\n", e.OutputTopic)
+		for _, x := range e.Examples {
+			fmt.Fprintf(&b, "- %s\n", x)
 		}
 	}
 	if len(r.Violation) > 0 || len(r.Backwards) > 0 || len(r.LostAt) > 0 || len(r.Bad) > 0 {

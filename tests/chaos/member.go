@@ -32,6 +32,14 @@ type memberConf struct {
 	// ordering is the input's ordering; "none" leaves the field out, so
 	// that a run without key order renders the config it always did.
 	ordering string
+	// The exactly-once mode (eos.go): the output topic, the prefix of
+	// each member's transactional id (its name appended), and one message
+	// in errorOneIn failing in a processor.
+	eos        bool
+	outTopic   string
+	txnPrefix  string
+	errorOneIn int
+	control    bool // --eos-control: the same pipeline without exactly_once
 }
 
 // yaml is the member's config: read_committed, commit metadata on, short
@@ -40,6 +48,9 @@ type memberConf struct {
 // topic, dead_letter with max_attempts deadLetterAttempts; ordering key
 // with its default max_held_records.
 func (c memberConf) yaml(name, instance, metricsAddr string) string {
+	if c.eos {
+		return c.eosYAML(name, metricsAddr)
+	}
 	extra := "" // the input's optional fields
 	if c.deadLetter != "" {
 		extra = fmt.Sprintf("\n    dead_letter:\n      topic: %q\n      max_attempts: %d", c.deadLetter, deadLetterAttempts)
@@ -321,6 +332,11 @@ type logStats struct {
 	// Losses are the loss and truncation reports (losslog.go), in the
 	// order of the processes and of their lines.
 	Losses []lossEvent `json:"loss_reports,omitempty"`
+	// Under exactly_once (eos.go): the INFO lines of aborted transactions,
+	// by cause, and the ERROR lines of aborts that failed.
+	TxnAborted     int            `json:"transactions_aborted,omitempty"`
+	TxnAbortCauses map[string]int `json:"transaction_abort_causes,omitempty"`
+	TxnAbortFailed int            `json:"transaction_abort_failures,omitempty"`
 }
 
 var (
@@ -349,6 +365,16 @@ func (f *fleet) scanLogs() logStats {
 				if strings.Contains(line, bad) && len(st.Bad) < 50 {
 					st.Bad = append(st.Bad, m.instance+": "+line)
 				}
+			}
+			if strings.Contains(line, "exactly_once: transaction aborted (") {
+				st.TxnAborted++
+				if st.TxnAbortCauses == nil {
+					st.TxnAbortCauses = map[string]int{}
+				}
+				st.TxnAbortCauses[abortCause(line)]++
+			}
+			if strings.Contains(line, "exactly_once: aborting the transaction failed") {
+				st.TxnAbortFailed++
 			}
 			if ev, ok, err := parseLossLine(line); ok {
 				switch {

@@ -110,6 +110,11 @@ type report struct {
 	// The key check of a run with keyed records (keyorder.go).
 	KeyOrder *keyOrderResult `json:"key_order,omitempty"`
 
+	// The exactly-once check of an --eos run (eos.go), and its member
+	// pauses past the session timeout.
+	EOS    *eosResult `json:"exactly_once,omitempty"`
+	Pauses int        `json:"member_pauses,omitempty"`
+
 	Produced  producedFigures   `json:"produced"`
 	Logs      logStats          `json:"member_logs"`
 	Schedule  []faultLine       `json:"schedule"`
@@ -199,6 +204,7 @@ func (h *harness) buildReport(acc *accounting, runErr error) *report {
 		r.ReportedLost, r.ExpectedLost = acc.Loss.ReportedLost, acc.Loss.Expected
 		r.DeadLetters = acc.DeadLetters
 		r.KeyOrder = acc.KeyOrder
+		r.EOS = acc.EOS
 	}
 	r.DeadLetterTopic = h.deadLetter
 	r.Deletions, r.Truncations = h.deletions, h.truncations
@@ -251,6 +257,8 @@ func (h *harness) buildReport(acc *accounting, runErr error) *report {
 			r.LeaderMoves++
 		case kindBrokerTerm, kindBrokerKill:
 			r.BrokerRestarts++
+		case kindMemberPause:
+			r.Pauses++
 		}
 		if acc != nil && fl.Duplicates > fl.Exposure {
 			r.Failures = append(r.Failures, fmt.Sprintf("fault #%d (%s): %d duplicates, more than its exposure %d", f.Index, f.Kind, fl.Duplicates, fl.Exposure))
@@ -262,12 +270,14 @@ func (h *harness) buildReport(acc *accounting, runErr error) *report {
 				r.Failures = append(r.Failures, fmt.Sprintf(format, args...))
 			}
 		}
-		fail(r.Lost > 0, "%d records lost (first: %v)", r.Lost, acc.LostExamples)
+		// An --eos run says the same of its output (eosResult.failures).
+		sink := acc.EOS == nil
+		fail(sink && r.Lost > 0, "%d records lost (first: %v)", r.Lost, acc.LostExamples)
 		fail(r.Violations > 0, "%d commit violations (first: %v)", r.Violations, first(acc.Violations, 3))
 		fail(r.Backward > 0, "%d backward commits (first: %v)", r.Backward, first(r.Backwards, 3))
-		fail(r.AbortedReceived > 0, "%d records of aborted transactions received at read_committed", r.AbortedReceived)
-		fail(r.Phantom > 0, "%d deliveries of offsets that hold no visible record", r.Phantom)
-		fail(r.Corrupt > 0, "%d records received with a value other than the log's", r.Corrupt)
+		fail(sink && r.AbortedReceived > 0, "%d records of aborted transactions received at read_committed", r.AbortedReceived)
+		fail(sink && r.Phantom > 0, "%d deliveries of offsets that hold no visible record", r.Phantom)
+		fail(sink && r.Corrupt > 0, "%d records received with a value other than the log's", r.Corrupt)
 		for _, m := range acc.Loss.Mismatches {
 			r.Failures = append(r.Failures, "reported_lost: "+m)
 		}
@@ -279,6 +289,9 @@ func (h *harness) buildReport(acc *accounting, runErr error) *report {
 		}
 		if acc.KeyOrder != nil {
 			r.Failures = append(r.Failures, acc.KeyOrder.failures()...)
+		}
+		if acc.EOS != nil {
+			r.Failures = append(r.Failures, acc.EOS.failures()...)
 		}
 	}
 	if h.poller != nil && acc != nil && r.GroupType != o.protocol {
@@ -329,6 +342,9 @@ func summaryLine(r *report) string {
 	if k := r.KeyOrder; k != nil {
 		loss += fmt.Sprintf(" ordering=%s keyed=%d key_first_inversions=%d key_overlaps=%d key_in_request=%d older_again=%d",
 			r.Ordering, k.Keyed, k.FirstOrder, k.Overlaps, k.InRequest, k.OlderAgain)
+	}
+	if e := r.EOS; e != nil {
+		loss += fmt.Sprintf(" eos outputs=%d aborted_outputs=%d aborted_transactions=%d", e.Outputs, e.AbortedOutputs, e.TxnAborted)
 	}
 	return fmt.Sprintf("chaos: %s seed=%d protocol=%s faults=%d records=%d lost=%d violations=%d backward=%d duplicates=%d exposure=%d%s took=%.0fs",
 		verdict, r.Seed, r.Protocol, r.Faults, r.Records, r.Lost, r.Violations, r.Backward, r.Duplicates, r.Exposure, loss, r.TookS)

@@ -28,6 +28,8 @@ type harness struct {
 	// deadLetter is the members' dead-letter topic, in a run that draws
 	// poison only ("": none).
 	deadLetter string
+	// outTopic is the members' output topic in an --eos run ("": none).
+	outTopic string
 
 	kafka  kafkaShape
 	sink   *sink
@@ -152,6 +154,16 @@ func (h *harness) runPhases(ctx context.Context) (*accounting, error) {
 	if err := createTopic(ctx, h.kafka.seeds(), h.topic, o.partitions, h.kafka.replication(), nil); err != nil {
 		return nil, err
 	}
+	if o.eos {
+		h.outTopic = h.topic + "-out"
+		if err := createTopic(ctx, h.kafka.seeds(), h.outTopic, o.partitions, h.kafka.replication(), nil); err != nil {
+			return nil, err
+		}
+		h.logf("exactly once: output topic %s, transactional ids chaos-eos-%s-<member>, one message in %d failing in a processor", h.outTopic, suffix, o.errorOneIn)
+		if o.eosControl {
+			h.logf("eos-control: the members run without exactly_once (at least once into Kafka); the run must FAIL with duplicates")
+		}
+	}
 	if weights, _ := parseWeights(o.weights); drawsPoison(weights) {
 		// Stamped by the broker: a dead letter's timestamp is when it was
 		// appended, which the commit checks need (deadletters.go); its
@@ -175,7 +187,8 @@ func (h *harness) runPhases(ctx context.Context) (*accounting, error) {
 	}
 	defer h.sink.close()
 	conf := memberConf{seeds: func(name string) string { return h.kafka.memberSeeds(memberIndex(name)) },
-		topic: h.topic, group: h.group, sinkURL: h.sink.url(), protocol: o.protocol, deadLetter: h.deadLetter, ordering: o.ordering}
+		topic: h.topic, group: h.group, sinkURL: h.sink.url(), protocol: o.protocol, deadLetter: h.deadLetter, ordering: o.ordering,
+		eos: o.eos, outTopic: h.outTopic, txnPrefix: "chaos-eos-" + suffix + "-", errorOneIn: o.errorOneIn, control: o.eosControl}
 	if h.fleet, err = newFleet(h.binary, filepath.Join(o.out, "logs"), conf, h.logf); err != nil {
 		return nil, err
 	}
@@ -206,13 +219,21 @@ func (h *harness) runPhases(ctx context.Context) (*accounting, error) {
 			return nil, err
 		}
 	}
-	if err := h.waitDelivering(ctx, 3*time.Minute); err != nil {
+	wait := h.waitDelivering
+	if o.eos {
+		wait = h.waitCommitting
+	}
+	if err := wait(ctx, 3*time.Minute); err != nil {
 		return nil, err
 	}
 	start.End = time.Now().UnixNano()
 	start.AtEnd = h.poller.snapshot()
 	h.faults = append(h.faults, start)
-	h.logf("every member delivers; group type %q", h.groupType())
+	if o.eos {
+		h.logf("every member commits transactions; group type %q", h.groupType())
+	} else {
+		h.logf("every member delivers; group type %q", h.groupType())
+	}
 	if err := sleepCtx(ctx, 5*time.Second); err != nil {
 		return nil, err
 	}
@@ -223,6 +244,9 @@ func (h *harness) runPhases(ctx context.Context) (*accounting, error) {
 
 	if err := h.faultPhase(ctx); err != nil {
 		return nil, err
+	}
+	if o.eos {
+		return h.drainAndCheckEOS(ctx)
 	}
 	return h.drainAndCheck(ctx)
 }
@@ -327,6 +351,10 @@ func (h *harness) waitRecovered(ctx context.Context, fr *faultRun, timeout time.
 }
 
 func (h *harness) progress() {
+	if h.opts.eos {
+		h.logf("progress: produced %d live + %d txn records", h.live.acked.Load(), h.txnRecords())
+		return
+	}
 	h.logf("progress: produced %d live + %d txn records, sink %d requests, %d deliveries, %d failed on purpose",
 		h.live.acked.Load(), h.txnRecords(), h.sink.Requests(), h.sink.Records(), h.sink.Failed())
 }

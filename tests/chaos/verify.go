@@ -70,6 +70,7 @@ type accounting struct {
 	LossMetrics            []string          // loss counters that disagree with the loss lines
 	DeadLetters            *deadLetterResult // nil: no dead-letter topic
 	KeyOrder               *keyOrderResult   // nil: no key check (keyorder.go)
+	EOS                    *eosResult        // nil: not an --eos run (eos.go)
 }
 
 // staleGrace is how long after a broker is back a poll may still read an
