@@ -168,8 +168,12 @@ func run(o options) error {
 // bytes to it.
 func fill(ctx context.Context, adm *kadm.Client, cl *kgo.Client, topic string, parts int32, n int) error {
 	start := time.Now()
-	if r, err := adm.CreateTopic(ctx, parts, 1, nil, topic); err != nil || r.Err != nil {
-		return fmt.Errorf("create %s: %v %v", topic, err, r.Err)
+	r, err := adm.CreateTopic(ctx, parts, 1, nil, topic)
+	if err == nil {
+		err = r.Err
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", topic, err)
 	}
 	val := []byte(strings.Repeat("x", 100))
 	const chunk = 10_000
