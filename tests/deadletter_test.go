@@ -170,6 +170,24 @@ func TestPoisonRecordSurvivesKills(t *testing.T) {
 	p := startProc(t, "poison1", conf.yaml())
 	attemptsCommitted(1)
 	require.Equal(t, int64(1), refusals.Load())
+	// The other partitions' first batches go out only once their attempt
+	// is committed (the gate, with a dead-letter topic), after batches
+	// behind them: a kill before their own delivery is committed would
+	// count an attempt of theirs in each of the three processes killed,
+	// and the fourth would dead-letter them. The test is about the
+	// poisoned batch alone: wait for the others to be committed past.
+	require.Eventually(t, func() bool {
+		c, err := k.committed(testCtx(t, 5*time.Second), group, topic)
+		if err != nil {
+			return false
+		}
+		for q := range int32(parts) {
+			if q != bad && c[q] < batchMax {
+				return false
+			}
+		}
+		return true
+	}, 2*time.Minute, 50*time.Millisecond, "the other partitions committed past their first batch")
 	p.kill()
 
 	hold.Store(true)
