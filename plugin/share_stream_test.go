@@ -54,11 +54,10 @@ input:
 		// Not StreamTestAtLeastOnceDelivery: it requires that no record
 		// acknowledged before a clean close come back, and one did, once in
 		// a CI run under -race (record "D", accepted before the close). A
-		// verdict the broker refuses because a renewal of the same poll
-X
-		// known window, counted in kafka_share_ack_errors_total): at least
-		// once allows it, this definition does not. Issue 33's note
-		// carries it.
+		// verdict the broker refuses (INVALID_RECORD_STATE, as
+		// internal/share's ClassifyAck counts it) comes back as a
+		// duplicate, which at least once allows and this definition does
+		// not; the cause is not settled, and issue 33's note carries it.
 	).Run(t, template,
 		integration.StreamTestOptTimeout(2*time.Minute),
 		integration.StreamTestOptPreTest(func(t testing.TB, ctx context.Context, vars *integration.StreamTestConfigVars) {
