@@ -109,7 +109,7 @@ func (in *Input) Connect(ctx context.Context) error {
 		sess *txn.Session
 	)
 	if in.conf.exactlyOnce {
-		if sess, err = in.newSession(ctx, in.clientOpts(e)); err != nil {
+		if sess, err = in.newSession(in.clientOpts(e)); err != nil {
 			dlw.close()
 			return err
 		}

@@ -55,11 +55,8 @@ func (c *config) txnID() string {
 }
 
 // newSession makes the transactional session from opts, the client's
-// options, and initialises its producer id: that fences a predecessor with
-// the same transactional id and aborts the transaction it left open, before
-// this member takes a record. Then it begins the first transaction and
-// registers the session for the bound output.
-func (in *Input) newSession(ctx context.Context, opts []kgo.Opt) (*txn.Session, error) {
+// options; startSession makes it ready.
+func (in *Input) newSession(opts []kgo.Opt) (*txn.Session, error) {
 	s, err := txn.New(txn.Config{Group: in.conf.group, TransactionalID: in.conf.txnID(), TransactionTimeout: in.conf.transactionTimeout}, opts)
 	if err != nil {
 		return nil, fmt.Errorf("kafka_watermark: invalid client options: %w", err)
@@ -67,8 +64,11 @@ func (in *Input) newSession(ctx context.Context, opts []kgo.Opt) (*txn.Session, 
 	return s, nil
 }
 
-// startSession initialises the session's producer and begins its first
-// transaction, and registers it. On error the caller closes the session.
+// startSession initialises the session's producer id, which fences a
+// predecessor with the same transactional id and aborts the transaction it
+// left open before this member takes a record; then it begins the first
+// transaction and registers the session for the bound output. On error the
+// caller closes the session.
 func (in *Input) startSession(ctx context.Context, s *txn.Session) error {
 	if _, _, err := s.Client().ProducerID(ctx); err != nil {
 		return fmt.Errorf("kafka_watermark: %s: cannot initialise the transactional producer %q (its ACLs need WRITE and DESCRIBE on the transactional id, and the cluster transactions, transaction.state.log.replication.factor brokers): %w",

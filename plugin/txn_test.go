@@ -80,32 +80,45 @@ func waitTxnCommitted(t *testing.T, addr, group, topic string, ends map[int32]in
 	}, 60*time.Second, 20*time.Millisecond, "the group commits every record of %s (ends %v)", topic, ends)
 }
 
-// readCommittedOrigins reads topic as a read_committed consumer until a
-// poll of 1s brings nothing, and counts each record by its origin
-// (kafka_partition/kafka_offset headers).
-func readCommittedOrigins(t *testing.T, addr, topic string) map[string]int {
+// readCommitted reads topic as a read_committed consumer until a poll of
+// 1s brings nothing, and returns its records in the order fetched.
+func readCommitted(t *testing.T, addr, topic string) []*kgo.Record {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	require.NoError(t, err)
 	defer cl.Close()
-	seen := map[string]int{}
+	var out []*kgo.Record
 	for {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		fs := cl.PollFetches(ctx)
 		cancel()
-		recs := fs.Records()
-		if len(recs) == 0 {
-			return seen
+		if len(fs.Records()) == 0 {
+			return out
 		}
-		for _, r := range recs {
-			h := map[string]string{}
-			for _, hd := range r.Headers {
-				h[hd.Key] = string(hd.Value)
-			}
-			seen[h["kafka_partition"]+"/"+h["kafka_offset"]]++
-		}
+		out = append(out, fs.Records()...)
 	}
+}
+
+// recordHeaders returns r's headers by key.
+func recordHeaders(r *kgo.Record) map[string]string {
+	h := map[string]string{}
+	for _, hd := range r.Headers {
+		h[hd.Key] = string(hd.Value)
+	}
+	return h
+}
+
+// readCommittedOrigins counts each record of topic a read_committed reader
+// finds by its origin (kafka_partition/kafka_offset headers).
+func readCommittedOrigins(t *testing.T, addr, topic string) map[string]int {
+	t.Helper()
+	seen := map[string]int{}
+	for _, r := range readCommitted(t, addr, topic) {
+		h := recordHeaders(r)
+		seen[h["kafka_partition"]+"/"+h["kafka_offset"]]++
+	}
+	return seen
 }
 
 // Exactly once through an out-of-order pipeline that splits every input
@@ -165,25 +178,9 @@ func TestExactlyOnceDeadLetter(t *testing.T) {
 	for origin, times := range seen {
 		require.Equal(t, 1, times, "record %s written exactly once", origin)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.addr), kgo.ConsumeTopics(dlq),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	require.NoError(t, err)
-	defer cl.Close()
-	var letters []*kgo.Record
-	for {
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		if len(fs.Records()) == 0 {
-			break
-		}
-		letters = append(letters, fs.Records()...)
-	}
+	letters := readCommitted(t, c.addr, dlq)
 	require.Len(t, letters, 1, "the poison record is dead-lettered once, to read_committed readers")
-	h := map[string]string{}
-	for _, hd := range letters[0].Headers {
-		h[hd.Key] = string(hd.Value)
-	}
+	h := recordHeaders(letters[0])
 	require.Equal(t, "3", h["dead_letter_attempts"], "after max_attempts deliveries, counted across aborts (headers %v)", h)
 }
 
@@ -295,36 +292,20 @@ func TestExactlyOnceKeyOrder(t *testing.T) {
   root = if random_int(max: 60) == 0 { throw("flaky processor") } else { content() }`)
 	waitTxnCommitted(t, c.addr, "eosk", src, c.endOffsets(t, src, partitions))
 
-	rd, err := kgo.NewClient(kgo.SeedBrokers(c.addr), kgo.ConsumeTopics(dst),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
-	require.NoError(t, err)
-	defer rd.Close()
 	last := map[string]int64{} // source partition and key -> last source offset seen
-	seen := 0
-	for {
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		fs := rd.PollFetches(ctx)
-		cancel()
-		if len(fs.Records()) == 0 {
-			break
+	recs := readCommitted(t, c.addr, dst)
+	for _, r := range recs {
+		h := recordHeaders(r)
+		var off int64
+		_, err := fmt.Sscan(h["kafka_offset"], &off)
+		require.NoError(t, err)
+		k := h["kafka_partition"] + "/" + string(r.Key)
+		if prev, ok := last[k]; ok {
+			require.Greater(t, off, prev, "key %s: source offset %d after %d in the output", k, off, prev)
 		}
-		for _, r := range fs.Records() {
-			h := map[string]string{}
-			for _, hd := range r.Headers {
-				h[hd.Key] = string(hd.Value)
-			}
-			var off int64
-			_, err := fmt.Sscan(h["kafka_offset"], &off)
-			require.NoError(t, err)
-			k := h["kafka_partition"] + "/" + string(r.Key)
-			if prev, ok := last[k]; ok {
-				require.Greater(t, off, prev, "key %s: source offset %d after %d in the output", k, off, prev)
-			}
-			last[k] = off
-			seen++
-		}
+		last[k] = off
 	}
-	require.Equal(t, n, seen, "every record once")
+	require.Len(t, recs, n, "every record once")
 }
 
 // Another producer with the same transactional id fences this member's
