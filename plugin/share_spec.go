@@ -98,9 +98,10 @@ Records held longer than half the group's lock duration are renewed (Kafka 4.2+)
 
 ### Metadata
 
-As `+"`kafka_watermark`"+`: `+"`kafka_key`, `kafka_topic`, `kafka_partition`, `kafka_offset`, `kafka_lag` (always 0: a "+
-			"share fetch reports no log end), `kafka_timestamp_unix`, `kafka_timestamp_ms`, `kafka_tombstone_message`"+`, the
-headers; and `+"`kafka_delivery_attempt`"+` (the broker's delivery count, from 1) and `+"`kafka_share_group`"+`.
+As `+"`kafka_watermark`"+`: `+"`kafka_key`, `kafka_topic`, `kafka_partition`, `kafka_offset`, `kafka_timestamp_unix`, "+
+			"`kafka_timestamp_ms`, `kafka_tombstone_message`"+`, the headers, and `+"`kafka_delivery_attempt`"+` from the second
+delivery on (the broker's delivery count; absent means 1); and `+"`kafka_share_group`"+`. Not `+"`kafka_lag`"+`: a share fetch
+reports no log end, and a lag of 0 would be wrong.
 
 ### Metrics
 

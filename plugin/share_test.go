@@ -79,12 +79,27 @@ func readShare(t *testing.T, in *ShareInput) ([]got, service.AckFunc) {
 		b, err := m.AsBytes()
 		require.NoError(t, err)
 		off, _ := m.MetaGetMut("kafka_offset")
-		att, _ := m.MetaGetMut(kafkamsg.MetaDeliveryAttempt)
 		grp, _ := m.MetaGetMut(MetaShareGroup)
 		require.NotEmpty(t, grp, "kafka_share_group")
-		out[i] = got{value: string(b), offset: int64(off.(int)), attempt: att.(int)}
+		_, hasLag := m.MetaGetMut("kafka_lag")
+		require.False(t, hasLag, "kafka_lag: a share fetch reports no log end, so none is set")
+		out[i] = got{value: string(b), offset: int64(off.(int)), attempt: shareAttempt(t, m)}
 	}
 	return out, ack
+}
+
+// shareAttempt is m's kafka_delivery_attempt: absent on a first delivery,
+// which it reports as 1, and never 1 when set.
+func shareAttempt(t *testing.T, m *service.Message) int {
+	t.Helper()
+	a, ok := m.MetaGetMut(kafkamsg.MetaDeliveryAttempt)
+	if !ok {
+		return 1
+	}
+	n, isInt := a.(int)
+	require.True(t, isInt, "kafka_delivery_attempt %v (%T): want an int", a, a)
+	require.Greater(t, n, 1, "kafka_delivery_attempt is set from the second delivery on")
+	return n
 }
 
 // waitShareStart polls, for up to 15 s, the share-partition start offset of
@@ -433,8 +448,7 @@ func TestShareReleaseGoesToAWaitingMember(t *testing.T) {
 		require.Len(t, r.msgs, 1)
 		b, err := r.msgs[0].AsBytes()
 		require.NoError(t, err)
-		a, _ := r.msgs[0].MetaGetMut(kafkamsg.MetaDeliveryAttempt)
-		return string(b), a.(int)
+		return string(b), shareAttempt(t, r.msgs[0])
 	}
 	first := <-reads
 	v, a := attempt(first)

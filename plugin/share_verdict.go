@@ -22,22 +22,29 @@ import (
 // consumed in.
 const MetaShareGroup = "kafka_share_group"
 
-// handOut converts a batch to messages with kafka_watermark's metadata,
-// kafka_delivery_attempt and kafka_share_group, and makes its ack function.
+// handOut converts a batch to messages with kafka_watermark's metadata but
+// kafka_lag, plus kafka_share_group and, from the second delivery on,
+// kafka_delivery_attempt, and makes its ack function.
 //
-// Unlike kafka_watermark, kafka_delivery_attempt is set on every message,
-// the first delivery's too: kafka_share_group is a ninth key already, which
-// makes each message's metadata map a table whatever the tenth does
-// (plugin/input.go's handOut measured the ninth; the tenth is not measured).
+// A first delivery's message carries eight keys, as kafka_watermark's:
+// kafka_lag, which would always be 0 (a share fetch reports no log end),
+// gives its place to kafka_share_group, and kafka_delivery_attempt is absent
+// on a first delivery (absent means 1), as kafka_watermark sets it. A ninth
+// key turns every message's metadata map from Go's small map into a table
+// (plugin/input.go's handOut measured it); with ten keys on every message
+// this input took 7.6 µs of CPU per record, and docs/BENCHMARKS.md (part 9)
+// gives what eight take.
 //
 // Every batch is indexed: its verdicts are per message whenever the
 // pipeline fails part of it (a *service.BatchError).
 func (c *shareConn) handOut(b *shareBatch) (service.MessageBatch, service.AckFunc) {
-	msgs := kafkamsg.RecordsToBatch(b.records, -1)
+	msgs := kafkamsg.RecordsToBatch(b.records, kafkamsg.NoLag)
 	var group any = c.in.conf.group
 	for i, m := range msgs {
-		m.MetaSetMut(kafkamsg.MetaDeliveryAttempt, int(b.records[i].DeliveryCount()))
 		m.MetaSetMut(MetaShareGroup, group)
+		if n := b.records[i].DeliveryCount(); n > 1 {
+			m.MetaSetMut(kafkamsg.MetaDeliveryAttempt, int(n))
+		}
 	}
 	index := msgs.Index()
 	return msgs, func(_ context.Context, err error) error {

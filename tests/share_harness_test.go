@@ -61,7 +61,7 @@ pipeline:
   threads: 2
   processors:
     - mapping: |
-        root = {"t": @kafka_topic, "p": @kafka_partition, "o": @kafka_offset, "v": content().string(), "a": @kafka_delivery_attempt}
+        root = {"t": @kafka_topic, "p": @kafka_partition, "o": @kafka_offset, "v": content().string(), "a": @kafka_delivery_attempt.or(1)}
         root = if @kafka_offset == %d { throw("poison record") } else { root }
 output:
   reject_errored:

@@ -193,8 +193,10 @@ func (m *shareMemberSink) WriteBatch(ctx context.Context, b service.MessageBatch
 	at := time.Since(s.began)
 	for i, msg := range b {
 		_, off := recordPosition(msg)
-		a, _ := msg.MetaGetMut("kafka_delivery_attempt")
-		attempt := int(toInt64(a))
+		attempt := 1 // kafka_delivery_attempt is set from the second delivery on
+		if a, ok := msg.MetaGetMut("kafka_delivery_attempt"); ok {
+			attempt = int(toInt64(a))
+		}
 		fail := off == s.poison || (s.failOnce[off] && attempt == 1)
 		s.deliveries = append(s.deliveries, shareDelivery{At: at, Member: m.member, Offset: off, Attempt: attempt, Failed: fail})
 		if !fail {

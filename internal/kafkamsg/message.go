@@ -3,6 +3,7 @@
 package kafkamsg
 
 import (
+	"math"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
@@ -34,11 +35,19 @@ const (
 // conversion is no delivery).
 const MetaDeliveryAttempt = "kafka_delivery_attempt"
 
+// NoLag is RecordsToBatch's logEnd for records whose position in the log
+// says nothing about what is left to read (a share group's: the broker
+// hands records to several members), so no message gets kafka_lag: a lag
+// of 0 would be a lie, and one key fewer keeps the kafka_share
+// input's metadata maps small (plugin/share_verdict.go).
+const NoLag int64 = math.MinInt64
+
 // RecordsToBatch converts records of one partition into a Benthos batch with
 // Redpanda Connect's metadata. logEnd is the partition's log end when the
 // records were fetched (its high watermark, or under read_committed its last
 // stable offset), from which each message's kafka_lag is computed: the
-// records after it in the log; -1 when unknown (kafka_lag is then 0).
+// records after it in the log; -1 when unknown (kafka_lag is then 0), and
+// NoLag when the input has no lag to report (kafka_lag is then not set).
 //
 // Each header is set under its own key, as a string (nil for a null value;
 // for a repeated key the last one wins), after the kafka_* keys.
@@ -91,7 +100,9 @@ func RecordsToBatch(records []*kgo.Record, logEnd int64) service.MessageBatch {
 			}
 			m.MetaSetMut(metaHeaders, r.Headers)
 		}
-		m.MetaSetMut(metaLag, max(logEnd-r.Offset-1, 0))
+		if logEnd != NoLag {
+			m.MetaSetMut(metaLag, max(logEnd-r.Offset-1, 0))
+		}
 		batch[i] = m
 	}
 	return batch

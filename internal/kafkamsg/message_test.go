@@ -76,3 +76,22 @@ func TestRecordsToBatchSharedTimestamps(t *testing.T) {
 		require.Equal(t, any(stamps[i].Unix()), unix, "message %d: kafka_timestamp_unix", i)
 	}
 }
+
+// NoLag sets no kafka_lag and leaves every other key as it was; an unknown
+// log end (-1) sets a lag of 0, as before.
+func TestRecordsToBatchNoLag(t *testing.T) {
+	recs := []*kgo.Record{{Topic: "t", Partition: 1, Offset: 5, Value: []byte("v"), Timestamp: time.UnixMilli(1)}}
+	keys := func(logEnd int64) map[string]any {
+		out := map[string]any{}
+		require.NoError(t, RecordsToBatch(recs, logEnd)[0].MetaWalkMut(func(k string, v any) error {
+			out[k] = v
+			return nil
+		}))
+		return out
+	}
+	unknown, none := keys(-1), keys(NoLag)
+	require.Equal(t, any(int64(0)), unknown[metaLag], "kafka_lag with an unknown log end")
+	require.NotContains(t, none, metaLag, "kafka_lag with NoLag")
+	delete(unknown, metaLag)
+	require.Equal(t, unknown, none, "every other key")
+}
