@@ -61,7 +61,7 @@ type options struct {
 func main() {
 	var o options
 	var procs, members string
-	flag.IntVar(&o.records, "records", 60_000, "records of the scaling topic (1 partition)")
+	flag.IntVar(&o.records, "records", 240_000, "records of the scaling topic (1 partition); 240,000 make the window of 4 members about 8 s")
 	flag.IntVar(&o.batch, "batch", 100, "batch_max_records of every contender")
 	flag.DurationVar(&o.sinkDelay, "sink-delay", 5*time.Millisecond, "how long the sink takes per batch")
 	flag.StringVar(&procs, "processes", "1,2,4", "kafka_share process counts of the scaling table")
