@@ -169,7 +169,7 @@ func collectShareDeadLetters(ctx context.Context, cl *kgo.Client, group, topic s
 	})
 	switch {
 	case errors.Is(err, errReadCapped):
-		d.Capped = fmt.Sprintf("%d bytes read", read)
+		d.Capped = fmt.Sprintf("its cap of %d bytes (%d read; the latest letters may be unread)", lim.bytes, read)
 	case err != nil:
 		d.Err = err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -159,7 +160,7 @@ func TestShareDeadLettersBounded(t *testing.T) {
 	d = collectShareDeadLetters(c.ctx, c.cl, "workers", "dlq", time.Hour, now, shareDLLimits{records: 100, tail: 0, bytes: 3 * one})
 	assert.Equal(t, 3, d.Count)
 	assert.Equal(t, int64(3), d.Read)
-	assert.Contains(t, d.Capped, "bytes read")
+	assert.Equal(t, fmt.Sprintf("its cap of %d bytes (%d read; the latest letters may be unread)", 3*one, 3*one+3), d.Capped)
 	assert.Contains(t, d.line(), "at least 3 in the last 1h to dlq (the read stopped at ")
 
 	// The real bounds are stated in the usage text and the README.
