@@ -92,6 +92,9 @@ type deadLetterWriter struct {
 	// sess, under exactly_once, is the input's transactional session:
 	// dead letters go into its open transaction (useSession), cl is nil.
 	sess *txn.Session
+	// shareGroup is the kafka_share input's share group, written in every
+	// letter (deadletter.HeaderShareGroup); "" for kafka_watermark.
+	shareGroup string
 }
 
 // useSession writes dead letters through s, in its transactions, instead
@@ -139,7 +142,7 @@ func (w *deadLetterWriter) Write(ctx context.Context, l *engine.Letter) (string,
 		}
 		l.Topics = topics
 	}
-	f := deadletter.Failure{Attempts: l.Attempts, Error: l.Error, FirstFailed: l.FirstFailed, Member: l.Member}
+	f := deadletter.Failure{Attempts: l.Attempts, Error: l.Error, FirstFailed: l.FirstFailed, Member: l.Member, ShareGroup: w.shareGroup}
 	out := make([]*kgo.Record, 0, len(l.Records))
 	var dests []string
 	for i, r := range l.Records {

@@ -192,6 +192,7 @@ func TestDeadLetterTopicEndsAStall(t *testing.T) {
 				require.Contains(t, h["dead_letter_error"], map[bool]string{false: "400", true: "failed"}[partial])
 				require.NotEmpty(t, h["dead_letter_first_failed_ms"])
 				require.Contains(t, h["dead_letter_member"], "@")
+				require.NotContains(t, h, "dead_letter_share_group", "kafka_watermark's letters name no share group")
 				require.Equal(t, strconv.FormatInt(l.ts.UnixMilli(), 10), h["dead_letter_timestamp_ms"], "stamped as the original")
 				require.Equal(t, fmt.Sprintf("1-%d", o*partitions+1), string(l.value), "the original value")
 				require.Equal(t, strconv.FormatInt(o*partitions+1, 10), string(l.key), "the original key")

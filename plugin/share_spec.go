@@ -46,6 +46,7 @@ var shareFieldChecks = map[string]fieldCheck{
 	// At least 1; at most the group's delivery limit, which only the
 	// broker knows: Connect checks that.
 	fieldDeadLetter + "." + fieldDeadLetterMaxAttempts: checkAtLeast(1, "at least 1 (and at most the share group's delivery count limit)"),
+	fieldDeadLetter + "." + fieldDeadLetterReportFor:   checkNotNegative("0s (status does not look) or positive"),
 
 	fieldMetadataMaxAge:         checkPositive,
 	fieldRequestTimeoutOverhead: checkDurationBetween(100*time.Millisecond, 15*time.Minute),
@@ -156,6 +157,9 @@ reports no log end, and a lag of 0 would be wrong.
 				service.NewIntField(fieldDeadLetterMaxAttempts).LintRule(shareFieldRule(fieldDeadLetter+"."+fieldDeadLetterMaxAttempts)).
 					Description("The delivery attempt (the broker's delivery count) at which a failed record is dead-lettered or rejected instead of released. Left out: the group's delivery count limit (`share.delivery.count.limit`, else the broker's `group.share.delivery.count.limit`, 5 by default), read at connect. More than that limit is refused at connect: the broker archives a record released at its limit, in silence.").
 					Optional(),
+				service.NewDurationField(fieldDeadLetterReportFor).LintRule(shareFieldRule(fieldDeadLetter+"."+fieldDeadLetterReportFor)).
+					Description("How far back `watermark-connect status --share-group` looks in the dead-letter topic for this group's dead letters (each carries the `dead_letter_share_group` header), to show how many there were and the last. A share group commits no offsets, so the report lives in the dead-letter topic itself; the input does not read this. `0s`: status does not look.").
+					Default("24h").Advanced(),
 			).
 				Description("What becomes of a record that fails at its last attempt."),
 		).

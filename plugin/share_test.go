@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/watermark-connect/watermark-connect/internal/deadletter"
 	"github.com/watermark-connect/watermark-connect/internal/kafkamsg"
 )
 
@@ -248,6 +249,10 @@ func TestShareLastAttempt(t *testing.T) {
 			}
 			require.Equal(t, "t", headers["dead_letter_topic"])
 			require.Equal(t, "2", headers["dead_letter_attempts"])
+			require.Equal(t, "g", headers["dead_letter_share_group"], "the letter names its share group")
+			p, err := deadletter.Parse(letters[0])
+			require.NoError(t, err)
+			require.Equal(t, "g", p.ShareGroup)
 		})
 	}
 }

@@ -196,13 +196,15 @@ func recordList(rs []*kgo.Record) string {
 }
 
 // newShareDeadLetterWriter is newDeadLetterWriter (deadletter.go) for
-// kafka_share's config: the same producer, refusing the same topics.
+// kafka_share's config: the same producer, refusing the same topics, and
+// letters that name the share group (deadletter.HeaderShareGroup), which
+// `status --share-group` reads them by.
 func newShareDeadLetterWriter(conf *shareConfig) (*deadLetterWriter, error) {
 	cl, p, err := produce.NewClient(conf.conn.Opts(), deadLetterProducer)
 	if err != nil {
 		return nil, fmt.Errorf("invalid dead-letter producer options: %w", err)
 	}
-	return &deadLetterWriter{topic: conf.deadLetter, consumed: conf.matcher(), cl: cl, p: p}, nil
+	return &deadLetterWriter{topic: conf.deadLetter, consumed: conf.matcher(), cl: cl, p: p, shareGroup: conf.group}, nil
 }
 
 // shareMemberName is who dead-letters a record: the client ID and the host

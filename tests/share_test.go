@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -185,6 +186,7 @@ func TestShareWorkQueue(t *testing.T) {
 		h := headers(r)
 		require.Equal(t, strconv.FormatInt(poison, 10), h["dead_letter_offset"])
 		require.Equal(t, "3", h["dead_letter_attempts"])
+		require.Equal(t, group, h["dead_letter_share_group"], "a share group's letter names it")
 		require.Equal(t, value(0, poison), string(r.Value))
 	}
 	require.Empty(t, s.of(poison), "the sink never took the poison record")
@@ -252,7 +254,7 @@ func TestShareWorkQueue(t *testing.T) {
 	require.Zero(t, total.lockExpired, "no verdict of m1 or m2 came after its lock")
 	require.Zero(t, total.ackErrors)
 
-	code, stdout, stderr := runStatus(t, nil, "--seed-brokers", env.Brokers, "--share-group", group, "--format", "json")
+	code, stdout, stderr := runStatus(t, nil, "--seed-brokers", env.Brokers, "--share-group", group, "--dead-letter-topic", dlq, "--format", "json")
 	require.Equal(t, 0, code, "status --share-group: %s %s", stdout, stderr)
 	var st struct {
 		Lock       int64 `json:"record_lock_duration_ms"`
@@ -261,11 +263,36 @@ func TestShareWorkQueue(t *testing.T) {
 			Start int64  `json:"start_offset"`
 			Lag   *int64 `json:"lag"`
 		} `json:"partitions"`
+		DeadLettered *struct {
+			Topic    string `json:"topic"`
+			Count    int    `json:"count"`
+			Complete bool   `json:"complete"`
+			Last     *struct {
+				Topic     string `json:"topic"`
+				Partition int32  `json:"partition"`
+				Offset    int64  `json:"offset"`
+				Time      string `json:"time"`
+			} `json:"last"`
+		} `json:"dead_lettered"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &st), stdout)
 	require.Equal(t, lock.Milliseconds(), st.Lock)
 	require.Len(t, st.Partitions, 1)
 	t.Logf("status --share-group: %s", stdout)
+	// Its dead letters, read from the dead-letter topic: the poison
+	// record's (more than one when a process died before its accept).
+	require.NotNil(t, st.DeadLettered, "status read the dead-letter topic")
+	require.Equal(t, dlq, st.DeadLettered.Topic)
+	require.Equal(t, len(rs), st.DeadLettered.Count, "every dead letter of the run is in the last 24h")
+	require.True(t, st.DeadLettered.Complete)
+	require.NotNil(t, st.DeadLettered.Last)
+	require.Equal(t, topic, st.DeadLettered.Last.Topic)
+	require.Equal(t, poison, st.DeadLettered.Last.Offset)
+	_, err = time.Parse(time.RFC3339, st.DeadLettered.Last.Time)
+	require.NoError(t, err, "the last one's time")
+	code, stdout, stderr = runStatus(t, nil, "--seed-brokers", env.Brokers, "--share-group", group, "--dead-letter-topic", dlq)
+	require.Equal(t, 0, code, "status --share-group: %s %s", stdout, stderr)
+	require.Regexp(t, fmt.Sprintf(`(?m)^dead-lettered: %d in the last 24h to %s, the last %s/0@%d at \S+Z: `, len(rs), regexp.QuoteMeta(dlq), regexp.QuoteMeta(topic), poison), stdout)
 
 	distinct := int64(0)
 	for o := range int64(records) {

@@ -1,9 +1,10 @@
-// Package deadletter is the record format of the kafka_watermark input's
-// dead-letter topic: what a record that keeps failing becomes when the input
-// produces it there (Letter), how its provenance is read back (Parse), and
-// what it becomes when it is sent back to be processed again (Redriven). It
-// imports no Benthos package: the input, `watermark-connect dead-letter` and
-// users' scripts share it.
+// Package deadletter is the record format of the dead-letter topics of the
+// kafka_watermark and kafka_share inputs: what a record that keeps failing
+// becomes when the input produces it there (Letter), how its provenance is
+// read back (Parse), and what it becomes when it is sent back to be
+// processed again (Redriven). It imports no Benthos package: the inputs,
+// `watermark-connect dead-letter`, `watermark-connect status` and users'
+// scripts share it.
 //
 // # Vocabulary
 //
@@ -29,6 +30,13 @@
 // a record dead-lettered again after a redrive carries one provenance, the
 // latest. The headers the origin record had otherwise keep their order,
 // before the provenance.
+//
+// A dead letter written by the kafka_share input carries a ninth header
+// after the eight, HeaderShareGroup, naming its share group, so that a
+// dead-letter topic several groups or inputs write to can be read per
+// group (`watermark-connect status --share-group` counts one group's). It
+// is optional: kafka_watermark's dead letters have none, and Parse accepts
+// a record without it; when present it must be there once, and not empty.
 //
 // Parse reads untrusted input (anyone who may produce to the topic writes
 // it): it never panics, bounds what it quotes in its errors, and accepts a

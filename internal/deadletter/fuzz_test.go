@@ -15,7 +15,7 @@ import (
 //   - it fails with a *ProvenanceError whose Err is one of its sentinels, or
 //     returns a Provenance with the guarantees its doc lists;
 //   - a parsed Provenance survives Letter and Parse again unchanged (what
-//     Parse accepts, Letter writes back the same).
+//     Parse accepts, Letter writes back the same), its share group too.
 //
 // The input is split at 0x00 into alternating keys and values; a key without
 // "dead_letter_" gets it prepended when it starts with 0x01, so that the
@@ -33,6 +33,8 @@ func FuzzParse(f *testing.F) {
 	f.Add(join(with(HeaderOffset, []byte("-3"), false)))
 	f.Add(join(with(HeaderOffset, []byte("1"), true)))
 	f.Add([]byte("\x01topic\x00orders\x00\x01partition\x009"))
+	f.Add(join(Letter(origin(), "dlq", testShareF)))
+	f.Add(join(with(HeaderShareGroup, []byte{}, true)))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		parts := bytes.Split(in, []byte{0})
 		var r kgo.Record
@@ -58,11 +60,14 @@ func FuzzParse(f *testing.F) {
 		if _, err := topicName([]byte(p.Topic)); err != nil || p.Partition < 0 || p.Offset < 0 || p.Attempts < 1 {
 			t.Fatalf("Parse = %+v, breaks its guarantees", p)
 		}
+		if p.ShareGroup != "" && len(p.ShareGroup) > maxShareGroupLen {
+			t.Fatalf("Parse = %+v: share group longer than %d bytes", p, maxShareGroupLen)
+		}
 		if p.Timestamp.Location().String() != "UTC" || p.FirstFailed.Location().String() != "UTC" {
 			t.Fatalf("Parse = %+v: times not in UTC", p)
 		}
 		back := kgo.Record{Topic: p.Topic, Partition: p.Partition, Offset: p.Offset, Timestamp: p.Timestamp}
-		again, err := Parse(Letter(&back, "dlq", Failure{Attempts: p.Attempts, Error: p.Error, FirstFailed: p.FirstFailed, Member: p.Member}))
+		again, err := Parse(Letter(&back, "dlq", Failure{Attempts: p.Attempts, Error: p.Error, FirstFailed: p.FirstFailed, Member: p.Member, ShareGroup: p.ShareGroup}))
 		p.RedrivenFrom = "" // Letter drops it
 		if err != nil || again != p {
 			t.Fatalf("Parse(Letter(Parse(r))) = %+v, %v; want %+v", again, err, p)

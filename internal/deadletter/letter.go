@@ -13,17 +13,26 @@ type Failure struct {
 	Error       string    // the error class of the last failure, already sanitized (internal/errclass): written as given
 	FirstFailed time.Time // when the first delivery failed
 	Member      string    // who dead-lettered it: client ID @ host
+	// ShareGroup is the share group of the kafka_share input that
+	// dead-letters the record, written as HeaderShareGroup; "" (the
+	// kafka_watermark input) writes no such header.
+	ShareGroup string
 }
 
 // Letter returns the record to produce to topic dest in place of r: r's key, value and timestamp,
 // r's headers in order minus any whose key starts with Prefix, then the eight provenance headers
-// (topic, partition, offset and timestamp from r; the rest from f). Partition left for the partitioner
-// (keyed records of one key go to one partition). It copies nothing it need not; r is not modified.
+// (topic, partition, offset and timestamp from r; the rest from f), then HeaderShareGroup when
+// f.ShareGroup is set. Partition left for the partitioner (keyed records of one key go to one
+// partition). It copies nothing it need not; r is not modified.
 //
 // The returned record shares r's key, value and header values. Letter does
 // not check f: the input passes what it recorded.
 func Letter(r *kgo.Record, dest string, f Failure) *kgo.Record {
-	headers := make([]kgo.RecordHeader, 0, len(r.Headers)+provenanceHeaders)
+	ours := provenanceHeaders
+	if f.ShareGroup != "" {
+		ours += shareHeaders
+	}
+	headers := make([]kgo.RecordHeader, 0, len(r.Headers)+ours)
 	headers = keepForeign(headers, r.Headers)
 
 	// The five numbers share one buffer: at most 20 bytes each (an int64
@@ -43,6 +52,9 @@ func Letter(r *kgo.Record, dest string, f Failure) *kgo.Record {
 	headers = append(headers, kgo.RecordHeader{Key: HeaderError, Value: []byte(f.Error)})
 	appendNum(HeaderFirstFailedMs, f.FirstFailed.UnixMilli())
 	headers = append(headers, kgo.RecordHeader{Key: HeaderMember, Value: []byte(f.Member)})
+	if f.ShareGroup != "" {
+		headers = append(headers, kgo.RecordHeader{Key: HeaderShareGroup, Value: []byte(f.ShareGroup)})
+	}
 
 	return &kgo.Record{
 		Topic:     dest,

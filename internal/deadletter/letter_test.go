@@ -2,6 +2,7 @@ package deadletter
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,9 @@ var (
 	testTime   = time.Date(2026, 3, 1, 12, 0, 0, 123_000_000, time.UTC)
 	testFailed = time.Date(2026, 3, 1, 12, 5, 0, 456_000_000, time.UTC)
 	testF      = Failure{Attempts: 4, Error: "http: status=503", FirstFailed: testFailed, Member: "watermark-connect@pod-7"}
+	// testShareF is testF as a kafka_share input of share group workers
+	// writes it.
+	testShareF = Failure{Attempts: 4, Error: "http: status=503", FirstFailed: testFailed, Member: "watermark-connect@pod-7", ShareGroup: "workers"}
 )
 
 // origin is a consumed record with headers of its own, two of them in the
@@ -42,6 +46,8 @@ func TestLetterParseRoundTrip(t *testing.T) {
 		{"no headers, empty key and value", &kgo.Record{Topic: "a.b_c-d", Timestamp: testTime}, Failure{Attempts: 1, FirstFailed: testFailed}},
 		{"extremes", &kgo.Record{Topic: "t", Partition: 1<<31 - 1, Offset: 1<<63 - 1, Timestamp: time.UnixMilli(-1)},
 			Failure{Attempts: int(maxInt), Error: "x\x00\xff", FirstFailed: time.UnixMilli(0), Member: "a@b"}},
+		{"a share group's", origin(), testShareF},
+		{"a share group of any bytes", origin(), Failure{Attempts: 1, FirstFailed: testFailed, ShareGroup: "\x00\u202e" + strings.Repeat("g", maxShareGroupLen-4)}},
 	} {
 		l := Letter(tc.r, "orders.dlq", tc.f)
 		p, err := Parse(l)
@@ -49,7 +55,7 @@ func TestLetterParseRoundTrip(t *testing.T) {
 		want := Provenance{
 			Topic: tc.r.Topic, Partition: tc.r.Partition, Offset: tc.r.Offset,
 			Timestamp: tc.r.Timestamp.UTC(), Attempts: tc.f.Attempts, Error: tc.f.Error,
-			FirstFailed: tc.f.FirstFailed.UTC(), Member: tc.f.Member,
+			FirstFailed: tc.f.FirstFailed.UTC(), Member: tc.f.Member, ShareGroup: tc.f.ShareGroup,
 		}
 		assert.Equal(t, want, p, "%s: Parse(Letter(r)) = got, want", tc.name)
 		assert.Equal(t, "orders.dlq", l.Topic, tc.name)
@@ -87,6 +93,38 @@ func TestLetterHeaders(t *testing.T) {
 	assert.Same(t, &r.Value[0], &l.Value[0], "the value is shared, not copied")
 	assert.Same(t, &r.Key[0], &l.Key[0], "the key is shared, not copied")
 	assert.Equal(t, int32(0), l.Partition, "the partition is left for the partitioner")
+}
+
+// A kafka_share input's letter carries its share group after the eight
+// provenance headers; the headers before are kafka_watermark's.
+func TestLetterShareGroupHeader(t *testing.T) {
+	l := Letter(origin(), "orders.dlq", testShareF)
+	watermark := Letter(origin(), "orders.dlq", testF)
+	require.Len(t, l.Headers, len(watermark.Headers)+shareHeaders)
+	assert.Equal(t, watermark.Headers, l.Headers[:len(watermark.Headers)], "the headers before the share group")
+	assert.Equal(t, kgo.RecordHeader{Key: "dead_letter_share_group", Value: []byte("workers")}, l.Headers[len(l.Headers)-1])
+
+	// Letter sizes the headers for the origin's and its own, each writer's
+	// count (provenanceHeaders, and shareHeaders more for kafka_share): no
+	// append reallocates.
+	plain := &kgo.Record{Topic: "orders", Timestamp: testTime, Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte("t")}}}
+	for _, f := range []Failure{testF, testShareF} {
+		l := Letter(plain, "orders.dlq", f)
+		assert.Equal(t, len(l.Headers), cap(l.Headers), "Letter(%+v) headers: len = cap", f)
+	}
+
+	// Redriven drops it with the rest of the dead_letter_ namespace, and a
+	// letter of the redriven record names the group that wrote it last.
+	r := Redriven(l, "orders")
+	for _, h := range r.Headers {
+		assert.NotEqual(t, HeaderShareGroup, h.Key, "Redriven keeps no share group header")
+	}
+	p, err := Parse(Letter(r, "orders.dlq", Failure{Attempts: 1, FirstFailed: testFailed, ShareGroup: "other"}))
+	require.NoError(t, err)
+	assert.Equal(t, "other", p.ShareGroup)
+	p, err = Parse(Letter(r, "orders.dlq", testF))
+	require.NoError(t, err)
+	assert.Equal(t, "", p.ShareGroup, "kafka_watermark writes none")
 }
 
 // The numbers share one buffer: appending to one header's value must not

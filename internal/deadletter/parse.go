@@ -13,8 +13,9 @@ import (
 //
 // Guarantees of a parsed value: Topic is a legal Kafka topic name,
 // Partition and Offset are >= 0, Attempts is >= 1, the times are in UTC.
-// Error, Member and RedrivenFrom are the headers' bytes as they are (any
-// bytes: print them quoted).
+// Error, Member, RedrivenFrom and ShareGroup are the headers' bytes as they
+// are (any bytes: print them quoted); ShareGroup, when set, is 1 to 32767
+// bytes.
 type Provenance struct {
 	Topic        string    // the origin topic
 	Partition    int32     // the origin partition
@@ -25,6 +26,7 @@ type Provenance struct {
 	FirstFailed  time.Time // when its first delivery failed, to the millisecond
 	Member       string    // who dead-lettered it: client ID @ host
 	RedrivenFrom string    // "" unless the record was redriven: "<dlq topic>/<partition>/<offset>"
+	ShareGroup   string    // "" unless a kafka_share input wrote it: its share group
 }
 
 // Errors a *ProvenanceError carries in its Err, for errors.Is.
@@ -79,23 +81,29 @@ var provenanceOrder = [...]string{
 
 // Parse reads r's provenance headers; its error names the header and the bad value (a record missing any of the eight is an error).
 //
-// The error is a *ProvenanceError. HeaderRedrivenFrom is optional; any
-// other dead_letter_ header is ignored (room for later ones). A provenance
-// header that appears twice is an error: which one counts would be a guess.
+// The error is a *ProvenanceError. HeaderRedrivenFrom and HeaderShareGroup
+// are optional (an empty share group is an invalid value); any other
+// dead_letter_ header is ignored (room for later ones). A provenance header
+// that appears twice is an error: which one counts would be a guess.
 func Parse(r *kgo.Record) (Provenance, error) {
 	var values [len(provenanceOrder)][]byte
 	var seen [len(provenanceOrder)]bool
-	var redriven []byte
-	var redrivenSeen bool
+	var redriven, shareGroup []byte
+	var redrivenSeen, shareGroupSeen bool
 	for _, h := range r.Headers {
 		if !isOurs(h.Key) {
 			continue
 		}
-		if h.Key == HeaderRedrivenFrom {
-			if redrivenSeen {
+		switch h.Key {
+		case HeaderRedrivenFrom, HeaderShareGroup:
+			dst, dstSeen := &redriven, &redrivenSeen
+			if h.Key == HeaderShareGroup {
+				dst, dstSeen = &shareGroup, &shareGroupSeen
+			}
+			if *dstSeen {
 				return Provenance{}, &ProvenanceError{Header: h.Key, Value: h.Value, Err: ErrDuplicateHeader}
 			}
-			redriven, redrivenSeen = h.Value, true
+			*dst, *dstSeen = h.Value, true
 			continue
 		}
 		for i, key := range provenanceOrder {
@@ -119,6 +127,7 @@ func Parse(r *kgo.Record) (Provenance, error) {
 		Error:        string(values[5]),
 		Member:       string(values[7]),
 		RedrivenFrom: string(redriven),
+		ShareGroup:   string(shareGroup),
 	}
 	var err error
 	if p.Topic, err = topicName(values[0]); err != nil {
@@ -146,6 +155,9 @@ func Parse(r *kgo.Record) (Provenance, error) {
 		return Provenance{}, err
 	}
 	p.FirstFailed = time.UnixMilli(ms).UTC()
+	if shareGroupSeen && (len(shareGroup) == 0 || len(shareGroup) > maxShareGroupLen) {
+		return Provenance{}, &ProvenanceError{Header: HeaderShareGroup, Value: shareGroup, Err: ErrInvalidValue, Want: "a share group name, 1 to 32767 bytes"}
+	}
 	return p, nil
 }
 

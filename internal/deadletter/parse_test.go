@@ -61,6 +61,14 @@ func TestParseErrors(t *testing.T) {
 		{"timestamp just a minus", with(HeaderTimestampMs, []byte("-"), false), ErrInvalidValue, `header dead_letter_timestamp_ms: invalid value "-"`},
 		{"zero attempts", with(HeaderAttempts, []byte("0"), false), ErrInvalidValue, `header dead_letter_attempts: invalid value "0": want a decimal count, 1 to`},
 		{"first failed hex", with(HeaderFirstFailedMs, []byte("0x10"), false), ErrInvalidValue, `header dead_letter_first_failed_ms: invalid value "0x10"`},
+		{"empty share group", with(HeaderShareGroup, []byte{}, true), ErrInvalidValue, `header dead_letter_share_group: invalid value "": want a share group name, 1 to 32767 bytes`},
+		{"share group too long", with(HeaderShareGroup, []byte(strings.Repeat("g", 1<<15)), true), ErrInvalidValue, `"... (32768 bytes): want a share group name`},
+		{"duplicate share group", twice(HeaderShareGroup, "workers"), ErrDuplicateHeader, `header dead_letter_share_group: appears more than once ("workers")`},
+		{"share group empty and offset bad: the eight are checked first", func() *kgo.Record {
+			r := with(HeaderOffset, []byte("x"), false)
+			r.Headers = append(r.Headers, kgo.RecordHeader{Key: HeaderShareGroup})
+			return r
+		}(), ErrInvalidValue, `header dead_letter_offset: invalid value "x"`},
 		{"binary, long", with(HeaderOffset, []byte(strings.Repeat("\xff", 1000)), false), ErrInvalidValue, `"... (1000 bytes): want`},
 	} {
 		p, err := Parse(tc.r)

@@ -20,7 +20,8 @@
 //
 // Files: cli.go (the commands, flags, signals and help), command.go
 // (Inspect, Redrive, exit statuses), topic.go (which topic), scan.go
-// (reading to the end, transaction markers included), inspect.go (Summary
+// (reading to the end, transaction markers included: internal/dlscan's,
+// which status shares), inspect.go (Summary
 // and its text and JSON), plan.go (the check pass), redrive.go (Selection,
 // the produce pass and its tallies).
 //

@@ -63,17 +63,17 @@ func (s Selection) narrow(spans map[int32]span) (out map[int32]span, gone []stri
 			continue
 		}
 		if s.FromOffset != nil {
-			if *s.FromOffset < sp.from {
-				last := sp.from - 1
+			if *s.FromOffset < sp.From {
+				last := sp.From - 1
 				if s.ToOffset != nil {
 					last = min(last, *s.ToOffset)
 				}
-				gone = append(gone, fmt.Sprintf("partition %d %s (its log starts at %d)", p, offsets(*s.FromOffset, last), sp.from))
+				gone = append(gone, fmt.Sprintf("partition %d %s (its log starts at %d)", p, offsets(*s.FromOffset, last), sp.From))
 			}
-			sp.from = max(sp.from, *s.FromOffset)
+			sp.From = max(sp.From, *s.FromOffset)
 		}
 		if s.ToOffset != nil {
-			sp.to = min(sp.to, *s.ToOffset+1)
+			sp.To = min(sp.To, *s.ToOffset+1)
 		}
 		out[p] = sp
 	}
@@ -221,7 +221,7 @@ func produce(ctx context.Context, cl *kgo.Client, topic string, pl plan, batchSi
 	for _, p := range slices.Sorted(maps.Keys(pl.runs)) {
 		runs := pl.runs[p]
 		i, want := 0, runs[0].first // the run read in, and the next offset of it expected
-		sp := map[int32]span{p: {runs[0].first, runs[len(runs)-1].last + 1}}
+		sp := map[int32]span{p: {From: runs[0].first, To: runs[len(runs)-1].last + 1}}
 		readFailed = scan(ctx, cl, topic, sp, func(r *kgo.Record) error {
 			for i < len(runs) && r.Offset > runs[i].last {
 				if want <= runs[i].last {

@@ -276,3 +276,25 @@ func TestRedriveOutOfRangeFlags(t *testing.T) {
 	}
 	assert.Empty(t, c.read(t, "retry"))
 }
+
+// A kafka_share input's dead letter carries a ninth header,
+// dead_letter_share_group: inspect reads it as any dead letter, and
+// redrive drops it with the rest of the dead_letter_ namespace.
+func TestShareGroupLetter(t *testing.T) {
+	c := newCluster(t, kfakeTopics(1, "orders.dlq", "orders"))
+	origin := &kgo.Record{Topic: "orders", Offset: 9, Timestamp: t0, Key: []byte("k9"), Value: []byte("v9"),
+		Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte("t")}}}
+	l := deadletter.Letter(origin, "orders.dlq", deadletter.Failure{Attempts: 5, Error: "timeout", FirstFailed: t0, Member: "wm@pod-1", ShareGroup: "workers"})
+	require.Equal(t, deadletter.HeaderShareGroup, l.Headers[len(l.Headers)-1].Key)
+	c.produce(t, l)
+
+	code, stdout, stderr := runCLI(t, "inspect", "--seed-brokers", c.addr, "--dead-letter-topic", "orders.dlq")
+	require.Equal(t, ExitOK, code, stderr)
+	assert.Contains(t, stdout, "dead-letter topic orders.dlq: 1 record in 1 partition: 1 from 1 origin partition, 0 unparsable\n")
+
+	code, _, stderr = runCLI(t, "redrive", "--seed-brokers", c.addr, "--dead-letter-topic", "orders.dlq")
+	require.Equal(t, ExitOK, code, stderr)
+	got := c.read(t, "orders")
+	require.Len(t, got, 1)
+	assert.Equal(t, []string{"k9 orders.dlq/0/0 " + t0.UTC().Format(time.TimeOnly)}, summary(got), "no provenance left, the share group's included")
+}

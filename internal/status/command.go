@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
 
+	"github.com/watermark-connect/watermark-connect/internal/dlscan"
 	"github.com/watermark-connect/watermark-connect/internal/kafkaconn"
 )
 
@@ -61,9 +64,13 @@ type Options struct {
 	// ShareGroup, when set, reports this share group (runShare) instead of
 	// a consumer group; -c then reads a kafka_share input.
 	ShareGroup string
-	Topics     []string // overrides topics (as exact names: regexp_topics is then false)
-	Format     string   // "text" (the default) or "json"
-	Timeout    time.Duration
+	// DeadLetterTopic, with ShareGroup, is the dead-letter topic to read
+	// the group's dead letters from (overrides the kafka_share input's
+	// dead_letter.topic).
+	DeadLetterTopic string
+	Topics          []string // overrides topics (as exact names: regexp_topics is then false)
+	Format          string   // "text" (the default) or "json"
+	Timeout         time.Duration
 
 	Lookup func(string) (string, bool) // environment lookup; nil is os.LookupEnv
 	Env    *service.Environment        // component specs for the config; nil is the global environment
@@ -91,6 +98,9 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 	}
 	if o.Timeout <= 0 {
 		return fail(fmt.Errorf("--timeout (%v) must be positive", o.Timeout))
+	}
+	if o.DeadLetterTopic != "" && o.ShareGroup == "" {
+		return fail(fmt.Errorf("--%s (%q) goes with --share-group: a consumer group's dead letters are reported from its commits", flagDeadLetterTopic, o.DeadLetterTopic))
 	}
 
 	in, err := Conn{ConfigPath: o.ConfigPath, SeedBrokers: o.SeedBrokers, Lookup: o.Lookup, Env: o.Env, Share: o.ShareGroup != ""}.Load()
@@ -157,6 +167,9 @@ func Run(ctx context.Context, o Options, stdout, stderr io.Writer) int {
 	return r.ExitStatus()
 }
 
+// flagDeadLetterTopic names the dead-letter topic of --share-group.
+const flagDeadLetterTopic = "dead-letter-topic"
+
 // Command is `watermark-connect status`. Add it to the binary with
 // service.CLIOptAddCommand.
 func Command() *cli.Command {
@@ -198,8 +211,18 @@ With --share-group, it reports a share group (the kafka_share input's)
 instead: per share-partition its start offset (every record below it is
 settled), the lag the broker counts and how many members are assigned it,
 then the group's members, delivery count limit and record lock duration.
--c then reads the config's kafka_share input for the connection. Its exit
-status is 0, or 2 when it cannot tell.
+-c then reads the config's kafka_share input for the connection. A share
+group commits no offsets, so its dead letters are read from the dead-letter
+topic itself (the input's dead_letter.topic, or --dead-letter-topic): the
+records written in the last dead_letter.report_for (24h by default; 0s: it
+does not look) that carry the group in their dead_letter_share_group
+header. The "dead-lettered:" line, "dead_lettered" in JSON, says how many,
+and the last one's origin (topic/partition@offset), when it was written and
+its error class. Status reads each partition of the dead-letter topic from
+the first record at or after the window's start, and the 1000 records
+before it, to its end, at most the last 10000 records of a partition and
+32 MiB in all; a count past those bounds reads "at least". Dead letters
+change no exit status: it is 0, or 2 when it cannot tell.
 
 With -c, consumer_group, topics, regexp_topics and the connection settings
 (seed_brokers, client_id, tls, sasl, tcp, and the request timeouts) are those
@@ -223,6 +246,7 @@ exit status. Secrets are never printed.`[1:],
 		Flags: append(ConnFlags(),
 			&cli.StringFlag{Name: "consumer-group", Usage: "the consumer group (overrides the config's consumer_group)"},
 			&cli.StringFlag{Name: "share-group", Usage: "report this share group (a kafka_share input's) instead: per partition its start offset, lag and members, and the group's delivery limit and lock; -c then reads a kafka_share input"},
+			&cli.StringFlag{Name: flagDeadLetterTopic, Usage: "with --share-group: the dead-letter topic to count the group's dead letters in (overrides the kafka_share input's dead_letter.topic; needed without -c, or when that topic is interpolated per message)"},
 			&cli.StringFlag{Name: "topics", Usage: "comma-separated topics to report, including partitions without a commit (overrides the config's topics); default: every partition the group committed"},
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "output format: text or json"},
 			&cli.DurationFlag{Name: "timeout", Value: 10 * time.Second, Usage: "give up (exit 2) after this long"},
@@ -239,8 +263,10 @@ exit status. Secrets are never printed.`[1:],
 				Group:       c.String("consumer-group"),
 				ShareGroup:  c.String("share-group"),
 				Topics:      splitList(c.String("topics")),
-				Format:      c.String("format"),
-				Timeout:     c.Duration("timeout"),
+				// The flag's value as given: a topic name, not a list.
+				DeadLetterTopic: c.String(flagDeadLetterTopic),
+				Format:          c.String("format"),
+				Timeout:         c.Duration("timeout"),
 			}
 			if code := Run(c.Context, o, c.App.Writer, c.App.ErrWriter); code != ExitHealthy {
 				return cli.Exit("", code)
@@ -248,6 +274,29 @@ exit status. Secrets are never printed.`[1:],
 			return nil
 		},
 	}
+}
+
+// shareDeadLetterTopic returns where and how far back runShare looks for
+// the group's dead letters: --dead-letter-topic, else the config's static
+// dead_letter.topic; the config's report_for, else its default. No topic
+// (none known, or report_for 0s) means it does not look; err says why it
+// cannot when the config's topic is interpolated per message.
+func shareDeadLetterTopic(o Options, t Target) (topic string, reportFor time.Duration, err error) {
+	reportFor = defaultShareReportFor
+	if o.ConfigPath != "" {
+		reportFor = t.DeadLetterReportFor
+	}
+	if reportFor <= 0 {
+		return "", 0, nil
+	}
+	switch {
+	case o.DeadLetterTopic != "":
+		return o.DeadLetterTopic, reportFor, nil
+	case strings.Contains(t.DeadLetterTopic, "${!"):
+		return "", reportFor, fmt.Errorf("%s.%s (%q) is interpolated per message, so it names no one topic: give the topic with --%s",
+			fieldDeadLetter, fieldDeadLetterTopic, t.DeadLetterTopic, flagDeadLetterTopic)
+	}
+	return t.DeadLetterTopic, reportFor, nil
 }
 
 // runShare is Run for --share-group: t names the share group.
@@ -259,7 +308,12 @@ func runShare(ctx context.Context, o Options, t Target, stdout, stderr io.Writer
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	cl, err := Connect(ctx, t)
+	dlTopic, reportFor, dlErr := shareDeadLetterTopic(o, t)
+	var extra []kgo.Opt
+	if dlTopic != "" {
+		extra = append(dlscan.Opts(), kgo.FetchMaxBytes(shareDLFetchMaxBytes))
+	}
+	cl, err := Connect(ctx, t, extra...)
 	if err != nil {
 		return fail(err)
 	}
@@ -271,6 +325,12 @@ func runShare(ctx context.Context, o Options, t Target, stdout, stderr io.Writer
 		return err
 	}); err != nil {
 		return fail(kafkaconn.SilenceOf(cl).Explain(err))
+	}
+	switch {
+	case dlTopic != "":
+		r.DeadLetters = CollectShareDeadLetters(ctx, cl, t.Group, dlTopic, reportFor, time.Now())
+	case dlErr != nil:
+		r.DeadLetters = &ShareDeadLetters{ReportFor: reportFor, Err: dlErr}
 	}
 	var out bytes.Buffer
 	scrub := Scrub

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
 
@@ -25,6 +26,10 @@ const (
 	fieldRegexpTopics  = "regexp_topics"
 	fieldConsumerGroup = "consumer_group"
 	fieldShareGroup    = "share_group"
+	// kafka_share's dead_letter block: its topic and report_for.
+	fieldDeadLetter          = "dead_letter"
+	fieldDeadLetterTopic     = "topic"
+	fieldDeadLetterReportFor = "report_for"
 )
 
 // Target is what status connects to and reads: the connection settings of a
@@ -41,6 +46,12 @@ type Target struct {
 	Topics       []string // empty: every partition the group has a commit for
 	RegexpTopics bool     // Topics are regular expressions, as the input reads them
 	Group        string
+	// DeadLetterTopic and DeadLetterReportFor are a kafka_share input's
+	// dead_letter.topic, as written (maybe interpolated per message), and
+	// dead_letter.report_for: where and how far back `status --share-group`
+	// looks for the group's dead letters. "" and 0 otherwise.
+	DeadLetterTopic     string
+	DeadLetterReportFor time.Duration
 }
 
 // Secrets returns the values output must never contain: print nothing
@@ -256,7 +267,8 @@ func targetFromParsed(pc *service.ParsedConfig) (Target, error) {
 }
 
 // shareTargetFromParsed is targetFromParsed for a parsed kafka_share
-// config: the connection's fields, its topics, and share_group as Group.
+// config: the connection's fields, its topics, share_group as Group, and
+// its dead_letter topic and report_for.
 func shareTargetFromParsed(pc *service.ParsedConfig) (Target, error) {
 	var t Target
 	var errs []error
@@ -266,6 +278,10 @@ func shareTargetFromParsed(pc *service.ParsedConfig) (Target, error) {
 	t.Topics, err = pc.FieldStringList(fieldTopics)
 	errs = append(errs, err)
 	t.Group, err = pc.FieldString(fieldShareGroup)
+	errs = append(errs, err)
+	t.DeadLetterTopic, err = pc.FieldString(fieldDeadLetter, fieldDeadLetterTopic)
+	errs = append(errs, err)
+	t.DeadLetterReportFor, err = pc.FieldDuration(fieldDeadLetter, fieldDeadLetterReportFor)
 	errs = append(errs, err)
 	return t, errors.Join(errs...)
 }

@@ -46,8 +46,15 @@
 // (readMetadata: what a commit's metadata says), logstart.go (the loss seen
 // below the log start), members.go (which partitions no member consumes),
 // render.go (text and JSON), share.go (a share group's report, for
-// --share-group: CollectShare, WriteShareText, WriteShareJSON), safe.go (escaping what a terminal acts on, and
-// RFC 3339 times, for every command's output).
+// --share-group: CollectShare, WriteShareText, WriteShareJSON),
+// share_deadletters.go (a share group's dead letters, read from its
+// dead-letter topic: CollectShareDeadLetters), safe.go (escaping what a
+// terminal acts on, and RFC 3339 times, for every command's output).
+//
+// A share group commits no offsets, so its dead-letter report cannot ride
+// on commits: status reads the dead-letter topic itself, bounded, and
+// counts the records that carry the group in dead_letter_share_group and
+// were written within the kafka_share input's dead_letter.report_for.
 //
 // # Concurrency
 //

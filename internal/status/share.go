@@ -2,12 +2,12 @@ package status
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -25,6 +25,11 @@ type ShareReport struct {
 	LockDuration  int64  // milliseconds a member holds a record it acquired
 	Partitions    []SharePartition
 	Members       []ShareMember
+	// DeadLetters is the group's dead letters of the last report_for, read
+	// from its dead-letter topic (CollectShareDeadLetters); nil when status
+	// did not look: no topic known, or report_for 0s. Dead-lettering is by
+	// design: it changes no exit status.
+	DeadLetters *ShareDeadLetters
 }
 
 // SharePartition is one share-partition of the group.
@@ -98,7 +103,8 @@ func CollectShare(ctx context.Context, cl *kgo.Client, group string) (*ShareRepo
 }
 
 // WriteShareText writes r as a table of share-partitions, then the
-// members, then the limits.
+// limits, the members and, when status looked, the "dead-lettered:" line
+// (and one more when records naming the group do not parse).
 func WriteShareText(w io.Writer, r *ShareReport) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTART OFFSET\tLAG\tMEMBERS")
@@ -117,6 +123,17 @@ func WriteShareText(w io.Writer, r *ShareReport) error {
 	for _, m := range r.Members {
 		fmt.Fprintf(w, "member %s (%s@%s): %d partitions\n", TextSafe(m.MemberID), TextSafe(m.ClientID), TextSafe(m.ClientHost), m.Partitions)
 	}
+	if d := r.DeadLetters; d != nil {
+		fmt.Fprintf(w, "dead-lettered: %s\n", d.line())
+		if d.Malformed > 0 {
+			verb := "do"
+			if d.Malformed == 1 {
+				verb = "does"
+			}
+			fmt.Fprintf(w, "dead-lettered: %d record%s naming share group %s %s not parse, the first %s\n",
+				d.Malformed, plural(d.Malformed), TextSafe(r.Group), verb, TextSafe(d.MalformedErr))
+		}
+	}
 	return nil
 }
 
@@ -128,6 +145,59 @@ type jsonShareReport struct {
 	LockDuration  int64                `json:"record_lock_duration_ms"`
 	Partitions    []jsonSharePartition `json:"partitions"`
 	Members       []jsonShareMember    `json:"members"`
+	DeadLettered  *jsonShareDead       `json:"dead_lettered"`
+}
+
+// jsonShareDead is ShareDeadLetters, named as kafka_watermark's
+// "dead_lettered" is where they mean the same: "count", "since" (the
+// earliest), "error" (the last failure's class). "complete" is false when
+// "count" is a lower bound ("capped" or "read_error" says why); "since" and
+// "last" are null when "count" is 0.
+type jsonShareDead struct {
+	Topic          string           `json:"topic"` // the dead-letter topic
+	ReportForS     int64            `json:"report_for_s"`
+	Count          int              `json:"count"`
+	Complete       bool             `json:"complete"`
+	Since          *string          `json:"since"`
+	Error          string           `json:"error"`
+	Last           *jsonShareLetter `json:"last"`
+	TopicMissing   bool             `json:"topic_missing"`
+	Malformed      int              `json:"malformed"`
+	MalformedError string           `json:"malformed_error,omitempty"`
+	Capped         string           `json:"capped,omitempty"`
+	ReadError      string           `json:"read_error,omitempty"`
+	RecordsRead    int64            `json:"records_read"` // of every group and input
+}
+
+// jsonShareLetter is a ShareDeadLetter: the origin record, when it was
+// written, and where it is in the dead-letter topic.
+type jsonShareLetter struct {
+	Topic               string `json:"topic"`
+	Partition           int32  `json:"partition"`
+	Offset              int64  `json:"offset"`
+	Time                string `json:"time"` // RFC 3339, UTC, to the millisecond
+	Error               string `json:"error"`
+	DeadLetterPartition int32  `json:"dead_letter_partition"`
+	DeadLetterOffset    int64  `json:"dead_letter_offset"`
+}
+
+// newJSONShareDead is d as the JSON shows it; nil for nil.
+func newJSONShareDead(d *ShareDeadLetters) *jsonShareDead {
+	if d == nil {
+		return nil
+	}
+	j := &jsonShareDead{Topic: d.Topic, ReportForS: int64(d.ReportFor / time.Second), Count: d.Count, Complete: d.Complete(),
+		TopicMissing: d.Missing, Malformed: d.Malformed, MalformedError: d.MalformedErr, Capped: d.Capped, RecordsRead: d.Read}
+	if d.Err != nil {
+		j.ReadError = d.Err.Error()
+	}
+	if l := d.Last; l != nil {
+		since := FormatTime(d.Since, sinceJSON)
+		j.Since, j.Error = &since, l.Error
+		j.Last = &jsonShareLetter{Topic: l.Topic, Partition: l.Partition, Offset: l.Offset, Time: FormatTime(l.At, sinceJSON), Error: l.Error,
+			DeadLetterPartition: l.DeadLetterPartition, DeadLetterOffset: l.DeadLetterOffset}
+	}
+	return j
 }
 
 type jsonSharePartition struct {
@@ -148,7 +218,7 @@ type jsonShareMember struct {
 // WriteShareJSON writes r as one JSON document.
 func WriteShareJSON(w io.Writer, r *ShareReport) error {
 	doc := jsonShareReport{Group: r.Group, State: r.State, DeliveryLimit: r.DeliveryLimit, LockDuration: r.LockDuration,
-		Partitions: []jsonSharePartition{}, Members: []jsonShareMember{}}
+		Partitions: []jsonSharePartition{}, Members: []jsonShareMember{}, DeadLettered: newJSONShareDead(r.DeadLetters)}
 	for _, p := range r.Partitions {
 		jp := jsonSharePartition{Topic: p.Topic, Partition: p.Partition, StartOffset: p.StartOffset, Members: p.Members}
 		if p.Lag >= 0 {
@@ -159,7 +229,5 @@ func WriteShareJSON(w io.Writer, r *ShareReport) error {
 	for _, m := range r.Members {
 		doc.Members = append(doc.Members, jsonShareMember(m))
 	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(doc)
+	return EncodeJSON(w, doc)
 }
