@@ -157,8 +157,8 @@ func (in *ShareInput) connect(ctx context.Context) (*shareConn, error) {
 		}
 		c.dlw = dlw
 	}
-	for range conf.members {
-		cl, err := kgo.NewClient(c.memberOpts()...)
+	for i := range conf.members {
+		cl, err := kgo.NewClient(c.memberOpts(i)...)
 		if err != nil {
 			c.closeClients()
 			return nil, fmt.Errorf("invalid share group client options: %w", err)
@@ -169,12 +169,12 @@ func (in *ShareInput) connect(ctx context.Context) (*shareConn, error) {
 	return c, nil
 }
 
-// memberOpts are a member's kgo options. ShareMaxRecordsStrict caps a
+// memberOpts are member i's kgo options. ShareMaxRecordsStrict caps a
 // fetch at batch_max_records records and turns fetching ahead off
 // (MaxConcurrentFetches 0: kgo config.go:2039-2051, 1660-1665): a member
 // acquires records only while it is polled, so none wait in kgo's buffer,
 // unrenewable, their lock running, while the member's last poll is out.
-func (c *shareConn) memberOpts() []kgo.Opt {
+func (c *shareConn) memberOpts(i int) []kgo.Opt {
 	conf := c.in.conf
 	opts := conf.conn.Opts()
 	opts = append(opts,
@@ -187,6 +187,9 @@ func (c *shareConn) memberOpts() []kgo.Opt {
 	)
 	if conf.rackID != "" {
 		opts = append(opts, kgo.Rack(conf.rackID))
+	}
+	if conf.testMemberOpts != nil {
+		opts = append(opts, conf.testMemberOpts(i)...)
 	}
 	return opts
 }
