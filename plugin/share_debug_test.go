@@ -27,16 +27,23 @@ func init() {
 			return nil, err
 		}
 		l := shareDebugLogs.of(conf.group)
-		conf.testMemberOpts = func(i int) []kgo.Opt {
-			return []kgo.Opt{kgo.WithLogger(kgo.BasicLogger(l, kgo.LogLevelDebug, func() string { return l.stamp(fmt.Sprintf("kgo m%d ", i)) }))}
-		}
-		in := newShareInput(conf, res)
-		in.log = service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug})))
-		return &shareDebugInput{ShareInput: in, l: l}, nil
+		return &shareDebugInput{ShareInput: newShareDebugInput(conf, res, l), l: l}, nil
 	})
 	if err != nil {
 		panic(err)
 	}
+}
+
+// newShareDebugInput is newShareInput logging into l: the input's own
+// lines at debug, and its members' kgo lines at debug, each line naming
+// its member.
+func newShareDebugInput(conf *shareConfig, res *service.Resources, l *debugLog) *ShareInput {
+	conf.testMemberOpts = func(i int) []kgo.Opt {
+		return []kgo.Opt{kgo.WithLogger(kgo.BasicLogger(l, kgo.LogLevelDebug, func() string { return l.stamp(fmt.Sprintf("kgo m%d ", i)) }))}
+	}
+	in := newShareInput(conf, res)
+	in.log = service.NewLoggerFromSlog(slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	return in
 }
 
 // shareDebugInput is a ShareInput that logs each message it hands out

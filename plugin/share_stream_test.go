@@ -29,7 +29,12 @@ func TestShareStreamSuite(t *testing.T) {
 		integration.StreamTestSendBatchCount(10),
 		integration.StreamTestStreamParallel(1000),
 		integration.StreamTestStreamParallelLossy(1000),
-		integration.StreamTestAtLeastOnceDelivery(),
+		// Not StreamTestAtLeastOnceDelivery: it reads 3 of its 5 records
+		// before the restart and expects a released one first after it,
+		// which only an input reading in order gives; the 2 it never read
+		// may come first from a share group. TestShareAcceptedBeforeCloseStays
+		// checks what it means: nothing accepted before a clean close comes
+		// back.
 	)
 }
 
