@@ -162,3 +162,55 @@ func envInt(t *testing.T, name string, def int) int {
 	require.GreaterOrEqual(t, n, 0, "%s", name)
 	return n
 }
+
+// TestShareCloseArchivesNothing: a record held at a clean close, at its
+// last attempt but one, comes back at its last attempt. The bug: Close
+// released it while another member of the closing input had a share fetch
+// waiting at the broker, which woke and acquired it (its last attempt) into
+// a buffer nobody polled; that member released it as it left, and the
+// broker archived it at the group's delivery limit: a record lost with
+// nothing said. Here the limit is 2, so the record read once is at its last
+// attempt but one; the two other members are idle, polled, their fetches
+// waiting.
+// Eight runs at once, as a fetch may be between two waits at the close.
+func TestShareCloseArchivesNothing(t *testing.T) {
+	const runs = 8
+	topics := make([]string, runs)
+	for i := range topics {
+		topics[i] = "t" + strconv.Itoa(i)
+	}
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topics...),
+		kfake.BrokerConfigs(map[string]string{"share.record.lock.sweep.interval.ms": "100", "group.share.delivery.count.limit": "2"}))
+	require.NoError(t, err)
+	t.Cleanup(kc.Close)
+	observeShareRequests(kc)
+	addr := kc.ListenAddrs()[0]
+	for i, topic := range topics {
+		t.Run(strconv.Itoa(i), func(t *testing.T) {
+			t.Parallel()
+			group := "g" + strconv.Itoa(i)
+			l := shareDebugLogs.of(group)
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("share group %s's log:\n%s", group, l)
+				}
+				shareDebugLogs.drop(group)
+			})
+			produceValues(t, addr, topic, "x")
+			open := func(members int) *ShareInput {
+				conf := shareTestConfig(t, addr, topic, group, "batch_max_records: 1\nmembers: "+strconv.Itoa(members))
+				return connectShareTestInput(t, newShareDebugInput(conf, service.MockResources(), l))
+			}
+			first := open(3)
+			msgs, _ := readShare(t, first)
+			require.Equal(t, []got{{"x", 0, 1}}, msgs)
+			require.NoError(t, first.Close(context.Background()))
+
+			second := open(1)
+			msgs, ack := readShare(t, second)
+			require.Equal(t, []got{{"x", 0, 2}}, msgs, "the record held at the close, at its last attempt")
+			require.NoError(t, ack(context.Background(), nil))
+			waitShareStart(t, addr, group, topic, 1)
+		})
+	}
+}
