@@ -24,16 +24,19 @@ import (
 // accepted (the share-partition start offset reaches 5), so none of A, B
 // and D is left to come back. No verdict is refused (lock lost) or fails.
 //
-// Benthos's definition itself is left out of TestShareStreamSuite: its
-// first loop (stream_test_definitions.go:584-588 in benthos v4.60.0) runs
-// while i < len(expectedMessages) and deletes a key at each turn, so it
-// reads 3 of the 5 records, and after the restart (623-627) 1. The 2 it
-// never read were never acknowledged, so at least once delivers them again;
-// it expects C or E first, which a log read in order from the last commit
-// gives and a share group, which hands records out in no order, need not.
-// In a CI run under -race "D" came first; on kfake, 10 of 30 runs of the
-// definition failed that way (SHARE_ALO_RUNS=30, -parallel 10), and in
-// every one the record that came first had not been read before the close.
+// Benthos's definition itself is left out of TestShareStreamSuite, for
+// two faults of its own. Its first loop (stream_test_definitions.go:584-588
+// in benthos v4.60.0) runs while i < len(expectedMessages) and deletes a key
+// at each turn, so it reads 3 of the 5 records, and after the restart
+// (623-627) 1. The 2 it never read were never acknowledged, so at least
+// once delivers them again; it expects C or E first, which a log read in
+// order from the last commit gives, and a share group, which hands records
+// out in no order, need not. And its sender goroutine ranges over the map
+// (576) that its reader deletes from (588): under -race that is a data race
+// whenever the sender is still ranging. In a CI run under -race, "D" came
+// first after the restart. On kfake, at 5bc6acf, 16 of 50 runs of the
+// definition under -race failed (-parallel 10): 10 with a record that had
+// not been read before the close coming first, 6 with the race.
 //
 // SHARE_CLOSE_RUNS runs (4 unless set) go in parallel (go test's -parallel
 // bounds them), beside SHARE_CLOSE_BUSY goroutines that only burn CPU (0

@@ -31,10 +31,11 @@ func TestShareStreamSuite(t *testing.T) {
 		integration.StreamTestStreamParallelLossy(1000),
 		// Not StreamTestAtLeastOnceDelivery: it reads 3 of its 5 records
 		// before the restart and expects a released one first after it,
-		// which only an input reading in order gives; the 2 it never read
-		// may come first from a share group. TestShareAcceptedBeforeCloseStays
-		// checks what it means: nothing accepted before a clean close comes
-		// back.
+		// which only an input reading in order gives (the 2 it never read
+		// may come first from a share group), and its sender ranges over a
+		// map its reader deletes from, a data race under -race.
+		// TestShareAcceptedBeforeCloseStays says more, and checks what it
+		// means: nothing accepted before a clean close comes back.
 	)
 }
 
