@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/redpanda-data/benthos/v4/public/service"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/watermark-connect/watermark-connect/internal/kafkaconn"
 )
@@ -29,6 +30,10 @@ type shareConfig struct {
 	// maxAttempts is dead_letter.max_attempts; 0 when unset: the group's
 	// delivery limit, read at connect.
 	maxAttempts int
+
+	// testMemberOpts, set by tests only, adds kgo options to member i's
+	// client (a debug logger): nil in every config a user writes.
+	testMemberOpts func(i int) []kgo.Opt
 }
 
 // parseShareConfig checks each field's value (check.go), reads every

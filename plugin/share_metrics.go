@@ -43,8 +43,9 @@ type shareMetrics struct {
 	// renewedN counts renewals as renewals does, for tests to wait on
 	// (Benthos's counters cannot be read back).
 	renewedN atomic.Int64
-	// lockLostN counts what lockExpired counts, for tests as renewedN.
-	lockLostN atomic.Int64
+	// lockLostN and ackFailedN count what lockExpired and ackErrs count,
+	// for tests as renewedN.
+	lockLostN, ackFailedN atomic.Int64
 }
 
 func newShareMetrics(m *service.Metrics) *shareMetrics {
@@ -95,6 +96,7 @@ func (m *shareMetrics) ackResult(r kgo.ShareAckResult) share.AckOutcome {
 		m.lockLostN.Add(1)
 	case share.AckFailed:
 		m.ackErrs.Incr(1, r.Topic, strconv.Itoa(int(r.Partition)))
+		m.ackFailedN.Add(1)
 	}
 	return o
 }

@@ -48,12 +48,23 @@ func produceValues(t *testing.T, addr, topic string, values ...string) {
 // the test's cleanup unless the test closes it first.
 func newShareTestInput(t *testing.T, addr, topic, group, extra string) *ShareInput {
 	t.Helper()
+	return connectShareTestInput(t, newShareInput(shareTestConfig(t, addr, topic, group, extra), service.MockResources()))
+}
+
+// shareTestConfig is newShareTestInput's config.
+func shareTestConfig(t *testing.T, addr, topic, group, extra string) *shareConfig {
+	t.Helper()
 	yaml := fmt.Sprintf("seed_brokers: [ %s ]\ntopics: [ %s ]\nshare_group: %s\nstart_offset: earliest\n%s", addr, topic, group, extra)
 	pc, err := ShareConfigSpec().ParseYAML(yaml, nil)
 	require.NoError(t, err)
 	conf, err := parseShareConfig(pc)
 	require.NoError(t, err)
-	in := newShareInput(conf, service.MockResources())
+	return conf
+}
+
+// connectShareTestInput connects in, and closes it at the test's end.
+func connectShareTestInput(t *testing.T, in *ShareInput) *ShareInput {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	require.NoError(t, in.Connect(ctx))
