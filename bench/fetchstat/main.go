@@ -55,7 +55,7 @@ func main() {
 	brokers := flag.String("brokers", "", "seed brokers, comma separated")
 	topic := flag.String("topic", "", "topic to read from its start")
 	records := flag.Int64("records", 0, "stop after this many records")
-	maxBytes := flag.Int("fetch-max-bytes", 50<<20, "FetchMaxBytes")
+	maxBytes := flag.Int("fetch-max-bytes", 16<<20, "FetchMaxBytes (kafka_watermark's default)")
 	partBytes := flag.Int("fetch-max-partition-bytes", 1<<20, "FetchMaxPartitionBytes")
 	work := flag.Duration("work", 0, "busy time per record after each poll")
 	flag.Parse()
