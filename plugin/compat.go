@@ -33,6 +33,9 @@ const (
 	defaultMaxPendingS   = "1024"
 	defaultBatchMaxBytes = "1MiB"
 	defaultBatchBytesN   = 1 << 20
+	// defaultFetchMaxBytes is our own: the redpanda input's is 50MiB (the
+	// field's description and docs/BENCHMARKS.md, issue 31, say why).
+	defaultFetchMaxBytes = "16MiB"
 )
 
 // Messages of validate and the field checks ("<name>: <message>"), which lint

@@ -296,9 +296,9 @@ func redpandaCases() map[string]redpandaCase {
 		"`start_from_oldest: false` with `start_offset: earliest`": rejected(minimal+"start_from_oldest: false\n",
 			"start_from_oldest: false contradicts start_offset: earliest, as in the redpanda input: use start_offset: latest"),
 		"`start_offset`": same(func(t *testing.T, _ *service.ParsedConfig, c *config) { require.Equal(t, startLatest, c.startOffset) }),
-		"`fetch_max_bytes`": same(func(t *testing.T, _ *service.ParsedConfig, c *config) {
+		"`fetch_max_bytes`": {outcome: "own default", mentions: "`16MiB`", check: func(t *testing.T, _ *service.ParsedConfig, c *config) {
 			require.Equal(t, int64(10_000_000), c.fetchMaxBytes)
-		}),
+		}},
 		"`fetch_max_wait`":  same(func(t *testing.T, _ *service.ParsedConfig, c *config) { require.Equal(t, time.Second, c.fetchMaxWait) }),
 		"`fetch_min_bytes`": same(func(t *testing.T, _ *service.ParsedConfig, c *config) { require.Equal(t, int64(1000), c.fetchMinBytes) }),
 		"`fetch_max_partition_bytes`": same(func(t *testing.T, _ *service.ParsedConfig, c *config) {

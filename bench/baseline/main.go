@@ -81,13 +81,15 @@ type batch struct {
 }
 
 func (in *input) Connect(context.Context) error {
-	// The fetch settings are kgo's defaults, which are kafka_watermark's
-	// (50MiB, 1MiB per partition, 5s wait), as is the balancer.
+	// The fetch settings are kafka_watermark's defaults: kgo's (1MiB per
+	// partition, 5s wait) but for fetch_max_bytes, 16MiB where kgo's is
+	// 50MiB, and so is the balancer.
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(in.seeds...),
 		kgo.ConsumerGroup(in.group),
 		kgo.ConsumeTopics(in.topics...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxBytes(16<<20),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 	)
 	if err != nil {

@@ -38,6 +38,11 @@ const (
 	variantNoPGO = "nopgo" // built with -pgo=off: the gain of default.pgo is wm / wm-nopgo
 	variantPlain = "plain" // built with -pgo=off and run with GOGC=100: neither the GC settings nor PGO
 	variantGOGC  = "gogc"  // gogc<N>: run with GOGC=<N>, which wins over the binary's own GC settings
+	// fetchmax<size> and partmax<size>: fetch_max_bytes and
+	// fetch_max_partition_bytes at <size> (a size as the fields take it:
+	// 8MiB), for the fetch sizing at many partitions (issue 31).
+	variantFetchMax = "fetchmax"
+	variantPartMax  = "partmax"
 )
 
 // contenders returns the contenders named in keys (of raw, base, wm,
@@ -75,8 +80,18 @@ func variant(b binaries, brokers, v string) (contender, error) {
 			return contender{}, fmt.Errorf("-variants %q: want gogc<percent>, e.g. gogc200", v)
 		}
 		return contender{"wm-" + v, fmt.Sprintf("`wm` run with GOGC=%d in its environment (which wins over the binary's own GC settings)", n), scrapeBenthos, wm, []string{fmt.Sprintf("GOGC=%d", n)}}, nil
+	case strings.HasPrefix(v, variantFetchMax), strings.HasPrefix(v, variantPartMax):
+		field, size := "fetch_max_bytes", strings.TrimPrefix(v, variantFetchMax)
+		if strings.HasPrefix(v, variantPartMax) {
+			field, size = "fetch_max_partition_bytes", strings.TrimPrefix(v, variantPartMax)
+		}
+		if size == "" {
+			return contender{}, fmt.Errorf("-variants %q: want %s<size> or %s<size>, e.g. %s8MiB", v, variantFetchMax, variantPartMax, variantFetchMax)
+		}
+		extra := fmt.Sprintf("    commit_metadata: true\n    %s: %s\n", field, size)
+		return contender{"wm-" + v, fmt.Sprintf("`wm` with `%s: %s`", field, size), scrapeBenthos, wmArgs(b.head, brokers, extra), nil}, nil
 	}
-	return contender{}, fmt.Errorf("-variants %q: want %s, %s or %s<percent>", v, variantNoPGO, variantPlain, variantGOGC)
+	return contender{}, fmt.Errorf("-variants %q: want %s, %s, %s<percent>, %s<size> or %s<size>", v, variantNoPGO, variantPlain, variantGOGC, variantFetchMax, variantPartMax)
 }
 
 // needsNoPGO says whether a variant runs the head binary built with -pgo=off.

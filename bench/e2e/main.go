@@ -70,7 +70,7 @@ func main() {
 	flag.StringVar(&o.headRef, "head-ref", "", "commit to build today's binaries from (default: the working tree)")
 	flag.StringVar(&o.oldRef, "old-ref", "4cc7f9b", "commit whose cmd/watermark-connect is the fixed \"before\" (empty: none)")
 	flag.StringVar(&tpContenders, "contenders", "raw,base,wm,wm-nometa,wm-old", "contenders of the throughput matrix and its profiles, of raw, base, wm, wm-nometa, wm-old (only with -old-ref), k2k and k2k-eos (Kafka to Kafka through the kafka_watermark output, at least once and exactly once)")
-	flag.StringVar(&variants, "variants", "", "more contenders, today's kafka_watermark (wm) with one thing changed: nopgo (built with -pgo=off), plain (-pgo=off and GOGC=100: Go's defaults), gogc<N> (GOGC=<N> in its environment), e.g. nopgo,plain or gogc100,gogc200,gogc400")
+	flag.StringVar(&variants, "variants", "", "more contenders, today's kafka_watermark (wm) with one thing changed: nopgo (built with -pgo=off), plain (-pgo=off and GOGC=100: Go's defaults), gogc<N> (GOGC=<N> in its environment), fetchmax<size> and partmax<size> (fetch_max_bytes and fetch_max_partition_bytes set to <size>, e.g. fetchmax8MiB), e.g. nopgo,plain or gogc100,gogc200,gogc400")
 	flag.StringVar(&sections, "sections", "throughput,profile,convert,replay", "what to run, of throughput, profile, convert, replay, keyorder and pgo (a CPU profile of wm over every cell, merged into -pgo-out: make pgo)")
 	flag.StringVar(&o.pgoOut, "pgo-out", "", "-sections pgo: the merged profile to write (make pgo: cmd/watermark-connect/default.pgo)")
 	flag.IntVar(&o.replayRounds, "replay-rounds", 5, "kill -9 trials per replay configuration")
@@ -298,8 +298,8 @@ func (m *matrix) run(ctx context.Context, o options) {
 					res = measured{rate: math.NaN(), cpuPerM: math.NaN(), peakRSS: math.NaN()}
 					m.failed++
 				} else {
-					logf("round %d, %s, %-9s %8.0f rec/s %6.3f cpu-s/Mrec %5.0f MB peak RSS (window %v, process CPU %v)",
-						r+1, c, ct.key, res.rate, res.cpuPerM, res.peakRSS/1e6, res.window.Round(time.Millisecond), res.total.Round(time.Millisecond))
+					logf("round %d, %s, %-9s %8.0f rec/s %6.3f cpu-s/Mrec %5.0f MB peak RSS %6.4f faults/rec (window %v, process CPU %v)",
+						r+1, c, ct.key, res.rate, res.cpuPerM, res.peakRSS/1e6, res.faultsPerRecord, res.window.Round(time.Millisecond), res.total.Round(time.Millisecond))
 				}
 				m.runs[ci][ct.key] = append(m.runs[ci][ct.key], res)
 			}

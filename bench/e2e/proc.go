@@ -40,12 +40,13 @@ const clockTick = 10 * time.Millisecond
 
 // measured is one run of one contender.
 type measured struct {
-	rate    float64       // records per second over the window
-	cpuPerM float64       // CPU seconds per million records over the window
-	window  time.Duration // the window's length
-	records int64         // records sent within the window
-	total   time.Duration // the whole process's CPU time, from its rusage
-	peakRSS float64       // the process's peak resident set, bytes (VmHWM at its last scrape)
+	rate            float64       // records per second over the window
+	cpuPerM         float64       // CPU seconds per million records over the window
+	window          time.Duration // the window's length
+	records         int64         // records sent within the window
+	total           time.Duration // the whole process's CPU time, from its rusage
+	peakRSS         float64       // the process's peak resident set, bytes (VmHWM at its last scrape)
+	faultsPerRecord float64       // minor page faults per record over the window, for the log
 }
 
 // sample is one scrape.
@@ -54,6 +55,7 @@ type sample struct {
 	count int64
 	cpu   time.Duration
 	hwm   int64 // VmHWM, bytes: the peak resident set so far
+	flt   int64 // minor page faults so far
 }
 
 // proc is one started contender process; its output goes to a log file in
@@ -136,7 +138,7 @@ func (p *proc) measure(ctx context.Context, want int64, every, timeout time.Dura
 		if err != nil {
 			continue // not listening yet
 		}
-		cpu, err := procCPU(p.cmd.Process.Pid)
+		cpu, flt, err := procCPU(p.cmd.Process.Pid)
 		if err != nil {
 			continue
 		}
@@ -144,7 +146,7 @@ func (p *proc) measure(ctx context.Context, want int64, every, timeout time.Dura
 		if err != nil {
 			continue
 		}
-		s := sample{at: time.Now(), count: n, cpu: cpu, hwm: hwm}
+		s := sample{at: time.Now(), count: n, cpu: cpu, hwm: hwm, flt: flt}
 		if first.count == 0 {
 			first = s
 		}
@@ -178,6 +180,9 @@ func (p *proc) measure(ctx context.Context, want int64, every, timeout time.Dura
 	m := measured{window: end.Sub(first.at), records: want - first.count}
 	m.rate = float64(m.records) / m.window.Seconds()
 	m.cpuPerM = (cpu - first.cpu).Seconds() / (float64(m.records) / 1e6)
+	if last.count > first.count {
+		m.faultsPerRecord = float64(last.flt-first.flt) / float64(last.count-first.count)
+	}
 	if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		m.total = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
@@ -198,25 +203,29 @@ func scrapeSent(ctx context.Context, addr string) (int64, error) {
 	return int64(sum), nil
 }
 
-// procCPU is the user plus system time of every thread of pid so far.
-func procCPU(pid int) (time.Duration, error) {
+// procCPU is the user plus system time of every thread of pid so far, and
+// its minor page faults (a page's first touch: the kernel's time for it is
+// the faulting instruction's in a CPU profile).
+func procCPU(pid int) (time.Duration, int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	// The command name, in parentheses, may hold spaces: count fields after
-	// it. utime and stime are fields 14 and 15, so 12 and 13 after it.
+	// it. minflt, utime and stime are fields 10, 14 and 15, so 8, 12 and 13
+	// after it.
 	s := string(b)
 	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
 	if len(f) < 13 {
-		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+		return 0, 0, fmt.Errorf("short /proc/%d/stat", pid)
 	}
+	flt, err0 := strconv.ParseInt(f[7], 10, 64)
 	ut, err1 := strconv.ParseInt(f[11], 10, 64)
 	st, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, err
+	if err := errors.Join(err0, err1, err2); err != nil {
+		return 0, 0, err
 	}
-	return time.Duration(ut+st) * clockTick, nil
+	return time.Duration(ut+st) * clockTick, flt, nil
 }
 
 // procHWM is pid's peak resident set so far (VmHWM), in bytes. Not the

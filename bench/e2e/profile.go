@@ -20,9 +20,9 @@ import (
 const profileRuns = 4
 
 // profile takes CPU profiles of kafka_watermark (today's and the old one),
-// the baseline and the raw loop on the first cell, over profileRuns runs
-// each, keeps them in o.profileDir and prints where each spends its CPU
-// (see breakdown).
+// the baseline, the raw loop and the variants on the first cell, over
+// profileRuns runs each, keeps them in o.profileDir and prints where each
+// spends its CPU (see breakdown).
 func profile(ctx context.Context, w io.Writer, o options, m *matrix) error {
 	c := m.cells[0]
 	if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
@@ -31,7 +31,11 @@ func profile(ctx context.Context, w io.Writer, o options, m *matrix) error {
 	fmt.Fprintf(w, "### CPU profiles (%s)\n\n", c)
 	fmt.Fprintf(w, "Each profile merges %d runs of one contender over the whole cell (start and group join included), taken with /debug/pprof/profile on the process's HTTP server (`http.debug_endpoints: true`; the raw loop serves the same). A row sums the cumulative time of its call-graph roots, allocations and GC assists included.\n\n", profileRuns)
 	profiles := map[string][]string{}
-	for _, key := range []string{"wm", "wm-old", "base", "raw"} {
+	order := []string{"wm", "wm-old", "base", "raw"}
+	for _, v := range o.variants {
+		order = append(order, "wm-"+v)
+	}
+	for _, key := range order {
 		ct, ok := m.contender(key)
 		if !ok {
 			continue
@@ -57,7 +61,7 @@ func profile(ctx context.Context, w io.Writer, o options, m *matrix) error {
 		}
 		logf("profiled %s: %s", key, strings.Join(profiles[key], " "))
 	}
-	return breakdown(w, []string{"wm", "wm-old", "base", "raw"}, categories, "everything else (Benthos's pipeline and output, HTTP, runtime)", profiles, c.records)
+	return breakdown(w, order, categories, "everything else (Benthos's pipeline and output, HTTP, runtime)", profiles, c.records)
 }
 
 func (m *matrix) contender(key string) (contender, bool) {

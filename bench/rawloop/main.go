@@ -32,13 +32,15 @@ func main() {
 	addr := flag.String("http", "127.0.0.1:4195", "address of the /metrics endpoint")
 	flag.Parse()
 
-	// The same client settings as the baseline input: kgo's fetch defaults
-	// and the cooperative-sticky balancer.
+	// The same client settings as the baseline input: kafka_watermark's
+	// fetch defaults (kgo's, but 16MiB for fetch_max_bytes) and the
+	// cooperative-sticky balancer.
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(strings.Split(*brokers, ",")...),
 		kgo.ConsumerGroup(*group),
 		kgo.ConsumeTopics(*topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxBytes(16<<20),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 	)
 	if err != nil {
