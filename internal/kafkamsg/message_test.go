@@ -1,11 +1,14 @@
 package kafkamsg
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Each message reads back its own record's values, with the types Redpanda
@@ -94,4 +97,25 @@ func TestRecordsToBatchNoLag(t *testing.T) {
 	require.NotContains(t, none, metaLag, "kafka_lag with NoLag")
 	delete(unknown, metaLag)
 	require.Equal(t, unknown, none, "every other key")
+}
+
+// Every message's context holds a span context that is invalid and does
+// not record: the noop tracer's Start hands such a parent back as it is
+// (the allocation noSpan exists to save), and a tracer that records reads
+// it as no parent at all, as it read a message without one.
+func TestRecordsToBatchSpanContext(t *testing.T) {
+	batch := RecordsToBatch([]*kgo.Record{{Topic: "t", Value: []byte("v")}}, -1)
+	ctx := batch[0].Context()
+	sc := trace.SpanContextFromContext(ctx)
+	require.False(t, sc.IsValid(), "the span context must be invalid: an SDK tracer then starts a root span, as with none")
+	require.Equal(t, trace.SpanContextFromContext(context.Background()).TraceID(), sc.TraceID(), "tracing_id() reads zeros as before")
+	require.False(t, trace.SpanFromContext(ctx).IsRecording(), "Benthos's GetActiveSpan must still find no active span")
+
+	got, span := noop.NewTracerProvider().Tracer("").Start(ctx, "input")
+	require.True(t, got == ctx, "the noop tracer wrapped the context (a context.WithValue per message per stage): noop.Tracer.Start changed")
+	require.False(t, span.IsRecording())
+
+	var none context.Context = context.Background()
+	got, _ = noop.NewTracerProvider().Tracer("").Start(none, "input")
+	require.False(t, got == none, "without a span context the noop tracer wraps: the test would not tell the two apart")
 }
