@@ -115,7 +115,7 @@ func TestRecordsToBatchSpanContext(t *testing.T) {
 	require.True(t, got == ctx, "the noop tracer wrapped the context (a context.WithValue per message per stage): noop.Tracer.Start changed")
 	require.False(t, span.IsRecording())
 
-	var none context.Context = context.Background()
+	none := context.Background()
 	got, _ = noop.NewTracerProvider().Tracer("").Start(none, "input")
 	require.False(t, got == none, "without a span context the noop tracer wraps: the test would not tell the two apart")
 }
