@@ -56,6 +56,7 @@ type options struct {
 	pgoOut       string   // -sections pgo: where the merged profile goes
 	contenders   []string // of the throughput matrix: raw, base, wm, wm-nometa, wm-old
 	variants     []string // more contenders: today's binary with one thing changed (contenders.go)
+	warm         bool     // read a cell's topic once, unmeasured, before its contenders in each round (admin.warm)
 }
 
 func main() {
@@ -73,6 +74,7 @@ func main() {
 	flag.StringVar(&variants, "variants", "", "more contenders, today's kafka_watermark (wm) with one thing changed: nopgo (built with -pgo=off), plain (-pgo=off and GOGC=100: Go's defaults), gogc<N> (GOGC=<N> in its environment), fetchmax<size> and partmax<size> (fetch_max_bytes and fetch_max_partition_bytes set to <size>, e.g. fetchmax8MiB), e.g. nopgo,plain or gogc100,gogc200,gogc400")
 	flag.StringVar(&sections, "sections", "throughput,profile,convert,replay", "what to run, of throughput, profile, convert, replay, keyorder and pgo (a CPU profile of wm over every cell, merged into -pgo-out: make pgo)")
 	flag.StringVar(&o.pgoOut, "pgo-out", "", "-sections pgo: the merged profile to write (make pgo: cmd/watermark-connect/default.pgo)")
+	flag.BoolVar(&o.warm, "warm", true, "read each cell's topic once, unmeasured, before its contenders in each round, so that none of them reads the log from disk while the others read it from the page cache")
 	flag.IntVar(&o.replayRounds, "replay-rounds", 5, "kill -9 trials per replay configuration")
 	flag.StringVar(&o.profileDir, "profile-dir", "", "where to keep the CPU profiles (default: the work dir)")
 	flag.StringVar(&o.workDir, "work", "", "work dir for binaries, configs and logs (default: a temporary one, removed at the end)")
@@ -177,7 +179,7 @@ func runAll(o options) error {
 		}
 	}
 	if o.sections["throughput"] {
-		m.run(ctx, o)
+		m.run(ctx, a, o)
 		m.write(w, o)
 	}
 	if o.sections["profile"] {
@@ -285,10 +287,17 @@ func (m *matrix) dropTopics(a *admin) {
 // run measures every contender on every cell, o.rounds times. Within a
 // round a cell's contenders run back to back in a random order, so what the
 // machine does meanwhile falls on all of them alike.
-func (m *matrix) run(ctx context.Context, o options) {
+func (m *matrix) run(ctx context.Context, a *admin, o options) {
 	rng := rand.New(rand.NewPCG(o.seed, 1))
 	for r := range o.rounds {
 		for ci, c := range m.cells {
+			if o.warm {
+				if d, err := a.warm(ctx, c); err != nil {
+					logf("round %d, %s: %v", r+1, c, err)
+				} else {
+					logf("round %d, %s: read once to warm the page cache in %v", r+1, c, d.Round(time.Millisecond))
+				}
+			}
 			order := rng.Perm(len(m.cs))
 			for _, k := range order {
 				ct := m.cs[k]

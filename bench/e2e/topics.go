@@ -101,3 +101,50 @@ func fill(ctx context.Context, a *admin, c cell) (map[int32]int64, error) {
 	}
 	return ends, nil
 }
+
+// warm reads c.topic once from its start to its log end, unmeasured, and
+// returns how long that took. The matrix calls it before a cell's
+// contenders in each round (-warm): when the cells' topics hold more than the
+// page cache (four 1 KiB cells of 6,000,000 records are 24 GB), the round's
+// other cells evict a cell's log, and without it the contender that happens
+// to run first reads the log from disk while the others read it from
+// memory, a gap of up to a third in records/s that has nothing to do with
+// the contender (docs/BENCHMARKS.md, issue 31).
+func (a *admin) warm(ctx context.Context, c cell) (time.Duration, error) {
+	start := time.Now()
+	ends, err := a.endOffsets(ctx, c.topic)
+	if err != nil {
+		return 0, err
+	}
+	offsets := map[int32]kgo.Offset{}
+	for p, end := range ends {
+		if end > 0 {
+			offsets[p] = kgo.NewOffset().AtStart()
+		}
+	}
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(strings.Split(a.brokers, ",")...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{c.topic: offsets}),
+	)
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	for left := len(offsets); left > 0; {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return 0, fmt.Errorf("warming %s: %d of %d partitions not read to their end: %w", c.topic, left, len(offsets), err)
+		}
+		if err := fs.Err0(); err != nil {
+			return 0, fmt.Errorf("warming %s: %w", c.topic, err)
+		}
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if n := len(p.Records); n > 0 && p.Records[n-1].Offset+1 == ends[p.Partition] {
+				left--
+			}
+		})
+	}
+	return time.Since(start), nil
+}
